@@ -1,0 +1,243 @@
+//! The one interface every backend implements: [`GpuCommitter`].
+//!
+//! A commitment request is expressed over **base field columns only**. An extension-field
+//! segment (quadratic or cubic) is split by the prover integration into its base components
+//! (column `j`, component `c` becomes base column `j·k + c`): the LDE is linear over the base
+//! field, and Winterfell hashes extension rows as their flattened base elements, so a backend
+//! that handles base columns reproduces every segment bit for bit.
+//!
+//! One call goes from host evaluations to polynomials, LDE rows, row hashes and the Merkle tree,
+//! so a GPU backend keeps the data on the device from upload to tree and downloads only what
+//! the prover needs (coefficients, LDE rows, tree nodes).
+
+use miden_crypto::Felt;
+
+use crate::{
+    backend::Backend,
+    error::{GpuError, Result},
+    hash::{Digest, HashFunction},
+};
+
+/// Width of one segment of Winterfell's `RowMatrix` (`DEFAULT_SEGMENT_WIDTH`): LDE rows are
+/// padded to a multiple of this many base elements.
+pub const SEGMENT_WIDTH: usize = 8;
+
+// REQUEST
+// ================================================================================================
+
+/// Where the polynomials of a segment come from.
+#[derive(Debug, Clone, Copy)]
+pub enum PolyInput<'a> {
+    /// Evaluations of each base column over the trace domain (size `n`, no offset), as in
+    /// `ColMatrix::interpolate_columns`. Every column has `n` elements.
+    Trace {
+        /// The base columns.
+        columns: &'a [&'a [Felt]],
+    },
+    /// Evaluations of the composition polynomial over the constraint-evaluation domain
+    /// (size `m`, offset `Felt::GENERATOR`), one slice per base component, as in
+    /// `CompositionPoly::new`: each component is interpolated with the offset and its first
+    /// `num_columns · column_len` coefficients are cut into `num_columns` polynomials. The
+    /// output base column `j·k + c` is chunk `j` of component `c` (`k = components.len()`).
+    Composition {
+        /// One slice of `m` evaluations per base component.
+        components: &'a [&'a [Felt]],
+        /// Length of each composition column (the trace length `n`).
+        column_len: usize,
+        /// Number of composition columns.
+        num_columns: usize,
+    },
+}
+
+/// How each LDE row is hashed into its Merkle leaf (Winterfell's `commit_to_rows`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowHashing {
+    /// Leaf = `hash_elements(row)`.
+    WholeRow,
+    /// Leaf = `merge_many([hash_elements(chunk) for chunk in row.chunks(size)])`, `size` in base
+    /// elements; applied even when the row fits in one chunk, as Winterfell does.
+    Partitioned(usize),
+}
+
+/// One segment commitment to compute.
+#[derive(Debug, Clone, Copy)]
+pub struct CommitRequest<'a> {
+    /// The polynomials' source.
+    pub input: PolyInput<'a>,
+    /// LDE blowup factor (power of two, at least 2).
+    pub blowup: usize,
+    /// How rows are hashed into leaves.
+    pub row_hashing: RowHashing,
+    /// The hash function for leaves and tree.
+    pub hash: HashFunction,
+}
+
+/// The validated dimensions of a [`CommitRequest`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Polynomial length `n` (trace length).
+    pub poly_len: usize,
+    /// LDE rows `n · blowup`.
+    pub lde_len: usize,
+    /// Base columns of the output (polynomials and LDE columns).
+    pub num_cols: usize,
+    /// Base elements per stored LDE row (`num_cols` rounded up to [`SEGMENT_WIDTH`]).
+    pub row_width: usize,
+}
+
+impl CommitRequest<'_> {
+    /// Checks the request and returns its dimensions; every backend calls this first.
+    pub fn validate(&self) -> Result<Shape> {
+        if self.blowup < 2 || !self.blowup.is_power_of_two() {
+            return Err(GpuError::InvalidBlowup(self.blowup));
+        }
+        if let RowHashing::Partitioned(0) = self.row_hashing {
+            return Err(GpuError::InvalidPartition);
+        }
+        let (poly_len, num_cols) = match self.input {
+            PolyInput::Trace { columns } => (check_columns(columns)?, columns.len()),
+            PolyInput::Composition { components, column_len, num_columns } => {
+                let m = check_columns(components)?;
+                if column_len < 2 || !column_len.is_power_of_two() {
+                    return Err(GpuError::TraceLengthNotPowerOfTwo(column_len));
+                }
+                if num_columns == 0 || num_columns * column_len > m {
+                    return Err(GpuError::InvalidComposition {
+                        evaluations: m,
+                        columns: num_columns,
+                        column_len,
+                    });
+                }
+                (column_len, num_columns * components.len())
+            },
+        };
+        let lde_len = poly_len * self.blowup;
+        if lde_len.ilog2() > 32 {
+            return Err(GpuError::DomainTooLarge(lde_len.ilog2()));
+        }
+        Ok(Shape {
+            poly_len,
+            lde_len,
+            num_cols,
+            row_width: num_cols.div_ceil(SEGMENT_WIDTH) * SEGMENT_WIDTH,
+        })
+    }
+}
+
+/// Checks that there is at least one column and all have one power-of-two length; returns it.
+fn check_columns(columns: &[&[Felt]]) -> Result<usize> {
+    let first = columns.first().ok_or(GpuError::ZeroColumns)?;
+    let n = first.len();
+    if let Some((column, c)) = columns.iter().enumerate().find(|(_, c)| c.len() != n) {
+        return Err(GpuError::ColumnLengthMismatch { column, expected: n, actual: c.len() });
+    }
+    if n < 2 || !n.is_power_of_two() {
+        return Err(GpuError::TraceLengthNotPowerOfTwo(n));
+    }
+    Ok(n)
+}
+
+// RESULT
+// ================================================================================================
+
+/// LDE rows in Winterfell's `RowMatrix` layout: row-major base elements, each row padded with
+/// zeros to `row_width` (a multiple of [`SEGMENT_WIDTH`]); the first `num_cols` are the row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LdeRows {
+    /// `num_rows · row_width` base elements.
+    pub data: Vec<Felt>,
+    /// Stored elements per row.
+    pub row_width: usize,
+    /// Meaningful elements per row (base columns).
+    pub num_cols: usize,
+}
+
+impl LdeRows {
+    /// Number of rows.
+    pub fn num_rows(&self) -> usize {
+        self.data.len() / self.row_width
+    }
+
+    /// The `num_cols` base elements of row `i`.
+    pub fn row(&self, i: usize) -> &[Felt] {
+        let start = i * self.row_width;
+        &self.data[start..start + self.num_cols]
+    }
+}
+
+/// Everything a segment commitment produces.
+#[derive(Debug, Clone)]
+pub struct Commitment {
+    /// Coefficients of each output base column (`num_cols` vectors of `poly_len`).
+    pub polys: Vec<Vec<Felt>>,
+    /// The LDE over the LDE domain (`poly_len · blowup` rows, natural order, offset
+    /// `Felt::GENERATOR`).
+    pub lde: LdeRows,
+    /// Row hashes, one per LDE row: the Merkle leaves.
+    pub leaves: Vec<Digest>,
+    /// Merkle nodes in Winterfell's layout: `nodes.len() == leaves.len()`, `nodes[1]` the root,
+    /// `nodes[0]` unused (zero).
+    pub nodes: Vec<Digest>,
+}
+
+impl Commitment {
+    /// The Merkle root.
+    pub fn root(&self) -> Digest {
+        self.nodes[1]
+    }
+}
+
+// THE TRAIT
+// ================================================================================================
+
+/// A backend that computes segment commitments: CPU (the oracle), wgpu, CUDA.
+///
+/// Implementations must be bit-exact with Winterfell's `DefaultTraceLde` /
+/// `DefaultConstraintCommitment`: the shared parity harness in `tests/` checks every one.
+pub trait GpuCommitter: Send + Sync {
+    /// Which backend this is.
+    fn backend(&self) -> Backend;
+
+    /// A human-readable name of the device(s) doing the work.
+    fn device_name(&self) -> String;
+
+    /// Interpolates, extends, hashes and builds the Merkle tree of one segment.
+    fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment>;
+
+    /// Hashes every row of `lde` into a leaf (the row-hash stage alone).
+    fn hash_rows(
+        &self,
+        lde: &LdeRows,
+        row_hashing: RowHashing,
+        hash: HashFunction,
+    ) -> Result<Vec<Digest>>;
+
+    /// Builds the Merkle nodes over `leaves` (a power of two, at least 2) in Winterfell's layout.
+    fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>>;
+}
+
+/// Checks the leaf count of a Merkle tree request.
+pub fn check_leaves(leaves: &[Digest]) -> Result<()> {
+    if leaves.len() < 2 || !leaves.len().is_power_of_two() {
+        return Err(GpuError::TraceLengthNotPowerOfTwo(leaves.len()));
+    }
+    Ok(())
+}
+
+/// Checks an [`LdeRows`] handed to [`GpuCommitter::hash_rows`].
+pub fn check_lde_rows(lde: &LdeRows, row_hashing: RowHashing) -> Result<()> {
+    if lde.num_cols == 0 {
+        return Err(GpuError::ZeroColumns);
+    }
+    if lde.row_width < lde.num_cols || lde.data.len() % lde.row_width != 0 {
+        return Err(GpuError::ColumnLengthMismatch {
+            column: 0,
+            expected: lde.row_width,
+            actual: lde.data.len() % lde.row_width.max(1),
+        });
+    }
+    if let RowHashing::Partitioned(0) = row_hashing {
+        return Err(GpuError::InvalidPartition);
+    }
+    Ok(())
+}

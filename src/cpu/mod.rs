@@ -1,0 +1,161 @@
+//! The CPU backend: rayon over Winterfell's own FFT and miden-crypto's hashes.
+//!
+//! Always available, used as the fallback when no GPU is, and the oracle every GPU backend is
+//! tested against. It reuses Winterfell's functions wherever Winterfell has one, so its results
+//! are Winterfell's by construction.
+
+use miden_crypto::Felt;
+use rayon::prelude::*;
+use tracing::info_span;
+use winter_math::{fft, FieldElement, StarkField};
+use winter_prover::{
+    matrix::{ColMatrix, RowMatrix},
+    StarkDomain,
+};
+
+use crate::{
+    backend::Backend,
+    committer::{
+        check_leaves, check_lde_rows, CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput,
+        RowHashing, Shape, SEGMENT_WIDTH,
+    },
+    error::Result,
+    hash::{Digest, HashFunction},
+};
+
+/// The multi-threaded CPU backend.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CpuCommitter;
+
+impl CpuCommitter {
+    /// Creates the CPU backend; it cannot fail.
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+impl GpuCommitter for CpuCommitter {
+    fn backend(&self) -> Backend {
+        Backend::Cpu
+    }
+
+    fn device_name(&self) -> String {
+        format!("CPU ({} threads)", rayon::current_num_threads())
+    }
+
+    fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+        let shape = request.validate()?;
+        let polys = info_span!("cpu.interpolate", cols = shape.num_cols, rows = shape.poly_len)
+            .in_scope(|| interpolate(&request.input));
+        let lde = info_span!("cpu.lde", lde_rows = shape.lde_len)
+            .in_scope(|| extend(polys.clone(), &shape, request.blowup));
+        let leaves = info_span!("cpu.hash_leaves", hash = %request.hash)
+            .in_scope(|| hash_rows(&lde, request.row_hashing, request.hash));
+        let nodes = info_span!("cpu.tree").in_scope(|| build_tree(&leaves, request.hash));
+        Ok(Commitment { polys, lde, leaves, nodes })
+    }
+
+    fn hash_rows(
+        &self,
+        lde: &LdeRows,
+        row_hashing: RowHashing,
+        hash: HashFunction,
+    ) -> Result<Vec<Digest>> {
+        check_lde_rows(lde, row_hashing)?;
+        Ok(hash_rows(lde, row_hashing, hash))
+    }
+
+    fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
+        check_leaves(leaves)?;
+        Ok(build_tree(leaves, hash))
+    }
+}
+
+// STAGES
+// ================================================================================================
+
+/// Interpolates the input into coefficient form (`interpolate_columns` /
+/// `CompositionPoly::new`).
+fn interpolate(input: &PolyInput<'_>) -> Vec<Vec<Felt>> {
+    match *input {
+        PolyInput::Trace { columns } => {
+            let matrix = ColMatrix::new(columns.iter().map(|c| c.to_vec()).collect());
+            matrix.interpolate_columns().into_columns()
+        },
+        PolyInput::Composition { components, column_len, num_columns } => {
+            let inv_twiddles = fft::get_inv_twiddles::<Felt>(components[0].len());
+            let coefficients: Vec<Vec<Felt>> = components
+                .par_iter()
+                .map(|evaluations| {
+                    let mut values = evaluations.to_vec();
+                    fft::interpolate_poly_with_offset(&mut values, &inv_twiddles, Felt::GENERATOR);
+                    values
+                })
+                .collect();
+            (0..num_columns)
+                .flat_map(|j| {
+                    coefficients
+                        .iter()
+                        .map(move |c| c[j * column_len..(j + 1) * column_len].to_vec())
+                })
+                .collect()
+        },
+    }
+}
+
+/// Evaluates the polynomials over the LDE domain into `RowMatrix` layout, with Winterfell's own
+/// `RowMatrix::evaluate_polys_over`.
+fn extend(polys: Vec<Vec<Felt>>, shape: &Shape, blowup: usize) -> LdeRows {
+    let domain = StarkDomain::from_twiddles(
+        fft::get_twiddles::<Felt>(shape.poly_len),
+        blowup,
+        Felt::GENERATOR,
+    );
+    let matrix =
+        RowMatrix::evaluate_polys_over::<SEGMENT_WIDTH>(&ColMatrix::new(polys), &domain);
+    LdeRows {
+        data: matrix.data().to_vec(),
+        row_width: shape.row_width,
+        num_cols: shape.num_cols,
+    }
+}
+
+/// Hashes every row into its leaf, as `RowMatrix::commit_to_rows` does.
+pub(crate) fn hash_rows(lde: &LdeRows, row_hashing: RowHashing, hash: HashFunction) -> Vec<Digest> {
+    (0..lde.num_rows())
+        .into_par_iter()
+        .with_min_len(128)
+        .map(|i| hash_row(lde.row(i), row_hashing, hash))
+        .collect()
+}
+
+/// Hashes one row into its leaf.
+pub(crate) fn hash_row(row: &[Felt], row_hashing: RowHashing, hash: HashFunction) -> Digest {
+    match row_hashing {
+        RowHashing::WholeRow => hash.hash_elements(row),
+        RowHashing::Partitioned(size) => {
+            let digests: Vec<Felt> =
+                row.chunks(size).flat_map(|chunk| hash.hash_elements(chunk)).collect();
+            hash.hash_elements(&digests)
+        },
+    }
+}
+
+/// Builds the Merkle nodes level by level, each level in parallel.
+pub(crate) fn build_tree(leaves: &[Digest], hash: HashFunction) -> Vec<Digest> {
+    let n = leaves.len();
+    let mut nodes = vec![[Felt::ZERO; 4]; n];
+    nodes[n / 2..].par_iter_mut().enumerate().with_min_len(256).for_each(|(i, node)| {
+        *node = hash.merge(&[leaves[2 * i], leaves[2 * i + 1]]);
+    });
+    let mut start = n / 2;
+    while start > 1 {
+        let half = start / 2;
+        let (upper, lower) = nodes.split_at_mut(start);
+        upper[half..].par_iter_mut().enumerate().with_min_len(256).for_each(|(i, node)| {
+            *node = hash.merge(&[lower[2 * i], lower[2 * i + 1]]);
+        });
+        start = half;
+    }
+    nodes
+}

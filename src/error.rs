@@ -1,0 +1,100 @@
+//! The typed errors of the public API.
+
+use thiserror::Error;
+
+use crate::backend::Backend;
+
+/// Everything that can go wrong when committing on a backend or building a GPU prover.
+///
+/// Bad input is always answered with one of these, never a panic: the messages say what was
+/// received and what would have been accepted.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum GpuError {
+    /// The number of trace rows is not a power of two (or is smaller than 2).
+    #[error("trace length must be a power of two and at least 2, but was {0}")]
+    TraceLengthNotPowerOfTwo(usize),
+    /// A segment with no columns was given.
+    #[error("a trace segment must have at least one column, but had zero")]
+    ZeroColumns,
+    /// Columns of one segment do not all have the same length.
+    #[error("column {column} has {actual} rows, but column 0 has {expected}")]
+    ColumnLengthMismatch {
+        /// Index of the first column whose length differs.
+        column: usize,
+        /// Length of column 0.
+        expected: usize,
+        /// Length of the offending column.
+        actual: usize,
+    },
+    /// The blowup factor is not a power of two, or is smaller than 2.
+    #[error("blowup factor must be a power of two and at least 2, but was {0}")]
+    InvalidBlowup(usize),
+    /// The LDE domain would exceed the two-adicity of the Goldilocks field (2^32).
+    #[error("LDE domain of 2^{0} rows exceeds the field's two-adic subgroup of 2^32 rows")]
+    DomainTooLarge(u32),
+    /// The auxiliary segment does not have as many rows as the main segment.
+    #[error("auxiliary segment has {aux} rows, but the main segment has {main}; they must match")]
+    AuxRowMismatch {
+        /// Rows of the main segment.
+        main: usize,
+        /// Rows of the auxiliary segment.
+        aux: usize,
+    },
+    /// The composition-polynomial input does not fit the requested column split.
+    #[error("composition evaluations of length {evaluations} cannot be split into {columns} columns of {column_len} coefficients")]
+    InvalidComposition {
+        /// Number of evaluations over the constraint-evaluation domain.
+        evaluations: usize,
+        /// Requested number of composition columns.
+        columns: usize,
+        /// Requested length of each column (the trace length).
+        column_len: usize,
+    },
+    /// A partition size of zero was requested.
+    #[error("partition size must be at least 1 base element")]
+    InvalidPartition,
+    /// The requested hash function has no GPU implementation.
+    #[error("hash function `{0}` is not supported on the GPU; use RPO256 or RPX256")]
+    UnsupportedHasher(String),
+    /// The backend named in a request or in `MIDEN_GPU_BACKEND` is not a known name.
+    #[error("unknown backend `{0}`; expected one of: auto, cpu, wgpu, cuda")]
+    UnknownBackend(String),
+    /// A backend was asked for explicitly but cannot be used here.
+    #[error("backend `{backend}` is unavailable: {reason}")]
+    BackendUnavailable {
+        /// The backend that was requested.
+        backend: Backend,
+        /// Why it cannot be used (feature not compiled in, no adapter, no driver, ...).
+        reason: String,
+    },
+    /// The device list in `MIDEN_GPU_DEVICES` or a builder option is malformed or names a
+    /// device that does not exist.
+    #[error("invalid device list `{list}`: {reason}")]
+    InvalidDeviceList {
+        /// The list as given.
+        list: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The commitment does not fit in host or device memory.
+    #[error("out of {memory} memory: the commitment needs {needed} bytes, {available} are available")]
+    OutOfMemory {
+        /// `"host"` or `"device"`.
+        memory: &'static str,
+        /// Bytes the commitment needs.
+        needed: u64,
+        /// Bytes the backend may use.
+        available: u64,
+    },
+    /// The device or its driver failed while committing (allocation, launch, device loss).
+    #[error("{backend} device failure: {message}")]
+    Device {
+        /// The backend whose device failed.
+        backend: Backend,
+        /// What the driver reported.
+        message: String,
+    },
+}
+
+/// The result type of this crate.
+pub type Result<T> = core::result::Result<T, GpuError>;

@@ -1,0 +1,41 @@
+//! # miden-gpu
+//!
+//! GPU trace and constraint commitments for [Winterfell](https://github.com/facebook/winterfell)
+//! STARK provers and the Miden VM.
+//!
+//! Most of a Winterfell proof goes into two steps: the **trace commitment** and the
+//! **constraint commitment**: a Goldilocks coset low-degree extension (LDE) of many columns,
+//! then RPO256/RPX256 hashing of every LDE row and a Merkle tree over the row hashes. This crate
+//! does those steps on a GPU and plugs into `winter-prover` as a drop-in `TraceLde` /
+//! `ConstraintCommitment`, producing byte-identical proofs.
+//!
+//! ## Architecture
+//! - [`GpuCommitter`] ([`committer`]): the one interface every backend implements, over base
+//!   field columns: evaluations in, polynomials + LDE rows + leaves + Merkle nodes out.
+//! - Backends: [`CpuCommitter`] (rayon; the oracle), `wgpu::WgpuCommitter` (WGSL kernels, feature
+//!   `wgpu`), `cuda::CudaCommitter` (CUDA kernels through NVRTC, feature `cuda`). [`Backend`]
+//!   chooses one, also from `MIDEN_GPU_BACKEND`.
+//! - Prover integration ([`GpuProver`], [`GpuTraceLde`], [`GpuConstraintCommitment`]): knows
+//!   nothing of any backend's internals.
+
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod committer;
+pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
+pub mod error;
+pub mod hash;
+pub mod prover;
+pub mod timing;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
+
+pub use backend::{Backend, BACKEND_ENV};
+pub use committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput, RowHashing};
+pub use cpu::CpuCommitter;
+pub use error::{GpuError, Result};
+pub use hash::{GpuHasher, HashFunction};
+pub use miden_crypto::Felt;
+pub use prover::{GpuConstraintCommitment, GpuProver, GpuTraceLde, SegmentLde};

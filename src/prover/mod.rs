@@ -1,0 +1,164 @@
+//! [`GpuProver`]: any Winterfell prover, with its trace and constraint commitments on a backend.
+
+use std::sync::Arc;
+
+use miden_crypto::Felt;
+use winter_air::{
+    Air, AuxRandElements, ConstraintCompositionCoefficients, PartitionOptions, ProofOptions,
+    TraceInfo,
+};
+use winter_crypto::MerkleTree;
+use winter_math::FieldElement;
+use winter_prover::{
+    matrix::ColMatrix, CompositionPoly, CompositionPolyTrace, Prover, StarkDomain, TracePolyTable,
+};
+
+use crate::{backend::Backend, committer::GpuCommitter, error::Result, hash::GpuHasher};
+
+mod constraint_commitment;
+mod segment;
+mod trace_lde;
+
+pub use constraint_commitment::GpuConstraintCommitment;
+pub use segment::SegmentLde;
+use segment::CommitterHandle;
+pub use trace_lde::GpuTraceLde;
+
+// GPU PROVER
+// ================================================================================================
+
+/// Wraps a Winterfell prover `P` and computes its trace and constraint commitments on a
+/// [`GpuCommitter`]; everything else (AIR, options, public inputs, constraint evaluation,
+/// auxiliary trace, FRI) is `P`'s. Proofs are byte-identical to `P`'s own when `P` uses
+/// Winterfell's default trace LDE and constraint commitment with `MerkleTree<P::HashFn>`.
+///
+/// ```ignore
+/// let prover = GpuProver::new(FibProver::new(options), Backend::Auto)?;
+/// let proof = prover.prove(trace)?;
+/// ```
+pub struct GpuProver<P> {
+    inner: P,
+    committer: CommitterHandle,
+}
+
+impl<P> GpuProver<P>
+where
+    P: Prover<BaseField = Felt>,
+    P::HashFn: GpuHasher,
+{
+    /// Wraps `inner`, committing on `backend` (see [`Backend::create`]). A backend failure
+    /// during a proof falls back to the CPU with a warning; see [`Self::with_cpu_fallback`].
+    pub fn new(inner: P, backend: Backend) -> Result<Self> {
+        Ok(Self::with_committer(inner, backend.create()?))
+    }
+
+    /// Wraps `inner`, committing on the given committer.
+    pub fn with_committer(inner: P, committer: Arc<dyn GpuCommitter>) -> Self {
+        Self { inner, committer: CommitterHandle { committer, cpu_fallback: true } }
+    }
+
+    /// Whether a backend failure mid-proof is recomputed on the CPU (the default) or panics with
+    /// the typed error (Winterfell's prover methods cannot return errors).
+    pub fn with_cpu_fallback(mut self, enabled: bool) -> Self {
+        self.committer.cpu_fallback = enabled;
+        self
+    }
+
+    /// The committer in use.
+    pub fn committer(&self) -> &Arc<dyn GpuCommitter> {
+        &self.committer.committer
+    }
+
+    /// The wrapped prover.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+}
+
+impl<P> Prover for GpuProver<P>
+where
+    P: Prover<BaseField = Felt>,
+    P::HashFn: GpuHasher,
+{
+    type BaseField = Felt;
+    type Air = P::Air;
+    type Trace = P::Trace;
+    type HashFn = P::HashFn;
+    type VC = MerkleTree<P::HashFn>;
+    type RandomCoin = P::RandomCoin;
+    type TraceLde<E>
+        = GpuTraceLde<E, P::HashFn>
+    where
+        E: FieldElement<BaseField = Felt>;
+    type ConstraintEvaluator<'a, E>
+        = P::ConstraintEvaluator<'a, E>
+    where
+        E: FieldElement<BaseField = Felt>;
+    type ConstraintCommitment<E>
+        = GpuConstraintCommitment<E, P::HashFn>
+    where
+        E: FieldElement<BaseField = Felt>;
+
+    fn get_pub_inputs(&self, trace: &Self::Trace) -> <Self::Air as Air>::PublicInputs {
+        self.inner.get_pub_inputs(trace)
+    }
+
+    fn options(&self) -> &ProofOptions {
+        self.inner.options()
+    }
+
+    fn new_trace_lde<E>(
+        &self,
+        trace_info: &TraceInfo,
+        main_trace: &ColMatrix<Felt>,
+        domain: &StarkDomain<Felt>,
+        partition_options: PartitionOptions,
+    ) -> (Self::TraceLde<E>, TracePolyTable<E>)
+    where
+        E: FieldElement<BaseField = Felt>,
+    {
+        GpuTraceLde::new(trace_info, main_trace, domain, partition_options, self.committer.clone())
+    }
+
+    fn new_evaluator<'a, E>(
+        &self,
+        air: &'a Self::Air,
+        aux_rand_elements: Option<AuxRandElements<E>>,
+        composition_coefficients: ConstraintCompositionCoefficients<E>,
+    ) -> Self::ConstraintEvaluator<'a, E>
+    where
+        E: FieldElement<BaseField = Felt>,
+    {
+        self.inner.new_evaluator(air, aux_rand_elements, composition_coefficients)
+    }
+
+    fn build_constraint_commitment<E>(
+        &self,
+        composition_poly_trace: CompositionPolyTrace<E>,
+        num_constraint_composition_columns: usize,
+        domain: &StarkDomain<Felt>,
+        partition_options: PartitionOptions,
+    ) -> (Self::ConstraintCommitment<E>, CompositionPoly<E>)
+    where
+        E: FieldElement<BaseField = Felt>,
+    {
+        GpuConstraintCommitment::new(
+            composition_poly_trace,
+            num_constraint_composition_columns,
+            domain,
+            partition_options,
+            &self.committer,
+        )
+    }
+
+    fn build_aux_trace<E>(
+        &self,
+        main_trace: &Self::Trace,
+        aux_rand_elements: &AuxRandElements<E>,
+    ) -> ColMatrix<E>
+    where
+        E: FieldElement<BaseField = Felt>,
+    {
+        self.inner.build_aux_trace(main_trace, aux_rand_elements)
+    }
+}

@@ -1,0 +1,167 @@
+//! [`GpuTraceLde`]: Winterfell's `TraceLde` with the commitments computed by a backend.
+
+use std::borrow::Cow;
+
+use miden_crypto::{Felt, Word};
+use winter_air::{proof::Queries, PartitionOptions, TraceInfo};
+use winter_crypto::{MerkleTree, VectorCommitment};
+use winter_math::FieldElement;
+use winter_prover::{
+    matrix::ColMatrix, EvaluationFrame, StarkDomain, TraceLde, TracePolyTable,
+};
+
+use super::segment::{base_components, into_segment, row_hashing, CommitterHandle, SegmentLde};
+use crate::{
+    committer::{CommitRequest, PolyInput},
+    hash::GpuHasher,
+};
+
+/// The low-degree extensions of the main and auxiliary trace segments and their Merkle trees,
+/// computed on a [`crate::GpuCommitter`]; a drop-in for Winterfell's `DefaultTraceLde` with
+/// identical commitments, rows and openings.
+pub struct GpuTraceLde<E: FieldElement<BaseField = Felt>, H: GpuHasher> {
+    main_lde: SegmentLde<Felt>,
+    main_tree: MerkleTree<H>,
+    aux: Option<(SegmentLde<E>, MerkleTree<H>)>,
+    blowup: usize,
+    trace_info: TraceInfo,
+    partition_options: PartitionOptions,
+    committer: CommitterHandle,
+}
+
+impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
+    /// Commits to the main segment (interpolate, extend over `domain`, hash rows, build tree) and
+    /// returns the LDE with the main segment's polynomials.
+    ///
+    /// Winterfell guarantees what this relies on: a power-of-two trace of at least 8 rows, at
+    /// least one column, a power-of-two blowup of at least 2.
+    pub(crate) fn new(
+        trace_info: &TraceInfo,
+        main_trace: &ColMatrix<Felt>,
+        domain: &StarkDomain<Felt>,
+        partition_options: PartitionOptions,
+        committer: CommitterHandle,
+    ) -> (Self, TracePolyTable<E>) {
+        let columns: Vec<&[Felt]> = main_trace.columns().collect();
+        let request = CommitRequest {
+            input: PolyInput::Trace { columns: &columns },
+            blowup: domain.trace_to_lde_blowup(),
+            row_hashing: row_hashing::<Felt>(partition_options, columns.len()),
+            hash: H::FUNCTION,
+        };
+        let main = into_segment::<Felt, H>(committer.commit(&request));
+        let lde = Self {
+            main_lde: main.lde,
+            main_tree: main.tree,
+            aux: None,
+            blowup: domain.trace_to_lde_blowup(),
+            trace_info: trace_info.clone(),
+            partition_options,
+            committer,
+        };
+        (lde, TracePolyTable::new(ColMatrix::new(main.polys)))
+    }
+
+    /// The LDE of the main segment.
+    pub fn main_segment(&self) -> &SegmentLde<Felt> {
+        &self.main_lde
+    }
+
+    /// The LDE of the auxiliary segment, once set.
+    pub fn aux_segment(&self) -> Option<&SegmentLde<E>> {
+        self.aux.as_ref().map(|(lde, _)| lde)
+    }
+}
+
+impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> TraceLde<E> for GpuTraceLde<E, H> {
+    type HashFn = H;
+    type VC = MerkleTree<H>;
+
+    fn get_main_trace_commitment(&self) -> Word {
+        *self.main_tree.root()
+    }
+
+    /// Commits to the auxiliary segment.
+    ///
+    /// # Panics
+    /// As `DefaultTraceLde`: if the aux segment's row count differs from the main segment's, or
+    /// an aux segment was already set (Winterfell never does either).
+    fn set_aux_trace(
+        &mut self,
+        aux_trace: &ColMatrix<E>,
+        domain: &StarkDomain<Felt>,
+    ) -> (ColMatrix<E>, Word) {
+        assert!(self.aux.is_none(), "the auxiliary trace has already been added");
+        assert_eq!(
+            self.main_lde.num_rows(),
+            aux_trace.num_rows() * domain.trace_to_lde_blowup(),
+            "the number of rows in the auxiliary segment must be the same as in the main segment"
+        );
+        let components: Vec<Cow<'_, [Felt]>> =
+            aux_trace.columns().flat_map(base_components).collect();
+        let columns: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
+        let request = CommitRequest {
+            input: PolyInput::Trace { columns: &columns },
+            blowup: domain.trace_to_lde_blowup(),
+            row_hashing: row_hashing::<E>(self.partition_options, aux_trace.num_cols()),
+            hash: H::FUNCTION,
+        };
+        let aux = into_segment::<E, H>(self.committer.commit(&request));
+        let root = *aux.tree.root();
+        self.aux = Some((aux.lde, aux.tree));
+        (ColMatrix::new(aux.polys), root)
+    }
+
+    fn read_main_trace_frame_into(&self, lde_step: usize, frame: &mut EvaluationFrame<Felt>) {
+        let next = (lde_step + self.blowup) % self.trace_len();
+        frame.current_mut().copy_from_slice(self.main_lde.row(lde_step));
+        frame.next_mut().copy_from_slice(self.main_lde.row(next));
+    }
+
+    /// # Panics
+    /// If no auxiliary segment was set (Winterfell reads it only after setting it).
+    fn read_aux_trace_frame_into(&self, lde_step: usize, frame: &mut EvaluationFrame<E>) {
+        let next = (lde_step + self.blowup) % self.trace_len();
+        let (segment, _) = self.aux.as_ref().expect("expected aux segment to be present");
+        frame.current_mut().copy_from_slice(segment.row(lde_step));
+        frame.next_mut().copy_from_slice(segment.row(next));
+    }
+
+    fn query(&self, positions: &[usize]) -> Vec<Queries> {
+        let mut result = vec![segment_queries(&self.main_lde, &self.main_tree, positions)];
+        if let Some((lde, tree)) = &self.aux {
+            result.push(segment_queries(lde, tree, positions));
+        }
+        result
+    }
+
+    /// The number of LDE rows (as `DefaultTraceLde`).
+    fn trace_len(&self) -> usize {
+        self.main_lde.num_rows()
+    }
+
+    fn blowup(&self) -> usize {
+        self.blowup
+    }
+
+    fn trace_info(&self) -> &TraceInfo {
+        &self.trace_info
+    }
+}
+
+/// Rows at `positions` with their batch opening proof, as `DefaultTraceLde` builds them.
+pub(crate) fn segment_queries<E, H>(
+    lde: &SegmentLde<E>,
+    tree: &MerkleTree<H>,
+    positions: &[usize],
+) -> Queries
+where
+    E: FieldElement<BaseField = Felt>,
+    H: GpuHasher,
+{
+    let rows = positions.iter().map(|&p| lde.row(p).to_vec()).collect::<Vec<_>>();
+    let (_, proof) = tree
+        .open_many(positions)
+        .expect("failed to generate a batch opening proof for trace queries");
+    Queries::new::<H, E, MerkleTree<H>>(proof, rows)
+}
