@@ -27,6 +27,8 @@ pub mod cpu;
 pub mod cuda;
 pub mod error;
 pub mod hash;
+#[cfg(feature = "miden")]
+pub mod miden;
 pub mod prover;
 pub mod timing;
 #[cfg(feature = "wgpu")]
@@ -38,4 +40,7 @@ pub use cpu::CpuCommitter;
 pub use error::{GpuError, Result};
 pub use hash::{GpuHasher, HashFunction};
 pub use miden_crypto::Felt;
-pub use prover::{GpuConstraintCommitment, GpuProver, GpuTraceLde, SegmentLde};
+pub use prover::{
+    commit_composition, commit_trace_segment, GpuConstraintCommitment, GpuProver, GpuTraceLde,
+    SegmentCommitment, SegmentLde,
+};

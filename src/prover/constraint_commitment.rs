@@ -1,7 +1,5 @@
 //! [`GpuConstraintCommitment`]: Winterfell's `ConstraintCommitment` computed by a backend.
 
-use std::borrow::Cow;
-
 use miden_crypto::{Felt, Word};
 use winter_air::{proof::Queries, PartitionOptions};
 use winter_crypto::MerkleTree;
@@ -9,13 +7,10 @@ use winter_math::FieldElement;
 use winter_prover::{CompositionPoly, CompositionPolyTrace, ConstraintCommitment, StarkDomain};
 
 use super::{
-    segment::{base_components, into_segment, row_hashing, CommitterHandle, SegmentLde},
+    segment::{commit_composition, CommitterHandle, SegmentLde},
     trace_lde::segment_queries,
 };
-use crate::{
-    committer::{CommitRequest, PolyInput},
-    hash::GpuHasher,
-};
+use crate::hash::GpuHasher;
 
 /// The LDE of the composition polynomial columns and its Merkle tree, computed on a
 /// [`crate::GpuCommitter`]; a drop-in for Winterfell's `DefaultConstraintCommitment`.
@@ -41,20 +36,21 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
         committer: &CommitterHandle,
     ) -> (Self, CompositionPoly<E>) {
         let evaluations = composition_trace.into_inner();
-        let components: Vec<Cow<'_, [Felt]>> = base_components(&evaluations);
-        let slices: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
-        let request = CommitRequest {
-            input: PolyInput::Composition {
-                components: &slices,
-                column_len: domain.trace_length(),
-                num_columns,
+        let (trace_len, blowup) = (domain.trace_length(), domain.trace_to_lde_blowup());
+        let (segment, poly) = rayon::join(
+            || {
+                committer.run(|c| {
+                    commit_composition(
+                        c,
+                        &evaluations,
+                        trace_len,
+                        num_columns,
+                        blowup,
+                        partition_options,
+                        H::FUNCTION,
+                    )
+                })
             },
-            blowup: domain.trace_to_lde_blowup(),
-            row_hashing: row_hashing::<E>(partition_options, num_columns),
-            hash: H::FUNCTION,
-        };
-        let (commitment, poly) = rayon::join(
-            || committer.commit(&request),
             || {
                 CompositionPoly::new(
                     CompositionPolyTrace::new(evaluations.clone()),
@@ -63,8 +59,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
                 )
             },
         );
-        let segment = into_segment::<E, H>(commitment);
-        (Self { evaluations: segment.lde, tree: segment.tree }, poly)
+        (Self { tree: segment.tree(), evaluations: segment.lde }, poly)
     }
 
     /// The composition columns' LDE.

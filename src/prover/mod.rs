@@ -20,8 +20,8 @@ mod segment;
 mod trace_lde;
 
 pub use constraint_commitment::GpuConstraintCommitment;
-pub use segment::SegmentLde;
 use segment::CommitterHandle;
+pub use segment::{commit_composition, commit_trace_segment, SegmentCommitment, SegmentLde};
 pub use trace_lde::GpuTraceLde;
 
 // GPU PROVER

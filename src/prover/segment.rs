@@ -1,8 +1,10 @@
-//! Host glue between Winterfell's segment types and a [`GpuCommitter`] request.
+//! Segment commitments in Winterfell's types, on any [`GpuCommitter`].
 //!
 //! Extension-field columns are split into base components on the way in and joined on the way
-//! out (see the module docs of [`crate::committer`]); the backend result becomes a typed LDE
-//! view and a `MerkleTree<H>`.
+//! out (see [`crate::committer`]); the backend's result becomes `E` polynomials, a typed LDE view
+//! and Merkle nodes. [`commit_trace_segment`] and [`commit_composition`] are what
+//! [`crate::GpuTraceLde`] and [`crate::GpuConstraintCommitment`] run, and what the parity harness
+//! compares with Winterfell.
 
 use std::{borrow::Cow, marker::PhantomData, sync::Arc};
 
@@ -11,49 +13,20 @@ use tracing::{info_span, warn};
 use winter_air::PartitionOptions;
 use winter_crypto::MerkleTree;
 use winter_math::FieldElement;
+use winter_prover::matrix::ColMatrix;
 
 use crate::{
-    committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
+    committer::{CommitRequest, GpuCommitter, LdeRows, PolyInput, RowHashing},
     cpu::CpuCommitter,
-    hash::GpuHasher,
+    error::Result,
+    hash::{Digest, GpuHasher, HashFunction},
 };
 
-// COMMITTER HANDLE
-// ================================================================================================
-
-/// The committer a prover uses, and whether a failure falls back to the CPU.
-#[derive(Clone)]
-pub(crate) struct CommitterHandle {
-    pub committer: Arc<dyn GpuCommitter>,
-    pub cpu_fallback: bool,
-}
-
-impl CommitterHandle {
-    /// Runs `request` on the backend. Winterfell's trait methods return no `Result`, so a backend
-    /// error either falls back to the CPU with a warning or, if the caller disabled fallback,
-    /// panics with the typed error's message; a wrong commitment is never returned.
-    pub fn commit(&self, request: &CommitRequest<'_>) -> Commitment {
-        let backend = self.committer.backend();
-        let span = info_span!("commit_segment", %backend, blowup = request.blowup).entered();
-        let result = self.committer.commit(request);
-        drop(span);
-        match result {
-            Ok(commitment) => commitment,
-            Err(error) if self.cpu_fallback => {
-                warn!(%backend, %error, "backend failed; recomputing this commitment on the CPU");
-                CpuCommitter::new()
-                    .commit(request)
-                    .unwrap_or_else(|e| panic!("CPU fallback failed: {e}"))
-            },
-            Err(error) => panic!("{backend} commitment failed (CPU fallback disabled): {error}"),
-        }
-    }
-}
-
-// TYPED LDE VIEW
+// SEGMENT COMMITMENT
 // ================================================================================================
 
 /// The LDE of one segment as rows of `E` (Winterfell's `RowMatrix<E>` layout).
+#[derive(Debug, Clone)]
 pub struct SegmentLde<E> {
     rows: LdeRows,
     _element: PhantomData<E>,
@@ -81,18 +54,125 @@ impl<E: FieldElement<BaseField = Felt>> SegmentLde<E> {
     }
 }
 
-/// One committed segment: polynomials (as `E` columns), LDE and Merkle tree.
-pub(crate) struct CommittedSegment<E, H: GpuHasher> {
+/// One committed segment in Winterfell's terms.
+#[derive(Debug, Clone)]
+pub struct SegmentCommitment<E> {
+    /// Column polynomials in coefficient form.
     pub polys: Vec<Vec<E>>,
+    /// The LDE rows.
     pub lde: SegmentLde<E>,
-    pub tree: MerkleTree<H>,
+    /// Row hashes (Merkle leaves).
+    pub leaves: Vec<Digest>,
+    /// Merkle nodes in Winterfell's layout (`nodes[1]` is the root).
+    pub nodes: Vec<Digest>,
+}
+
+impl<E> SegmentCommitment<E> {
+    /// The Merkle root.
+    pub fn root(&self) -> Digest {
+        self.nodes[1]
+    }
+
+    /// The Merkle tree as Winterfell's type.
+    pub fn tree<H: GpuHasher>(&self) -> MerkleTree<H> {
+        MerkleTree::from_raw_parts(
+            self.nodes.iter().copied().map(Word::new).collect(),
+            self.leaves.iter().copied().map(Word::new).collect(),
+        )
+        .expect("a validated LDE domain has at least 4 rows, a power of two")
+    }
+}
+
+/// Commits to a trace segment (`DefaultTraceLde::new` / `set_aux_trace`): interpolates the
+/// columns, extends them by `blowup`, hashes rows as `partitions` says, builds the tree.
+pub fn commit_trace_segment<E: FieldElement<BaseField = Felt>>(
+    committer: &dyn GpuCommitter,
+    trace: &ColMatrix<E>,
+    blowup: usize,
+    partitions: PartitionOptions,
+    hash: HashFunction,
+) -> Result<SegmentCommitment<E>> {
+    let components: Vec<Cow<'_, [Felt]>> = trace.columns().flat_map(base_components).collect();
+    let columns: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
+    let request = CommitRequest {
+        input: PolyInput::Trace { columns: &columns },
+        blowup,
+        row_hashing: row_hashing::<E>(partitions, trace.num_cols()),
+        hash,
+    };
+    commit(committer, &request)
+}
+
+/// Commits to the composition polynomial (`DefaultConstraintCommitment::new`): interpolates the
+/// evaluations over the constraint-evaluation domain with the domain offset, splits the
+/// coefficients into `num_columns` columns of `trace_len`, extends and commits to them.
+pub fn commit_composition<E: FieldElement<BaseField = Felt>>(
+    committer: &dyn GpuCommitter,
+    evaluations: &[E],
+    trace_len: usize,
+    num_columns: usize,
+    blowup: usize,
+    partitions: PartitionOptions,
+    hash: HashFunction,
+) -> Result<SegmentCommitment<E>> {
+    let components = base_components(evaluations);
+    let slices: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
+    let request = CommitRequest {
+        input: PolyInput::Composition { components: &slices, column_len: trace_len, num_columns },
+        blowup,
+        row_hashing: row_hashing::<E>(partitions, num_columns),
+        hash,
+    };
+    commit(committer, &request)
+}
+
+fn commit<E: FieldElement<BaseField = Felt>>(
+    committer: &dyn GpuCommitter,
+    request: &CommitRequest<'_>,
+) -> Result<SegmentCommitment<E>> {
+    let span = info_span!("commit_segment", backend = %committer.backend(), blowup = request.blowup);
+    let commitment = span.in_scope(|| committer.commit(request))?;
+    Ok(SegmentCommitment {
+        polys: join_components(commitment.polys),
+        lde: SegmentLde { rows: commitment.lde, _element: PhantomData },
+        leaves: commitment.leaves,
+        nodes: commitment.nodes,
+    })
+}
+
+// COMMITTER HANDLE
+// ================================================================================================
+
+/// The committer a prover uses, and whether a failure falls back to the CPU.
+#[derive(Clone)]
+pub(crate) struct CommitterHandle {
+    pub committer: Arc<dyn GpuCommitter>,
+    pub cpu_fallback: bool,
+}
+
+impl CommitterHandle {
+    /// Runs `job` on the backend. Winterfell's trait methods return no `Result`, so a backend
+    /// error either reruns `job` on the CPU with a warning or, if the caller disabled fallback,
+    /// panics with the typed error's message; a wrong commitment is never returned.
+    pub fn run<T>(&self, job: impl Fn(&dyn GpuCommitter) -> Result<T>) -> T {
+        let backend = self.committer.backend();
+        match job(self.committer.as_ref()) {
+            Ok(result) => result,
+            Err(error) if self.cpu_fallback => {
+                warn!(%backend, %error, "backend failed; recomputing this commitment on the CPU");
+                job(&CpuCommitter::new()).unwrap_or_else(|e| panic!("CPU fallback failed: {e}"))
+            },
+            Err(error) => panic!("{backend} commitment failed (CPU fallback disabled): {error}"),
+        }
+    }
 }
 
 // CONVERSIONS
 // ================================================================================================
 
-/// The base components of `values`: one slice for `E = Felt`, `k` copies for an extension.
-pub(crate) fn base_components<E: FieldElement<BaseField = Felt>>(values: &[E]) -> Vec<Cow<'_, [Felt]>> {
+/// The base components of `values`: one borrowed slice for `E = Felt`, `k` owned columns for an
+/// extension of degree `k`.
+fn base_components<E: FieldElement<BaseField = Felt>>(values: &[E]) -> Vec<Cow<'_, [Felt]>> {
     let k = E::EXTENSION_DEGREE;
     let flat = E::slice_as_base_elements(values);
     if k == 1 {
@@ -104,9 +184,6 @@ pub(crate) fn base_components<E: FieldElement<BaseField = Felt>>(values: &[E]) -
 /// Joins groups of `k` base component columns back into `E` columns.
 fn join_components<E: FieldElement<BaseField = Felt>>(base: Vec<Vec<Felt>>) -> Vec<Vec<E>> {
     let k = E::EXTENSION_DEGREE;
-    if k == 1 {
-        return base.into_iter().map(|c| E::slice_from_base_elements(&c).to_vec()).collect();
-    }
     base.chunks(k)
         .map(|group| {
             let n = group[0].len();
@@ -117,30 +194,11 @@ fn join_components<E: FieldElement<BaseField = Felt>>(base: Vec<Vec<Felt>>) -> V
 }
 
 /// How Winterfell's `commit_to_rows` hashes rows of `num_cols` elements of `E`.
-pub(crate) fn row_hashing<E: FieldElement>(options: PartitionOptions, num_cols: usize) -> RowHashing {
+fn row_hashing<E: FieldElement>(options: PartitionOptions, num_cols: usize) -> RowHashing {
     let size = options.partition_size::<E>(num_cols);
     if size == num_cols {
         RowHashing::WholeRow
     } else {
         RowHashing::Partitioned(size * E::EXTENSION_DEGREE)
-    }
-}
-
-/// Turns a backend [`Commitment`] into Winterfell types.
-pub(crate) fn into_segment<E, H>(commitment: Commitment) -> CommittedSegment<E, H>
-where
-    E: FieldElement<BaseField = Felt>,
-    H: GpuHasher,
-{
-    let Commitment { polys, lde, leaves, nodes } = commitment;
-    let tree = MerkleTree::from_raw_parts(
-        nodes.into_iter().map(Word::new).collect(),
-        leaves.into_iter().map(Word::new).collect(),
-    )
-    .expect("an LDE domain has at least 4 rows, a power of two");
-    CommittedSegment {
-        polys: join_components(polys),
-        lde: SegmentLde { rows: lde, _element: PhantomData },
-        tree,
     }
 }

@@ -1,7 +1,5 @@
 //! [`GpuTraceLde`]: Winterfell's `TraceLde` with the commitments computed by a backend.
 
-use std::borrow::Cow;
-
 use miden_crypto::{Felt, Word};
 use winter_air::{proof::Queries, PartitionOptions, TraceInfo};
 use winter_crypto::{MerkleTree, VectorCommitment};
@@ -10,11 +8,8 @@ use winter_prover::{
     matrix::ColMatrix, EvaluationFrame, StarkDomain, TraceLde, TracePolyTable,
 };
 
-use super::segment::{base_components, into_segment, row_hashing, CommitterHandle, SegmentLde};
-use crate::{
-    committer::{CommitRequest, PolyInput},
-    hash::GpuHasher,
-};
+use super::segment::{commit_trace_segment, CommitterHandle, SegmentLde};
+use crate::hash::GpuHasher;
 
 /// The low-degree extensions of the main and auxiliary trace segments and their Merkle trees,
 /// computed on a [`crate::GpuCommitter`]; a drop-in for Winterfell's `DefaultTraceLde` with
@@ -42,17 +37,13 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         partition_options: PartitionOptions,
         committer: CommitterHandle,
     ) -> (Self, TracePolyTable<E>) {
-        let columns: Vec<&[Felt]> = main_trace.columns().collect();
-        let request = CommitRequest {
-            input: PolyInput::Trace { columns: &columns },
-            blowup: domain.trace_to_lde_blowup(),
-            row_hashing: row_hashing::<Felt>(partition_options, columns.len()),
-            hash: H::FUNCTION,
-        };
-        let main = into_segment::<Felt, H>(committer.commit(&request));
+        let blowup = domain.trace_to_lde_blowup();
+        let main = committer.run(|c| {
+            commit_trace_segment(c, main_trace, blowup, partition_options, H::FUNCTION)
+        });
         let lde = Self {
+            main_tree: main.tree(),
             main_lde: main.lde,
-            main_tree: main.tree,
             aux: None,
             blowup: domain.trace_to_lde_blowup(),
             trace_info: trace_info.clone(),
@@ -97,18 +88,13 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> TraceLde<E> for GpuTraceLd
             aux_trace.num_rows() * domain.trace_to_lde_blowup(),
             "the number of rows in the auxiliary segment must be the same as in the main segment"
         );
-        let components: Vec<Cow<'_, [Felt]>> =
-            aux_trace.columns().flat_map(base_components).collect();
-        let columns: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
-        let request = CommitRequest {
-            input: PolyInput::Trace { columns: &columns },
-            blowup: domain.trace_to_lde_blowup(),
-            row_hashing: row_hashing::<E>(self.partition_options, aux_trace.num_cols()),
-            hash: H::FUNCTION,
-        };
-        let aux = into_segment::<E, H>(self.committer.commit(&request));
-        let root = *aux.tree.root();
-        self.aux = Some((aux.lde, aux.tree));
+        let (blowup, partitions) = (self.blowup, self.partition_options);
+        let aux = self
+            .committer
+            .run(|c| commit_trace_segment(c, aux_trace, blowup, partitions, H::FUNCTION));
+        let tree = aux.tree::<H>();
+        let root = *tree.root();
+        self.aux = Some((aux.lde, tree));
         (ColMatrix::new(aux.polys), root)
     }
 

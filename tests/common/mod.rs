@@ -1,0 +1,275 @@
+//! The shared parity harness: every backend runs it against Winterfell.
+//!
+//! Random shapes (rows 2^1–2^12, columns 1–100, blowup 2/4/8/16, base/quadratic/cubic,
+//! partitions 1/2/4, RPO/RPX, trace and composition inputs) with random non-zero field
+//! elements; polynomials and LDE rows are compared as field elements, and the leaves, every
+//! Merkle node and the root against Winterfell's own `interpolate_columns`,
+//! `RowMatrix::evaluate_polys_over`, `commit_to_rows`, `build_merkle_nodes`, `DefaultTraceLde`
+//! and `DefaultConstraintCommitment`. Any difference panics with the case that produced it.
+
+#![allow(dead_code)]
+
+use miden_crypto::{
+    hash::{rpo::Rpo256, rpx::Rpx256},
+    Felt, Word,
+};
+use miden_gpu::{
+    commit_composition, commit_trace_segment, GpuCommitter, GpuHasher, HashFunction, LdeRows,
+    RowHashing, SegmentCommitment,
+};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use winter_air::{PartitionOptions, TraceInfo};
+use winter_crypto::{build_merkle_nodes, MerkleTree};
+use winter_math::{
+    fft,
+    fields::{CubeExtension, QuadExtension},
+    FieldElement, StarkField,
+};
+use winter_prover::{
+    matrix::{ColMatrix, RowMatrix},
+    CompositionPolyTrace, ConstraintCommitment, DefaultConstraintCommitment,
+    DefaultTraceLde, StarkDomain, TraceLde,
+};
+
+/// Largest number of LDE base elements one random case may have (keeps software GPUs fast).
+const MAX_LDE_ELEMENTS: usize = 1 << 22;
+
+// RANDOM INPUTS
+// ================================================================================================
+
+/// A uniformly random non-zero field element.
+pub fn random_felt(rng: &mut impl Rng) -> Felt {
+    loop {
+        let value = Felt::new(rng.random::<u64>());
+        if value != Felt::ZERO {
+            return value;
+        }
+    }
+}
+
+/// `n` random elements of `E` with every base coefficient non-zero.
+pub fn random_elements<E: FieldElement<BaseField = Felt>>(rng: &mut impl Rng, n: usize) -> Vec<E> {
+    let base: Vec<Felt> = (0..n * E::EXTENSION_DEGREE).map(|_| random_felt(rng)).collect();
+    E::slice_from_base_elements(&base).to_vec()
+}
+
+// CASES
+// ================================================================================================
+
+/// One commitment shape.
+#[derive(Debug, Clone, Copy)]
+pub struct Case {
+    /// log2 of the trace length.
+    pub log_rows: u32,
+    /// Columns, in extension elements.
+    pub cols: usize,
+    /// LDE blowup.
+    pub blowup: usize,
+    /// Extension degree of the segment: 1, 2 or 3.
+    pub extension: usize,
+    /// `PartitionOptions::num_partitions`.
+    pub partitions: usize,
+    /// Row hash.
+    pub hash: HashFunction,
+    /// Composition-polynomial input instead of trace columns.
+    pub composition: bool,
+}
+
+/// `count` random cases; the first ones cover every combination of field, hash and input kind.
+pub fn random_cases(seed: u64, count: usize) -> Vec<Case> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut cases = Vec::with_capacity(count);
+    for i in 0..count {
+        let extension = [1, 2, 3][i % 3];
+        let hash = [HashFunction::Rpo256, HashFunction::Rpx256][(i / 3) % 2];
+        let composition = (i / 6) % 2 == 1;
+        let log_rows = rng.random_range(1..=12u32);
+        let blowup: usize = [2, 4, 8, 16][rng.random_range(0..4)];
+        let max_cols = if composition { 16 } else { 100 };
+        let budget = MAX_LDE_ELEMENTS >> (log_rows + blowup.ilog2());
+        let cols = rng.random_range(1..=max_cols).min((budget / extension).max(1));
+        let partitions = [1, 2, 4][rng.random_range(0..3)];
+        cases.push(Case { log_rows, cols, blowup, extension, partitions, hash, composition });
+    }
+    cases
+}
+
+/// Runs `count` random cases plus the per-stage checks on `committer`; panics on any difference.
+pub fn run_parity_suite(committer: &dyn GpuCommitter, seed: u64, count: usize) {
+    for (i, case) in random_cases(seed, count).iter().enumerate() {
+        eprintln!("[{}] case {i}/{count}: {case:?}", committer.backend());
+        check_case(committer, case, seed.wrapping_add(i as u64));
+    }
+    check_hash_rows(committer, seed);
+    check_build_tree(committer, seed);
+}
+
+/// Checks one case against Winterfell.
+pub fn check_case(committer: &dyn GpuCommitter, case: &Case, seed: u64) {
+    match (case.extension, case.hash) {
+        (1, HashFunction::Rpo256) => check_typed::<Felt, Rpo256>(committer, case, seed),
+        (1, HashFunction::Rpx256) => check_typed::<Felt, Rpx256>(committer, case, seed),
+        (2, HashFunction::Rpo256) => check_typed::<QuadExtension<Felt>, Rpo256>(committer, case, seed),
+        (2, HashFunction::Rpx256) => check_typed::<QuadExtension<Felt>, Rpx256>(committer, case, seed),
+        (3, HashFunction::Rpo256) => check_typed::<CubeExtension<Felt>, Rpo256>(committer, case, seed),
+        (3, HashFunction::Rpx256) => check_typed::<CubeExtension<Felt>, Rpx256>(committer, case, seed),
+        (k, _) => panic!("unsupported extension degree {k}"),
+    }
+}
+
+fn check_typed<E, H>(committer: &dyn GpuCommitter, case: &Case, seed: u64)
+where
+    E: FieldElement<BaseField = Felt>,
+    H: GpuHasher,
+{
+    let mut rng = StdRng::seed_from_u64(seed);
+    let n = 1usize << case.log_rows;
+    let partitions = PartitionOptions::new(case.partitions, 8);
+    let domain = StarkDomain::from_twiddles(fft::get_twiddles::<Felt>(n), case.blowup, Felt::GENERATOR);
+
+    let (got, polys, reference_root) = if case.composition {
+        let m = n * case.cols.next_power_of_two().max(2);
+        let evaluations = random_elements::<E>(&mut rng, m);
+        let got = commit_composition(
+            committer,
+            &evaluations,
+            n,
+            case.cols,
+            case.blowup,
+            partitions,
+            case.hash,
+        )
+        .unwrap_or_else(|e| panic!("{case:?}: commit_composition failed: {e}"));
+        let (commitment, poly) = DefaultConstraintCommitment::<E, H, MerkleTree<H>>::new(
+            CompositionPolyTrace::new(evaluations.clone()),
+            case.cols,
+            &domain,
+            partitions,
+        );
+        (got, poly.data().clone(), Some(commitment.commitment()))
+    } else {
+        let trace = ColMatrix::new((0..case.cols).map(|_| random_elements::<E>(&mut rng, n)).collect());
+        let got = commit_trace_segment(committer, &trace, case.blowup, partitions, case.hash)
+            .unwrap_or_else(|e| panic!("{case:?}: commit_trace_segment failed: {e}"));
+        let root = (E::EXTENSION_DEGREE == 1 && n >= TraceInfo::MIN_TRACE_LENGTH && case.cols <= 255)
+            .then(|| {
+                let base = ColMatrix::new(
+                    trace.columns().map(|c| E::slice_as_base_elements(c).to_vec()).collect(),
+                );
+                let info = TraceInfo::new(case.cols, n);
+                let (lde, _) =
+                    DefaultTraceLde::<Felt, H, MerkleTree<H>>::new(&info, &base, &domain, partitions);
+                lde.get_main_trace_commitment()
+            });
+        (got, trace.interpolate_columns(), root)
+    };
+
+    let lde = RowMatrix::evaluate_polys_over::<8>(&polys, &domain);
+    let tree: MerkleTree<H> = lde.commit_to_rows::<H, MerkleTree<H>>(partitions);
+    compare(case, &got, &polys, &lde, &tree);
+    if let Some(root) = reference_root {
+        assert_eq!(Word::new(got.root()), root, "{case:?}: root differs from Winterfell's commitment");
+    }
+}
+
+fn compare<E, H>(
+    case: &Case,
+    got: &SegmentCommitment<E>,
+    polys: &ColMatrix<E>,
+    lde: &RowMatrix<E>,
+    tree: &MerkleTree<H>,
+) where
+    E: FieldElement<BaseField = Felt>,
+    H: GpuHasher,
+{
+    assert_eq!(got.polys.len(), polys.num_cols(), "{case:?}: number of polynomials");
+    for (j, (g, w)) in got.polys.iter().zip(polys.columns()).enumerate() {
+        if let Some(i) = (0..w.len()).find(|&i| g.get(i) != Some(&w[i])) {
+            panic!("{case:?}: polynomial {j} coefficient {i} differs");
+        }
+        assert_eq!(g.len(), w.len(), "{case:?}: polynomial {j} length");
+    }
+    assert_eq!(got.lde.num_rows(), lde.num_rows(), "{case:?}: LDE rows");
+    assert_eq!(got.lde.num_cols(), lde.num_cols(), "{case:?}: LDE columns");
+    let rows = got.lde.base_rows();
+    assert_eq!(rows.row_width, lde.data().len() / lde.num_rows(), "{case:?}: row width");
+    for i in 0..lde.num_rows() {
+        if got.lde.row(i) != lde.row(i) {
+            panic!("{case:?}: LDE row {i} differs");
+        }
+        let padding = &rows.data[i * rows.row_width + rows.num_cols..(i + 1) * rows.row_width];
+        assert!(padding.iter().all(|&x| x == Felt::ZERO), "{case:?}: row {i} padding not zero");
+    }
+    let leaves: Vec<[Felt; 4]> = tree.leaves().iter().map(|w| (*w).into()).collect();
+    assert_eq!(got.leaves.len(), leaves.len(), "{case:?}: number of leaves");
+    if let Some(i) = (0..leaves.len()).find(|&i| got.leaves[i] != leaves[i]) {
+        panic!("{case:?}: leaf {i} differs");
+    }
+    let nodes = build_merkle_nodes::<H>(tree.leaves());
+    assert_eq!(got.nodes.len(), nodes.len(), "{case:?}: number of nodes");
+    if let Some(i) = (1..nodes.len()).find(|&i| Word::new(got.nodes[i]) != nodes[i]) {
+        panic!("{case:?}: Merkle node {i} differs");
+    }
+    assert_eq!(Word::new(got.root()), *tree.root(), "{case:?}: root differs");
+}
+
+// PER-STAGE CHECKS
+// ================================================================================================
+
+/// Row hashing alone, on random row-major matrices of many widths, against miden-crypto.
+pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
+    for hash in [HashFunction::Rpo256, HashFunction::Rpx256] {
+        for num_cols in [1usize, 3, 4, 7, 8, 9, 15, 16, 17, 24, 33, 73, 80, 100] {
+            let row_width = num_cols.div_ceil(8) * 8;
+            let num_rows = 1 << rng.random_range(1..=10);
+            let mut data: Vec<Felt> = (0..num_rows * row_width).map(|_| random_felt(&mut rng)).collect();
+            for (i, x) in data.iter_mut().enumerate() {
+                if i % row_width >= num_cols {
+                    *x = Felt::ZERO;
+                }
+            }
+            let lde = LdeRows { data, row_width, num_cols };
+            for row_hashing in [RowHashing::WholeRow, RowHashing::Partitioned(8), RowHashing::Partitioned(num_cols.div_ceil(2).max(1))] {
+                let got = committer
+                    .hash_rows(&lde, row_hashing, hash)
+                    .unwrap_or_else(|e| panic!("hash_rows {num_cols} cols: {e}"));
+                assert_eq!(got.len(), num_rows);
+                for (i, digest) in got.iter().enumerate() {
+                    let row = lde.row(i);
+                    let want = match row_hashing {
+                        RowHashing::WholeRow => hash.hash_elements(row),
+                        RowHashing::Partitioned(s) => {
+                            let d: Vec<Felt> = row.chunks(s).flat_map(|c| hash.hash_elements(c)).collect();
+                            hash.hash_elements(&d)
+                        },
+                    };
+                    assert_eq!(*digest, want, "{hash} {row_hashing:?}: row {i} of {num_cols} columns differs");
+                }
+            }
+        }
+    }
+}
+
+/// Merkle tree alone, on random leaves, against Winterfell's `build_merkle_nodes`.
+pub fn check_build_tree(committer: &dyn GpuCommitter, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x7EE);
+    for hash in [HashFunction::Rpo256, HashFunction::Rpx256] {
+        for log_leaves in [1, 2, 3, 5, 8, 11, 14] {
+            let leaves: Vec<[Felt; 4]> =
+                (0..1usize << log_leaves).map(|_| core::array::from_fn(|_| random_felt(&mut rng))).collect();
+            let got = committer
+                .build_tree(&leaves, hash)
+                .unwrap_or_else(|e| panic!("build_tree 2^{log_leaves}: {e}"));
+            let words: Vec<Word> = leaves.iter().copied().map(Word::new).collect();
+            let want = match hash {
+                HashFunction::Rpo256 => build_merkle_nodes::<Rpo256>(&words),
+                HashFunction::Rpx256 => build_merkle_nodes::<Rpx256>(&words),
+            };
+            assert_eq!(got.len(), want.len(), "{hash}: node count for 2^{log_leaves} leaves");
+            if let Some(i) = (1..want.len()).find(|&i| Word::new(got[i]) != want[i]) {
+                panic!("{hash}: Merkle node {i} of 2^{log_leaves} leaves differs");
+            }
+        }
+    }
+}
