@@ -117,7 +117,8 @@ where
     where
         E: FieldElement<BaseField = Felt>,
     {
-        GpuTraceLde::new(trace_info, main_trace, domain, partition_options, self.committer.clone())
+        GpuTraceLde::build(trace_info, main_trace, domain, partition_options, self.committer.clone())
+            .unwrap_or_else(|error| panic!("main trace commitment failed: {error}"))
     }
 
     fn new_evaluator<'a, E>(

@@ -16,6 +16,7 @@ use winter_math::FieldElement;
 use winter_prover::matrix::ColMatrix;
 
 use crate::{
+    backend::Backend,
     committer::{CommitRequest, GpuCommitter, LdeRows, PolyInput, RowHashing},
     cpu::CpuCommitter,
     error::Result,
@@ -151,19 +152,23 @@ pub(crate) struct CommitterHandle {
 }
 
 impl CommitterHandle {
-    /// Runs `job` on the backend. Winterfell's trait methods return no `Result`, so a backend
-    /// error either reruns `job` on the CPU with a warning or, if the caller disabled fallback,
-    /// panics with the typed error's message; a wrong commitment is never returned.
-    pub fn run<T>(&self, job: impl Fn(&dyn GpuCommitter) -> Result<T>) -> T {
+    /// Runs `job` on the backend; if it fails and fallback is enabled, warns and reruns it on the
+    /// CPU. A wrong commitment is never returned: every outcome is a result or a typed error.
+    pub fn try_run<T>(&self, job: impl Fn(&dyn GpuCommitter) -> Result<T>) -> Result<T> {
         let backend = self.committer.backend();
         match job(self.committer.as_ref()) {
-            Ok(result) => result,
-            Err(error) if self.cpu_fallback => {
+            Err(error) if self.cpu_fallback && backend != Backend::Cpu => {
                 warn!(%backend, %error, "backend failed; recomputing this commitment on the CPU");
-                job(&CpuCommitter::new()).unwrap_or_else(|e| panic!("CPU fallback failed: {e}"))
+                job(&CpuCommitter::new())
             },
-            Err(error) => panic!("{backend} commitment failed (CPU fallback disabled): {error}"),
+            result => result,
         }
+    }
+
+    /// [`Self::try_run`] for Winterfell's trait methods, which return no `Result`: an error that
+    /// survives the fallback panics with the typed error's message.
+    pub fn run<T>(&self, job: impl Fn(&dyn GpuCommitter) -> Result<T>) -> T {
+        self.try_run(job).unwrap_or_else(|error| panic!("segment commitment failed: {error}"))
     }
 }
 

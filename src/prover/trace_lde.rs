@@ -1,5 +1,7 @@
 //! [`GpuTraceLde`]: Winterfell's `TraceLde` with the commitments computed by a backend.
 
+use std::sync::Arc;
+
 use miden_crypto::{Felt, Word};
 use winter_air::{proof::Queries, PartitionOptions, TraceInfo};
 use winter_crypto::{MerkleTree, VectorCommitment};
@@ -9,7 +11,11 @@ use winter_prover::{
 };
 
 use super::segment::{commit_trace_segment, CommitterHandle, SegmentLde};
-use crate::hash::GpuHasher;
+use crate::{
+    committer::GpuCommitter,
+    error::{GpuError, Result},
+    hash::GpuHasher,
+};
 
 /// The low-degree extensions of the main and auxiliary trace segments and their Merkle trees,
 /// computed on a [`crate::GpuCommitter`]; a drop-in for Winterfell's `DefaultTraceLde` with
@@ -25,32 +31,71 @@ pub struct GpuTraceLde<E: FieldElement<BaseField = Felt>, H: GpuHasher> {
 }
 
 impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
-    /// Commits to the main segment (interpolate, extend over `domain`, hash rows, build tree) and
-    /// returns the LDE with the main segment's polynomials.
-    ///
-    /// Winterfell guarantees what this relies on: a power-of-two trace of at least 8 rows, at
-    /// least one column, a power-of-two blowup of at least 2.
-    pub(crate) fn new(
+    /// Commits to the main segment on `committer` (interpolate, extend over `domain`, hash rows,
+    /// build the tree) and returns the LDE with the main segment's polynomials; bad input or a
+    /// backend failure is a typed error. [`crate::GpuProver`] builds it through the same path.
+    pub fn try_new(
+        trace_info: &TraceInfo,
+        main_trace: &ColMatrix<Felt>,
+        domain: &StarkDomain<Felt>,
+        partition_options: PartitionOptions,
+        committer: Arc<dyn GpuCommitter>,
+    ) -> Result<(Self, TracePolyTable<E>)> {
+        Self::build(
+            trace_info,
+            main_trace,
+            domain,
+            partition_options,
+            CommitterHandle { committer, cpu_fallback: false },
+        )
+    }
+
+    pub(crate) fn build(
         trace_info: &TraceInfo,
         main_trace: &ColMatrix<Felt>,
         domain: &StarkDomain<Felt>,
         partition_options: PartitionOptions,
         committer: CommitterHandle,
-    ) -> (Self, TracePolyTable<E>) {
+    ) -> Result<(Self, TracePolyTable<E>)> {
         let blowup = domain.trace_to_lde_blowup();
-        let main = committer.run(|c| {
+        let main = committer.try_run(|c| {
             commit_trace_segment(c, main_trace, blowup, partition_options, H::FUNCTION)
-        });
+        })?;
         let lde = Self {
             main_tree: main.tree(),
             main_lde: main.lde,
             aux: None,
-            blowup: domain.trace_to_lde_blowup(),
+            blowup,
             trace_info: trace_info.clone(),
             partition_options,
             committer,
         };
-        (lde, TracePolyTable::new(ColMatrix::new(main.polys)))
+        Ok((lde, TracePolyTable::new(ColMatrix::new(main.polys))))
+    }
+
+    /// Commits to the auxiliary segment, as [`TraceLde::set_aux_trace`] but with typed errors:
+    /// [`GpuError::AuxRowMismatch`] if its row count differs from the main segment's.
+    ///
+    /// # Panics
+    /// If an auxiliary segment was already set (Winterfell supports one).
+    pub fn try_set_aux_trace(
+        &mut self,
+        aux_trace: &ColMatrix<E>,
+        domain: &StarkDomain<Felt>,
+    ) -> Result<(ColMatrix<E>, Word)> {
+        assert!(self.aux.is_none(), "the auxiliary trace has already been added");
+        let main_rows = self.main_lde.num_rows() / self.blowup;
+        if aux_trace.num_rows() != main_rows {
+            return Err(GpuError::AuxRowMismatch { main: main_rows, aux: aux_trace.num_rows() });
+        }
+        let (blowup, partitions) = (domain.trace_to_lde_blowup(), self.partition_options);
+        let aux = self
+            .committer
+            .try_run(|c| commit_trace_segment(c, aux_trace, blowup, partitions, H::FUNCTION))?;
+        let tree = aux.tree::<H>();
+        let root = *tree.root();
+        self.aux = Some((aux.lde, tree));
+        Ok((ColMatrix::new(aux.polys), root))
     }
 
     /// The LDE of the main segment.
@@ -72,30 +117,19 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> TraceLde<E> for GpuTraceLd
         *self.main_tree.root()
     }
 
-    /// Commits to the auxiliary segment.
+    /// Commits to the auxiliary segment ([`Self::try_set_aux_trace`]).
     ///
     /// # Panics
-    /// As `DefaultTraceLde`: if the aux segment's row count differs from the main segment's, or
-    /// an aux segment was already set (Winterfell never does either).
+    /// As `DefaultTraceLde`: if the aux segment's row count differs from the main segment's, an
+    /// aux segment was already set (Winterfell never does either), or the backend and its CPU
+    /// fallback both fail.
     fn set_aux_trace(
         &mut self,
         aux_trace: &ColMatrix<E>,
         domain: &StarkDomain<Felt>,
     ) -> (ColMatrix<E>, Word) {
-        assert!(self.aux.is_none(), "the auxiliary trace has already been added");
-        assert_eq!(
-            self.main_lde.num_rows(),
-            aux_trace.num_rows() * domain.trace_to_lde_blowup(),
-            "the number of rows in the auxiliary segment must be the same as in the main segment"
-        );
-        let (blowup, partitions) = (self.blowup, self.partition_options);
-        let aux = self
-            .committer
-            .run(|c| commit_trace_segment(c, aux_trace, blowup, partitions, H::FUNCTION));
-        let tree = aux.tree::<H>();
-        let root = *tree.root();
-        self.aux = Some((aux.lde, tree));
-        (ColMatrix::new(aux.polys), root)
+        self.try_set_aux_trace(aux_trace, domain)
+            .unwrap_or_else(|error| panic!("auxiliary segment commitment failed: {error}"))
     }
 
     fn read_main_trace_frame_into(&self, lde_step: usize, frame: &mut EvaluationFrame<Felt>) {

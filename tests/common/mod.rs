@@ -273,3 +273,66 @@ pub fn check_build_tree(committer: &dyn GpuCommitter, seed: u64) {
         }
     }
 }
+
+// PROOFS
+// ================================================================================================
+
+#[path = "../../examples/fib/mod.rs"]
+pub mod fib;
+
+/// Proves Fibonacci traces with the plain Winterfell prover and with `GpuProver` on `committer`
+/// for every field extension, RPO and RPX, with and without partitions; asserts byte-identical
+/// proofs that verify, and that a proof with one flipped byte is rejected.
+pub fn check_proofs(committer: std::sync::Arc<dyn GpuCommitter>) {
+    use winter_air::FieldExtension;
+    for field in [FieldExtension::None, FieldExtension::Quadratic, FieldExtension::Cubic] {
+        for partitions in [1, 3] {
+            check_proof::<Rpo256>(committer.clone(), field, partitions);
+            check_proof::<Rpx256>(committer.clone(), field, partitions);
+        }
+    }
+}
+
+fn check_proof<H: GpuHasher>(
+    committer: std::sync::Arc<dyn GpuCommitter>,
+    field: winter_air::FieldExtension,
+    partitions: usize,
+) {
+    use winter_air::{proof::Proof, BatchingMethod, ProofOptions};
+    use winter_crypto::DefaultRandomCoin;
+    use winter_prover::Prover;
+    use winter_verifier::AcceptableOptions;
+
+    let options = ProofOptions::new(27, 8, 0, field, 4, 31, BatchingMethod::Linear, BatchingMethod::Linear)
+        .with_partitions(partitions, 8);
+    let label = format!("{} {field:?} partitions={partitions}", H::FUNCTION);
+    let cpu = fib::FibProver::<H>::new(options.clone());
+    let gpu = miden_gpu::GpuProver::with_committer(fib::FibProver::<H>::new(options.clone()), committer)
+        .with_cpu_fallback(false);
+
+    let trace = fib::FibTrace::new(3, 1 << 10);
+    let inputs = trace.inputs();
+    let expected = cpu.prove(trace).expect("CPU proof").to_bytes();
+    let actual = gpu.prove(fib::FibTrace::new(3, 1 << 10)).expect("GPU proof").to_bytes();
+    assert!(expected == actual, "{label}: GpuProver proof differs from Winterfell's");
+
+    let acceptable = AcceptableOptions::OptionSet(vec![options]);
+    let verify = |bytes: &[u8]| -> bool {
+        Proof::from_bytes(bytes).is_ok_and(|proof| {
+            winter_verifier::verify::<fib::FibAir, H, DefaultRandomCoin<H>, MerkleTree<H>>(
+                proof,
+                inputs,
+                &acceptable,
+            )
+            .is_ok()
+        })
+    };
+    assert!(verify(&actual), "{label}: GPU proof does not verify");
+    let mut rng = StdRng::seed_from_u64(actual.len() as u64);
+    for _ in 0..4 {
+        let mut tampered = actual.clone();
+        let at = rng.random_range(0..tampered.len());
+        tampered[at] ^= 1 << rng.random_range(0..8);
+        assert!(!verify(&tampered), "{label}: proof with byte {at} flipped was accepted");
+    }
+}

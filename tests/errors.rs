@@ -1,0 +1,150 @@
+//! Bad input through the public API is answered with a typed error, never a panic.
+
+use std::sync::Arc;
+
+use miden_crypto::hash::rpo::Rpo256;
+use miden_gpu::{
+    commit_composition, commit_trace_segment, Backend, CommitRequest, CpuCommitter, Felt,
+    GpuCommitter, GpuError, GpuTraceLde, HashFunction, LdeRows, PolyInput, RowHashing,
+};
+use winter_air::{PartitionOptions, TraceInfo};
+use winter_math::{fft, fields::QuadExtension, FieldElement, StarkField};
+use winter_prover::{matrix::ColMatrix, StarkDomain};
+
+fn column(n: usize) -> Vec<Felt> {
+    (1..=n as u64).map(|i| Felt::new(i * 0x9E37_79B9_7F4A_7C15)).collect()
+}
+
+fn commit(columns: &[&[Felt]], blowup: usize) -> Result<miden_gpu::Commitment, GpuError> {
+    CpuCommitter::new().commit(&CommitRequest {
+        input: PolyInput::Trace { columns },
+        blowup,
+        row_hashing: RowHashing::WholeRow,
+        hash: HashFunction::Rpo256,
+    })
+}
+
+#[test]
+fn trace_length_not_a_power_of_two() {
+    for n in [0, 1, 3, 6, 100] {
+        let c = column(n);
+        assert_eq!(commit(&[&c], 2).unwrap_err(), GpuError::TraceLengthNotPowerOfTwo(n));
+    }
+}
+
+#[test]
+fn zero_columns() {
+    assert_eq!(commit(&[], 2).unwrap_err(), GpuError::ZeroColumns);
+    let zero_rows = ColMatrix::<Felt>::new(vec![vec![]]);
+    let err = commit_trace_segment(&CpuCommitter::new(), &zero_rows, 2, PartitionOptions::default(), HashFunction::Rpx256);
+    assert_eq!(err.unwrap_err(), GpuError::TraceLengthNotPowerOfTwo(0));
+}
+
+#[test]
+fn columns_of_unequal_length() {
+    let (a, b) = (column(8), column(4));
+    assert_eq!(
+        commit(&[&a, &a, &b], 2).unwrap_err(),
+        GpuError::ColumnLengthMismatch { column: 2, expected: 8, actual: 4 }
+    );
+}
+
+#[test]
+fn blowup_zero_one_or_not_a_power_of_two() {
+    let c = column(8);
+    for blowup in [0, 1, 3, 6, 12] {
+        assert_eq!(commit(&[&c], blowup).unwrap_err(), GpuError::InvalidBlowup(blowup));
+    }
+}
+
+#[test]
+fn lde_domain_beyond_two_adicity() {
+    let c = column(4);
+    assert_eq!(commit(&[&c], 1 << 31).unwrap_err(), GpuError::DomainTooLarge(33));
+}
+
+#[test]
+fn composition_that_does_not_split() {
+    let evaluations: Vec<QuadExtension<Felt>> =
+        column(32).chunks(2).map(|c| QuadExtension::new(c[0], c[1])).collect();
+    let err = commit_composition(&CpuCommitter::new(), &evaluations, 8, 3, 4, PartitionOptions::default(), HashFunction::Rpo256);
+    assert_eq!(
+        err.unwrap_err(),
+        GpuError::InvalidComposition { evaluations: 16, columns: 3, column_len: 8 }
+    );
+}
+
+#[test]
+fn zero_partition_size_and_bad_stage_inputs() {
+    let c = column(8);
+    let err = CpuCommitter::new().commit(&CommitRequest {
+        input: PolyInput::Trace { columns: &[&c] },
+        blowup: 2,
+        row_hashing: RowHashing::Partitioned(0),
+        hash: HashFunction::Rpo256,
+    });
+    assert_eq!(err.unwrap_err(), GpuError::InvalidPartition);
+    let leaves = vec![[Felt::ONE; 4]; 3];
+    assert_eq!(
+        CpuCommitter::new().build_tree(&leaves, HashFunction::Rpo256).unwrap_err(),
+        GpuError::TraceLengthNotPowerOfTwo(3)
+    );
+    let rows = LdeRows { data: column(12), row_width: 8, num_cols: 5 };
+    assert!(matches!(
+        CpuCommitter::new().hash_rows(&rows, RowHashing::WholeRow, HashFunction::Rpx256),
+        Err(GpuError::ColumnLengthMismatch { .. })
+    ));
+}
+
+#[test]
+fn aux_segment_with_wrong_row_count() {
+    let main = ColMatrix::new(vec![column(16), column(16)]);
+    let info = TraceInfo::new_multi_segment(2, 1, 1, 16, vec![]);
+    let domain = StarkDomain::from_twiddles(fft::get_twiddles::<Felt>(16), 4, Felt::GENERATOR);
+    let (mut lde, _) = GpuTraceLde::<QuadExtension<Felt>, Rpo256>::try_new(
+        &info,
+        &main,
+        &domain,
+        PartitionOptions::default(),
+        Arc::new(CpuCommitter::new()),
+    )
+    .unwrap();
+    let aux = ColMatrix::new(vec![vec![QuadExtension::<Felt>::ONE; 8]]);
+    assert_eq!(
+        lde.try_set_aux_trace(&aux, &domain).unwrap_err(),
+        GpuError::AuxRowMismatch { main: 16, aux: 8 }
+    );
+}
+
+#[test]
+fn unsupported_hasher() {
+    for name in ["blake3", "sha3", "poseidon2", ""] {
+        assert_eq!(name.parse::<HashFunction>().unwrap_err(), GpuError::UnsupportedHasher(name.into()));
+    }
+    assert_eq!("RPX256".parse::<HashFunction>().unwrap(), HashFunction::Rpx256);
+}
+
+#[test]
+fn unknown_backend_name_and_environment_value() {
+    assert_eq!("metal".parse::<Backend>().unwrap_err(), GpuError::UnknownBackend("metal".into()));
+    assert_eq!(" CUDA ".parse::<Backend>().unwrap(), Backend::Cuda);
+    // The only test that touches the variable, so no other test races with it.
+    std::env::set_var(miden_gpu::BACKEND_ENV, "opencl");
+    assert_eq!(Backend::from_env().unwrap_err(), GpuError::UnknownBackend("opencl".into()));
+    std::env::set_var(miden_gpu::BACKEND_ENV, "cpu");
+    assert_eq!(Backend::from_env().unwrap(), Backend::Cpu);
+    std::env::remove_var(miden_gpu::BACKEND_ENV);
+    assert_eq!(Backend::from_env().unwrap(), Backend::Auto);
+}
+
+#[test]
+fn explicit_backend_unavailable_is_an_error_not_a_fallback() {
+    assert_eq!(Backend::Cpu.create().unwrap().backend(), Backend::Cpu);
+    #[cfg(not(feature = "cuda"))]
+    assert!(matches!(
+        Backend::Cuda.create().err(),
+        Some(GpuError::BackendUnavailable { backend: Backend::Cuda, .. })
+    ));
+    // Auto always yields a committer (the CPU at worst).
+    assert!(Backend::Auto.create().is_ok());
+}
