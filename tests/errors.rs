@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use miden_crypto::hash::rpo::Rpo256;
 use miden_gpu::{
-    commit_composition, commit_trace_segment, Backend, CommitRequest, CpuCommitter, Felt,
+    commit_composition, Backend, CommitRequest, CpuCommitter, Felt,
     GpuCommitter, GpuError, GpuTraceLde, HashFunction, LdeRows, PolyInput, RowHashing,
 };
 use winter_air::{PartitionOptions, TraceInfo};
@@ -35,9 +35,16 @@ fn trace_length_not_a_power_of_two() {
 #[test]
 fn zero_columns() {
     assert_eq!(commit(&[], 2).unwrap_err(), GpuError::ZeroColumns);
-    let zero_rows = ColMatrix::<Felt>::new(vec![vec![]]);
-    let err = commit_trace_segment(&CpuCommitter::new(), &zero_rows, 2, PartitionOptions::default(), HashFunction::Rpx256);
+    let components: [&[Felt]; 0] = [];
+    let err = commit_composition::<Felt>(&CpuCommitter::new(), &[], 8, 1, 2, PartitionOptions::default(), HashFunction::Rpx256);
     assert_eq!(err.unwrap_err(), GpuError::TraceLengthNotPowerOfTwo(0));
+    let err = CpuCommitter::new().commit(&CommitRequest {
+        input: PolyInput::Composition { components: &components, column_len: 8, num_columns: 1 },
+        blowup: 2,
+        row_hashing: RowHashing::WholeRow,
+        hash: HashFunction::Rpo256,
+    });
+    assert_eq!(err.unwrap_err(), GpuError::ZeroColumns);
 }
 
 #[test]

@@ -1,0 +1,174 @@
+//! Proves a Fibonacci computation with Winterfell's own prover (the CPU baseline) and with
+//! `GpuProver`, checks the two proofs are byte-identical, verifies, and prints the timings.
+//!
+//! ```text
+//! cargo run --release --example prove_fib -- --log-steps 12
+//! cargo run --release --features cuda --example prove_fib -- --backend cuda
+//! ```
+
+mod fib;
+
+use std::{sync::Arc, time::Instant};
+
+use clap::{Parser, ValueEnum};
+use fib::{FibAir, FibProver, FibTrace};
+use miden_crypto::hash::{rpo::Rpo256, rpx::Rpx256};
+use miden_gpu::{timing::stages, timing::StageTimes, Backend, GpuCommitter, GpuHasher, GpuProver};
+use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer};
+use winter_air::{proof::Proof, BatchingMethod, FieldExtension, ProofOptions};
+use winter_crypto::{DefaultRandomCoin, MerkleTree};
+use winter_prover::Prover;
+use winter_verifier::AcceptableOptions;
+
+/// Trace length when a GPU backend is in use.
+const GPU_LOG_STEPS: u32 = 20;
+/// Trace length when only the CPU backend is available (keeps the run short).
+const CPU_LOG_STEPS: u32 = 14;
+
+#[derive(Parser)]
+#[command(about = "Prove Fibonacci with Winterfell and with miden-gpu, compare and verify")]
+struct Args {
+    /// log2 of the trace length [default: 20 on a GPU backend, 14 on the CPU backend]
+    #[arg(long)]
+    log_steps: Option<u32>,
+    /// Row hash and Merkle hash.
+    #[arg(long, value_enum, default_value = "rpo")]
+    hash: HashArg,
+    /// Field extension used by the proof.
+    #[arg(long, value_enum, default_value = "quadratic")]
+    field: FieldArg,
+    /// LDE blowup factor.
+    #[arg(long, default_value_t = 8)]
+    blowup: usize,
+    /// Fibonacci pairs (the main trace has two columns per pair).
+    #[arg(long, default_value_t = 4)]
+    pairs: usize,
+    /// Backend: auto, cpu, wgpu or cuda [default: $MIDEN_GPU_BACKEND, else auto].
+    #[arg(long)]
+    backend: Option<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum HashArg {
+    Rpo,
+    Rpx,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FieldArg {
+    None,
+    Quadratic,
+    Cubic,
+}
+
+fn main() {
+    let times = StageTimes::new();
+    tracing_subscriber::registry()
+        .with(times.clone())
+        .with(tracing_subscriber::fmt::layer().with_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("miden_gpu=info")),
+        ))
+        .init();
+    if let Err(message) = run(Args::parse(), &times) {
+        eprintln!("error: {message}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: Args, times: &StageTimes) -> Result<(), String> {
+    let backend = match &args.backend {
+        Some(name) => name.parse().map_err(|e| format!("{e}"))?,
+        None => Backend::from_env().map_err(|e| format!("{e}"))?,
+    };
+    let committer = backend.create().map_err(|e| format!("{e}"))?;
+    let on_gpu = committer.backend() != Backend::Cpu;
+    let log_steps = args.log_steps.unwrap_or(if on_gpu { GPU_LOG_STEPS } else { CPU_LOG_STEPS });
+    if !on_gpu {
+        println!("No GPU backend available: running on the CPU backend ({}).", committer.device_name());
+        if args.log_steps.is_none() {
+            println!("Using a smaller default trace of 2^{CPU_LOG_STEPS} steps (pass --log-steps to change it).");
+        }
+    }
+    let field = match args.field {
+        FieldArg::None => FieldExtension::None,
+        FieldArg::Quadratic => FieldExtension::Quadratic,
+        FieldArg::Cubic => FieldExtension::Cubic,
+    };
+    let options = ProofOptions::new(27, args.blowup, 16, field, 8, 127, BatchingMethod::Linear, BatchingMethod::Linear);
+    match args.hash {
+        HashArg::Rpo => prove::<Rpo256>(committer, options, log_steps, args.pairs, times),
+        HashArg::Rpx => prove::<Rpx256>(committer, options, log_steps, args.pairs, times),
+    }
+}
+
+fn prove<H: GpuHasher>(
+    committer: Arc<dyn GpuCommitter>,
+    options: ProofOptions,
+    log_steps: u32,
+    pairs: usize,
+    times: &StageTimes,
+) -> Result<(), String> {
+    let steps = 1usize << log_steps;
+    println!(
+        "Fibonacci: 2^{log_steps} steps x {} columns, {} blowup {}, {:?} field; backend {} on {}",
+        2 * pairs,
+        H::FUNCTION,
+        options.blowup_factor(),
+        options.field_extension(),
+        committer.backend(),
+        committer.device_name()
+    );
+    let cpu = FibProver::<H>::new(options.clone());
+    let gpu = GpuProver::with_committer(FibProver::<H>::new(options.clone()), committer);
+
+    // Warm-up: kernel compilation, pipelines and device buffers stay out of the timings.
+    gpu.prove(FibTrace::new(pairs, 1 << 10)).map_err(|e| format!("warm-up proof: {e}"))?;
+
+    let trace = FibTrace::new(pairs, steps);
+    let inputs = trace.inputs();
+    let (cpu_proof, cpu_times) = timed(times, || cpu.prove(trace))?;
+    let (gpu_proof, gpu_times) = timed(times, || gpu.prove(FibTrace::new(pairs, steps)))?;
+
+    let (cpu_bytes, gpu_bytes) = (cpu_proof.to_bytes(), gpu_proof.to_bytes());
+    if cpu_bytes != gpu_bytes {
+        return Err("the GPU proof differs from Winterfell's".into());
+    }
+    println!("Proofs are byte-identical ({} bytes).", gpu_bytes.len());
+    winter_verifier::verify::<FibAir, H, DefaultRandomCoin<H>, MerkleTree<H>>(
+        gpu_proof,
+        inputs,
+        &AcceptableOptions::OptionSet(vec![options]),
+    )
+    .map_err(|e| format!("verification failed: {e}"))?;
+    println!("Proof verified by winter-verifier.\n");
+
+    println!("{:<24}{:>14}{:>14}{:>9}", "stage", "winterfell", "miden-gpu", "ratio");
+    for (name, cpu_s, gpu_s) in [
+        ("trace commitment", cpu_times.trace, gpu_times.trace),
+        ("constraint commitment", cpu_times.constraints, gpu_times.constraints),
+        ("whole proof", cpu_times.total, gpu_times.total),
+    ] {
+        println!("{name:<24}{:>12.3} s{:>12.3} s{:>8.2}x", cpu_s, gpu_s, cpu_s / gpu_s);
+    }
+    Ok(())
+}
+
+/// Seconds spent in the commitment stages and in the whole proof.
+struct ProofTimes {
+    trace: f64,
+    constraints: f64,
+    total: f64,
+}
+
+fn timed(
+    times: &StageTimes,
+    prove: impl FnOnce() -> Result<Proof, winter_prover::ProverError>,
+) -> Result<(Proof, ProofTimes), String> {
+    times.take();
+    let start = Instant::now();
+    let proof = prove().map_err(|e| format!("proof failed: {e}"))?;
+    let total = start.elapsed().as_secs_f64();
+    let trace = (times.get(stages::MAIN_TRACE) + times.get(stages::AUX_TRACE)).as_secs_f64();
+    let constraints = times.get(stages::CONSTRAINTS).as_secs_f64();
+    Ok((proof, ProofTimes { trace, constraints, total }))
+}
