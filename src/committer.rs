@@ -214,6 +214,12 @@ pub trait GpuCommitter: Send + Sync {
 
     /// Builds the Merkle nodes over `leaves` (a power of two, at least 2) in Winterfell's layout.
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>>;
+
+    /// Device memory this committer holds now, in bytes, where the backend can tell (soak tests
+    /// check it returns to its baseline); `None` for the CPU and backends that cannot.
+    fn memory_in_use(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Checks the leaf count of a Merkle tree request.
@@ -222,6 +228,30 @@ pub fn check_leaves(leaves: &[Digest]) -> Result<()> {
         return Err(GpuError::TraceLengthNotPowerOfTwo(leaves.len()));
     }
     Ok(())
+}
+
+/// An empty vector with room for `len` elements, or [`GpuError::OutOfMemory`] if the host cannot
+/// provide it: backends allocate their outputs with this so an LDE too large for host memory is
+/// a typed error, not an abort.
+pub fn reserve_host<T>(len: usize) -> Result<Vec<T>> {
+    let mut vec = Vec::new();
+    vec.try_reserve_exact(len).map_err(|_| GpuError::OutOfMemory {
+        memory: "host",
+        needed: (len as u64).saturating_mul(core::mem::size_of::<T>() as u64),
+        available: host_available_bytes(),
+    })?;
+    Ok(vec)
+}
+
+/// `MemAvailable` from `/proc/meminfo` (0 where it cannot be read); for error messages only.
+fn host_available_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kib| kib * 1024)
 }
 
 /// Checks an [`LdeRows`] handed to [`GpuCommitter::hash_rows`].

@@ -26,6 +26,7 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod error;
+pub mod faults;
 pub mod hash;
 #[cfg(feature = "miden")]
 pub mod miden;

@@ -155,3 +155,16 @@ fn explicit_backend_unavailable_is_an_error_not_a_fallback() {
     // Auto always yields a committer (the CPU at worst).
     assert!(Backend::Auto.create().is_ok());
 }
+
+#[test]
+fn lde_larger_than_host_memory() {
+    // 2^16 rows x 100 columns is 52 MB of input, but its LDE at blowup 2^16 is 3.5 TB.
+    let c = column(1 << 16);
+    let columns: Vec<&[Felt]> = vec![&c; 100];
+    match commit(&columns, 1 << 16) {
+        Err(GpuError::OutOfMemory { memory: "host", needed, .. }) => {
+            assert_eq!(needed, (1u64 << 32) * 104 * 8)
+        },
+        other => panic!("expected OutOfMemory, got {:?}", other.map(|_| ())),
+    }
+}

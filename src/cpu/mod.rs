@@ -16,7 +16,7 @@ use winter_prover::{
 use crate::{
     backend::Backend,
     committer::{
-        check_leaves, check_lde_rows, CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput,
+        check_leaves, check_lde_rows, reserve_host, CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput,
         RowHashing, Shape, SEGMENT_WIDTH,
     },
     error::Result,
@@ -48,7 +48,7 @@ impl GpuCommitter for CpuCommitter {
         let polys = info_span!("cpu.interpolate", cols = shape.num_cols, rows = shape.poly_len)
             .in_scope(|| interpolate(&request.input));
         let lde = info_span!("cpu.lde", lde_rows = shape.lde_len)
-            .in_scope(|| extend(polys.clone(), &shape, request.blowup));
+            .in_scope(|| extend(polys.clone(), &shape, request.blowup))?;
         let leaves = info_span!("cpu.hash_leaves", hash = %request.hash)
             .in_scope(|| hash_rows(&lde, request.row_hashing, request.hash));
         let nodes = info_span!("cpu.tree").in_scope(|| build_tree(&leaves, request.hash));
@@ -105,7 +105,8 @@ fn interpolate(input: &PolyInput<'_>) -> Vec<Vec<Felt>> {
 
 /// Evaluates the polynomials over the LDE domain into `RowMatrix` layout, with Winterfell's own
 /// `RowMatrix::evaluate_polys_over`.
-fn extend(polys: Vec<Vec<Felt>>, shape: &Shape, blowup: usize) -> LdeRows {
+fn extend(polys: Vec<Vec<Felt>>, shape: &Shape, blowup: usize) -> Result<LdeRows> {
+    let mut data = reserve_host::<Felt>(shape.lde_len * shape.row_width)?;
     let domain = StarkDomain::from_twiddles(
         fft::get_twiddles::<Felt>(shape.poly_len),
         blowup,
@@ -113,11 +114,8 @@ fn extend(polys: Vec<Vec<Felt>>, shape: &Shape, blowup: usize) -> LdeRows {
     );
     let matrix =
         RowMatrix::evaluate_polys_over::<SEGMENT_WIDTH>(&ColMatrix::new(polys), &domain);
-    LdeRows {
-        data: matrix.data().to_vec(),
-        row_width: shape.row_width,
-        num_cols: shape.num_cols,
-    }
+    data.extend_from_slice(matrix.data());
+    Ok(LdeRows { data, row_width: shape.row_width, num_cols: shape.num_cols })
 }
 
 /// Hashes every row into its leaf, as `RowMatrix::commit_to_rows` does.

@@ -16,7 +16,6 @@ use winter_math::FieldElement;
 use winter_prover::matrix::ColMatrix;
 
 use crate::{
-    backend::Backend,
     committer::{CommitRequest, GpuCommitter, LdeRows, PolyInput, RowHashing},
     cpu::CpuCommitter,
     error::Result,
@@ -157,7 +156,7 @@ impl CommitterHandle {
     pub fn try_run<T>(&self, job: impl Fn(&dyn GpuCommitter) -> Result<T>) -> Result<T> {
         let backend = self.committer.backend();
         match job(self.committer.as_ref()) {
-            Err(error) if self.cpu_fallback && backend != Backend::Cpu => {
+            Err(error) if self.cpu_fallback => {
                 warn!(%backend, %error, "backend failed; recomputing this commitment on the CPU");
                 job(&CpuCommitter::new())
             },

@@ -1,0 +1,98 @@
+//! Fault injection: a [`GpuCommitter`] wrapper that fails chosen calls, so tests can show that a
+//! GPU failure mid-proof ends in a typed error or a CPU fallback, never a wrong proof or a hang.
+
+use std::sync::{
+    atomic::{AtomicUsize, Ordering},
+    Arc,
+};
+
+use crate::{
+    backend::Backend,
+    committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
+    error::{GpuError, Result},
+    hash::{Digest, HashFunction},
+};
+
+/// The failures a backend can meet, as the typed error each one produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The GPU or its driver is gone.
+    DeviceMissing,
+    /// A device allocation failed.
+    Allocation,
+    /// A kernel launch or execution failed.
+    KernelFailure,
+    /// The device was lost while work was in flight.
+    DeviceLost,
+}
+
+impl Fault {
+    /// Every kind of fault.
+    pub const ALL: [Fault; 4] = [Self::DeviceMissing, Self::Allocation, Self::KernelFailure, Self::DeviceLost];
+
+    /// The error a backend reports for this fault.
+    pub fn error(self, backend: Backend) -> GpuError {
+        match self {
+            Self::DeviceMissing => GpuError::BackendUnavailable {
+                backend,
+                reason: "device disappeared (injected fault)".into(),
+            },
+            Self::Allocation => GpuError::OutOfMemory { memory: "device", needed: 1 << 40, available: 0 },
+            Self::KernelFailure => GpuError::Device { backend, message: "kernel launch failed (injected fault)".into() },
+            Self::DeviceLost => GpuError::Device { backend, message: "device lost mid-commit (injected fault)".into() },
+        }
+    }
+}
+
+/// Wraps a committer and fails its `fail_on`-th call (0-based, counting every trait call that
+/// computes) with `fault`; all other calls go to the wrapped committer.
+pub struct FaultyCommitter {
+    inner: Arc<dyn GpuCommitter>,
+    fault: Fault,
+    fail_on: usize,
+    calls: AtomicUsize,
+}
+
+impl FaultyCommitter {
+    /// A committer that fails call number `fail_on` with `fault`.
+    pub fn new(inner: Arc<dyn GpuCommitter>, fault: Fault, fail_on: usize) -> Self {
+        Self { inner, fault, fail_on, calls: AtomicUsize::new(0) }
+    }
+
+    /// How many computing calls were made so far.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) == self.fail_on {
+            return Err(self.fault.error(self.inner.backend()));
+        }
+        Ok(())
+    }
+}
+
+impl GpuCommitter for FaultyCommitter {
+    fn backend(&self) -> Backend {
+        self.inner.backend()
+    }
+
+    fn device_name(&self) -> String {
+        format!("{} (fault {:?} on call {})", self.inner.device_name(), self.fault, self.fail_on)
+    }
+
+    fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+        self.check()?;
+        self.inner.commit(request)
+    }
+
+    fn hash_rows(&self, lde: &LdeRows, row_hashing: RowHashing, hash: HashFunction) -> Result<Vec<Digest>> {
+        self.check()?;
+        self.inner.hash_rows(lde, row_hashing, hash)
+    }
+
+    fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
+        self.check()?;
+        self.inner.build_tree(leaves, hash)
+    }
+}

@@ -1,0 +1,87 @@
+//! Injected backend faults during a proof end in a CPU fallback with an identical, verifying
+//! proof, or (fallback disabled) in a typed error / a panic: never a wrong proof, never a hang.
+//!
+//! The faults are injected at the `GpuCommitter` boundary, so the same test covers every backend:
+//! set `MIDEN_GPU_BACKEND` to run it over wgpu or CUDA (default: the CPU backend).
+
+mod common;
+
+use std::{
+    panic::{catch_unwind, AssertUnwindSafe},
+    sync::Arc,
+};
+
+use common::fib::{FibProver, FibTrace};
+use miden_crypto::hash::rpo::Rpo256;
+use miden_gpu::{
+    faults::{Fault, FaultyCommitter},
+    Backend, Felt, GpuCommitter, GpuError, GpuProver, GpuTraceLde,
+};
+use winter_air::{BatchingMethod, FieldExtension, PartitionOptions, ProofOptions, TraceInfo};
+use winter_math::{fft, fields::QuadExtension, StarkField};
+use winter_prover::{Prover, StarkDomain, Trace};
+
+fn backend() -> Arc<dyn GpuCommitter> {
+    match Backend::from_env().expect("MIDEN_GPU_BACKEND") {
+        Backend::Auto => Backend::Cpu.create(),
+        backend => backend.create(),
+    }
+    .expect("backend under test")
+}
+
+fn options() -> ProofOptions {
+    ProofOptions::new(27, 8, 0, FieldExtension::Quadratic, 4, 31, BatchingMethod::Linear, BatchingMethod::Linear)
+}
+
+/// Calls 0, 1, 2 of a proof are the main trace, aux trace and constraint commitments.
+#[test]
+fn every_fault_at_every_commitment_falls_back_to_an_identical_proof() {
+    let expected = FibProver::<Rpo256>::new(options()).prove(FibTrace::new(2, 256)).unwrap().to_bytes();
+    for fault in Fault::ALL {
+        for call in 0..3 {
+            let faulty = Arc::new(FaultyCommitter::new(backend(), fault, call));
+            let prover = GpuProver::with_committer(FibProver::<Rpo256>::new(options()), faulty.clone());
+            let proof = prover.prove(FibTrace::new(2, 256)).expect("proof with fallback");
+            assert!(proof.to_bytes() == expected, "{fault:?} on call {call}: proof differs");
+            assert_eq!(faulty.calls(), 3, "{fault:?} on call {call}: every commitment reached the backend once");
+        }
+    }
+}
+
+#[test]
+fn without_fallback_a_fault_is_a_typed_error_or_a_panic_never_a_proof() {
+    for fault in Fault::ALL {
+        let trace = FibTrace::new(2, 64);
+        let domain = StarkDomain::from_twiddles(fft::get_twiddles::<Felt>(64), 8, Felt::GENERATOR);
+        let faulty = Arc::new(FaultyCommitter::new(backend(), fault, 0));
+        let result = GpuTraceLde::<QuadExtension<Felt>, Rpo256>::try_new(
+            &TraceInfo::new_multi_segment(4, 1, 1, 64, vec![]),
+            trace.main_segment(),
+            &domain,
+            PartitionOptions::default(),
+            faulty.clone(),
+        );
+        assert_eq!(result.err(), Some(fault.error(faulty.backend())), "{fault:?}");
+
+        for call in 0..3 {
+            let faulty = Arc::new(FaultyCommitter::new(backend(), fault, call));
+            let prover = GpuProver::with_committer(FibProver::<Rpo256>::new(options()), faulty)
+                .with_cpu_fallback(false);
+            let outcome = catch_unwind(AssertUnwindSafe(|| prover.prove(FibTrace::new(2, 64))));
+            let message = outcome.expect_err("a proof was returned despite the fault");
+            let text = message
+                .downcast_ref::<String>()
+                .cloned()
+                .unwrap_or_default();
+            assert!(text.contains(&fault.error(Backend::Cpu).to_string()[..12]), "{fault:?}: {text}");
+        }
+    }
+}
+
+#[test]
+fn typed_errors_of_faults_are_actionable() {
+    for fault in Fault::ALL {
+        let message = fault.error(Backend::Cuda).to_string();
+        assert!(message.len() > 20 && !matches!(fault.error(Backend::Cuda), GpuError::ZeroColumns), "{message}");
+    }
+}

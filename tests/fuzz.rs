@@ -1,0 +1,53 @@
+//! Fuzzed parity: proptest draws shapes and values and checks the backend against Winterfell.
+//!
+//! The backend comes from `MIDEN_GPU_BACKEND` (default: the CPU backend); the number of cases
+//! from `PROPTEST_CASES` (default 64, bounded for CI; the device runs use 10 000).
+
+mod common;
+
+use common::Case;
+use miden_gpu::{Backend, GpuCommitter, HashFunction};
+use proptest::prelude::*;
+
+fn committer() -> std::sync::Arc<dyn GpuCommitter> {
+    match Backend::from_env().expect("MIDEN_GPU_BACKEND") {
+        Backend::Auto => Backend::Cpu.create(),
+        backend => backend.create(),
+    }
+    .expect("backend under test")
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        1u32..=9,
+        1usize..=40,
+        prop::sample::select(vec![2usize, 4, 8, 16]),
+        1usize..=3,
+        prop::sample::select(vec![1usize, 2, 4]),
+        prop::bool::ANY,
+        prop::bool::ANY,
+    )
+        .prop_map(|(log_rows, cols, blowup, extension, partitions, rpx, composition)| Case {
+            log_rows,
+            cols: if composition { cols.min(16) } else { cols },
+            blowup,
+            extension,
+            partitions,
+            hash: if rpx { HashFunction::Rpx256 } else { HashFunction::Rpo256 },
+            composition,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn backend_matches_winterfell(case in case(), seed in any::<u64>()) {
+        thread_local!(static COMMITTER: std::sync::Arc<dyn GpuCommitter> = committer());
+        COMMITTER.with(|c| common::check_case(c.as_ref(), &case, seed));
+    }
+}
