@@ -1,29 +1,214 @@
-//! Cuda backend: placeholder until its kernels land; construction always fails.
+//! The CUDA backend: kernels compiled at run time by NVRTC, driver loaded dynamically (feature
+//! `cuda`).
+//!
+//! [`CudaCommitter`] runs the whole commitment on the GPU(s): upload of the columns through
+//! pinned staging buffers, interpolation and low-degree extension (batched NTTs with fused
+//! shared-memory stages), row hashing straight from the LDE buffer (RPO/RPX with the state in
+//! registers), the Merkle tree, and the download of polynomials, LDE rows and nodes, which
+//! overlaps the hashing. It uses every visible GPU by default, or the set given by
+//! [`CudaCommitterBuilder::devices`] or the `MIDEN_GPU_DEVICES` environment variable (e.g.
+//! `0,1`); results are identical for any number of GPUs.
+//!
+//! Module layout: `driver` (RAII over the driver API), `program` (sources, generated constants,
+//! NVRTC), `tables` (twiddles and power tables), `transfer` (pinned rings), `gpu` (one device),
+//! `commit` (the pipeline). The CUDA sources live in `cuda/` at the crate root.
 
+mod commit;
+mod driver;
+mod gpu;
+mod program;
+mod tables;
+mod transfer;
+
+use std::sync::Mutex;
+
+pub use commit::StageTimes;
+pub use program::{compile_for_arch, kernel_source, HASH_MIN_BLOCKS_ENV, KERNELS};
+
+use self::{
+    driver::check,
+    gpu::{Gpu, GpuState},
+};
 use crate::{
     backend::Backend,
-    committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
+    committer::{
+        check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing,
+    },
     error::{GpuError, Result},
     hash::{Digest, HashFunction},
 };
 
-/// The Cuda backend (not implemented yet).
-pub struct CudaCommitter(());
+// Host `Felt` memory is copied to and from the device byte for byte.
+const _: () = assert!(
+    std::mem::size_of::<miden_crypto::Felt>() == 8
+        && std::mem::align_of::<miden_crypto::Felt>() == 8
+);
+
+/// The environment variable that selects the GPUs, as a comma-separated list of CUDA ordinals.
+pub const DEVICES_ENV: &str = "MIDEN_GPU_DEVICES";
+
+// COMMITTER
+// ================================================================================================
+
+/// Commits on one or more NVIDIA GPUs.
+pub struct CudaCommitter {
+    gpus: Vec<Gpu>,
+    states: Mutex<Vec<GpuState>>,
+    last_times: Mutex<Vec<StageTimes>>,
+}
 
 impl CudaCommitter {
-    /// Always [`GpuError::BackendUnavailable`] until the backend lands.
+    /// Uses the GPUs named by `MIDEN_GPU_DEVICES`, or every visible GPU.
+    ///
+    /// Without a CUDA driver, a GPU or the NVRTC library this is
+    /// [`GpuError::BackendUnavailable`] (so `Backend::Auto` falls back); a malformed or
+    /// out-of-range device list is [`GpuError::InvalidDeviceList`].
     pub fn new() -> Result<Self> {
-        Err(unavailable())
+        Self::builder().build()
     }
 
-    /// Whether the adapter is a software rasterizer.
-    pub fn is_software(&self) -> bool {
-        true
+    /// A builder to choose the GPUs explicitly.
+    pub fn builder() -> CudaCommitterBuilder {
+        CudaCommitterBuilder::default()
+    }
+
+    /// The CUDA ordinals of the GPUs in use.
+    pub fn devices(&self) -> Vec<usize> {
+        self.gpus.iter().map(|g| g.ordinal).collect()
+    }
+
+    /// Device times of the stages of the last [`GpuCommitter::commit`], one entry per GPU.
+    pub fn last_stage_times(&self) -> Vec<StageTimes> {
+        self.last_times
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn states(&self) -> std::sync::MutexGuard<'_, Vec<GpuState>> {
+        self.states.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
-fn unavailable() -> GpuError {
-    GpuError::BackendUnavailable { backend: Backend::Cuda, reason: "not implemented yet".into() }
+/// Chooses the GPUs of a [`CudaCommitter`].
+#[derive(Debug, Clone, Default)]
+pub struct CudaCommitterBuilder {
+    devices: Option<Vec<usize>>,
+}
+
+impl CudaCommitterBuilder {
+    /// Uses exactly these CUDA ordinals (overrides `MIDEN_GPU_DEVICES`).
+    pub fn devices(mut self, ordinals: &[usize]) -> Self {
+        self.devices = Some(ordinals.to_vec());
+        self
+    }
+
+    /// Opens the GPUs and compiles the kernels for each architecture (once per process).
+    pub fn build(self) -> Result<CudaCommitter> {
+        let count = visible_devices()?;
+        let ordinals = match self.devices {
+            Some(list) => {
+                let text = list
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                check_device_list(&text, list, count)?
+            }
+            None => match std::env::var(DEVICES_ENV) {
+                Ok(text) if !text.trim().is_empty() => parse_device_list(&text, count)?,
+                _ => (0..count).collect(),
+            },
+        };
+        if !program::nvrtc_present() {
+            return Err(program::unavailable(
+                "the NVRTC library (libnvrtc) was not found",
+            ));
+        }
+        let mut gpus = Vec::with_capacity(ordinals.len());
+        let mut states = Vec::with_capacity(ordinals.len());
+        for ordinal in ordinals {
+            let _span = tracing::info_span!("cuda.open", gpu = ordinal).entered();
+            let (gpu, state) = Gpu::open(ordinal)?;
+            gpus.push(gpu);
+            states.push(state);
+        }
+        for a in &gpus {
+            for b in &gpus {
+                if a.ordinal != b.ordinal {
+                    a.enable_peer_access(b)?;
+                }
+            }
+        }
+        Ok(CudaCommitter {
+            gpus,
+            states: Mutex::new(states),
+            last_times: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+/// Number of CUDA devices, or [`GpuError::BackendUnavailable`] if there is no driver or GPU.
+fn visible_devices() -> Result<usize> {
+    // dynamic loading panics on a missing library: look for it first
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(program::unavailable(
+            "the CUDA driver library (libcuda) was not found",
+        ));
+    }
+    let no_gpu = |e: GpuError| program::unavailable(&format!("no usable CUDA device: {e}"));
+    check(cudarc::driver::result::init(), "cuInit").map_err(no_gpu)?;
+    let count = check(
+        cudarc::driver::result::device::get_count(),
+        "cuDeviceGetCount",
+    )
+    .map_err(no_gpu)?;
+    if count <= 0 {
+        return Err(program::unavailable("the CUDA driver reports no device"));
+    }
+    Ok(count as usize)
+}
+
+/// Parses a device list such as `0,1` against `count` visible devices.
+pub fn parse_device_list(text: &str, count: usize) -> Result<Vec<usize>> {
+    let invalid = |reason: String| GpuError::InvalidDeviceList {
+        list: text.to_string(),
+        reason,
+    };
+    let list = text
+        .split(',')
+        .map(|item| {
+            let item = item.trim();
+            item.parse::<usize>()
+                .map_err(|_| invalid(format!("`{item}` is not a device number")))
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    check_device_list(text, list, count)
+}
+
+fn check_device_list(text: &str, list: Vec<usize>, count: usize) -> Result<Vec<usize>> {
+    let invalid = |reason: String| GpuError::InvalidDeviceList {
+        list: text.to_string(),
+        reason,
+    };
+    if list.is_empty() {
+        return Err(invalid("no device given".into()));
+    }
+    if let Some(d) = list.iter().find(|&&d| d >= count) {
+        return Err(invalid(format!(
+            "device {d} does not exist ({count} visible)"
+        )));
+    }
+    if let Some((i, d)) = list
+        .iter()
+        .enumerate()
+        .find(|(i, d)| list[..*i].contains(d))
+    {
+        return Err(invalid(format!(
+            "device {d} is listed twice (position {i})"
+        )));
+    }
+    Ok(list)
 }
 
 impl GpuCommitter for CudaCommitter {
@@ -32,18 +217,65 @@ impl GpuCommitter for CudaCommitter {
     }
 
     fn device_name(&self) -> String {
-        String::new()
+        match self.gpus.as_slice() {
+            [one] => format!("{} (cuda:{})", one.name, one.ordinal),
+            many => {
+                let list: Vec<String> = many
+                    .iter()
+                    .map(|g| format!("{} (cuda:{})", g.name, g.ordinal))
+                    .collect();
+                format!("{} GPUs: {}", many.len(), list.join(", "))
+            }
+        }
     }
 
-    fn commit(&self, _: &CommitRequest<'_>) -> Result<Commitment> {
-        Err(unavailable())
+    fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+        let shape = request.validate()?;
+        let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
+        let mut states = self.states();
+        let gpus: Vec<&Gpu> = self.gpus.iter().collect();
+        let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
+        let (commitment, times) = commit::commit(&gpus, &mut state_refs, request, shape)?;
+        *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
+        Ok(commitment)
     }
 
-    fn hash_rows(&self, _: &LdeRows, _: RowHashing, _: HashFunction) -> Result<Vec<Digest>> {
-        Err(unavailable())
+    fn hash_rows(
+        &self,
+        lde: &LdeRows,
+        row_hashing: RowHashing,
+        hash: HashFunction,
+    ) -> Result<Vec<Digest>> {
+        check_lde_rows(lde, row_hashing)?;
+        let _span = tracing::info_span!("cuda.hash_rows", rows = lde.num_rows()).entered();
+        let mut states = self.states();
+        commit::hash_rows(&self.gpus[0], &mut states[0], lde, row_hashing, hash)
     }
 
-    fn build_tree(&self, _: &[Digest], _: HashFunction) -> Result<Vec<Digest>> {
-        Err(unavailable())
+    fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
+        check_leaves(leaves)?;
+        let _span = tracing::info_span!("cuda.build_tree", leaves = leaves.len()).entered();
+        let mut states = self.states();
+        commit::build_tree(&self.gpus[0], &mut states[0], leaves, hash)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_lists_are_validated() {
+        assert_eq!(parse_device_list("0,1", 2).unwrap(), vec![0, 1]);
+        assert_eq!(parse_device_list(" 1 ", 2).unwrap(), vec![1]);
+        for bad in ["", "0,", "a", "0,0", "2", "-1", "0;1"] {
+            assert!(
+                matches!(
+                    parse_device_list(bad, 2),
+                    Err(GpuError::InvalidDeviceList { .. })
+                ),
+                "{bad:?} accepted"
+            );
+        }
     }
 }

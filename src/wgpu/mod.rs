@@ -1,29 +1,159 @@
-//! Wgpu backend: placeholder until its kernels land; construction always fails.
+//! The wgpu backend: WGSL kernels on Metal, Vulkan or DX12.
+//!
+//! The kernels live in `wgsl/` (field arithmetic apart from the algorithms) and are composed
+//! by concatenation when the committer is made ([`composed_shaders`] lists them). The host
+//! side is split by job:
+//! - `context`: adapter, device, error translation;
+//! - `shaders`, `pipelines`, `constants`: modules, pipelines and constant tables, made once;
+//! - `buffers`: the buffer pool and arrays split into binding-sized parts;
+//! - `batch`, `upload`, `download`: recording submissions, uploads, pipelined downloads;
+//! - `ntt`, `lde`, `hash`, `merkle`: the dispatches of each kernel family;
+//! - `sizes`: how work is split to fit the device;
+//! - `commit`, `standalone`: the orchestration of a whole commitment, and of the per-stage
+//!   calls.
+//!
+//! A commitment uploads the evaluations once and keeps everything on the device until the
+//! polynomials, LDE rows (already in `RowMatrix` layout), leaves and nodes come back. Arrays
+//! larger than one storage binding (`max_storage_buffer_binding_size`, often 128 MiB) are
+//! split into parts, so any commitment that fits host memory runs.
+
+use std::sync::{Mutex, MutexGuard};
+
+use tracing::info_span;
 
 use crate::{
     backend::Backend,
     committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
-    error::{GpuError, Result},
+    error::Result,
     hash::{Digest, HashFunction},
 };
 
-/// The Wgpu backend (not implemented yet).
-pub struct WgpuCommitter(());
+mod batch;
+mod buffers;
+mod commit;
+mod constants;
+mod context;
+mod download;
+mod hash;
+mod lde;
+mod merkle;
+mod ntt;
+mod pipelines;
+mod shaders;
+mod sizes;
+mod standalone;
+mod upload;
 
-impl WgpuCommitter {
-    /// Always [`GpuError::BackendUnavailable`] until the backend lands.
-    pub fn new() -> Result<Self> {
-        Err(unavailable())
-    }
+use buffers::BufferPool;
+use constants::{RescueConstants, Tables};
+use context::{device_error, Context};
+use pipelines::Pipelines;
+pub use shaders::{composed_shaders, Arithmetic, ComposedShader};
+use sizes::Sizes;
 
-    /// Whether the adapter is a software rasterizer.
-    pub fn is_software(&self) -> bool {
-        true
-    }
+// COMMITTER
+// ================================================================================================
+
+/// The wgpu backend.
+///
+/// Made once (adapter, device, pipelines, constant tables); buffers are pooled and reused
+/// across calls. Calls are serialized: a committer runs one commitment at a time.
+pub struct WgpuCommitter {
+    ctx: Context,
+    pipelines: Pipelines,
+    rescue: RescueConstants,
+    pool: BufferPool,
+    tables: Mutex<Tables>,
+    sizes: Sizes,
+    /// Held for the whole of a call.
+    exclusive: Mutex<()>,
 }
 
-fn unavailable() -> GpuError {
-    GpuError::BackendUnavailable { backend: Backend::Wgpu, reason: "not implemented yet".into() }
+impl WgpuCommitter {
+    /// Opens the best adapter (`WGPU_ADAPTER_NAME` and `WGPU_BACKEND` narrow the choice) and
+    /// builds every pipeline, with 64-bit integer kernels where the adapter has
+    /// `SHADER_INT64` (unless `MIDEN_GPU_WGPU_INT64=0`). [`crate::GpuError::BackendUnavailable`]
+    /// if there is no usable adapter.
+    pub fn new() -> Result<Self> {
+        Self::open(None)
+    }
+
+    /// As [`Self::new`], with the given kernel arithmetic; [`Arithmetic::U64`] is
+    /// [`crate::GpuError::BackendUnavailable`] on an adapter without 64-bit integers.
+    pub fn with_arithmetic(arithmetic: Arithmetic) -> Result<Self> {
+        Self::open(Some(arithmetic == Arithmetic::U64))
+    }
+
+    fn open(int64: Option<bool>) -> Result<Self> {
+        let ctx = Context::new(int64)?;
+        let arithmetic = if ctx.int64 {
+            Arithmetic::U64
+        } else {
+            Arithmetic::U32
+        };
+        let (pipelines, rescue) = ctx.checked(|| {
+            let pipelines =
+                info_span!("wgpu.pipelines").in_scope(|| Pipelines::new(&ctx.device, arithmetic));
+            let rescue = RescueConstants::new(&ctx.device, &ctx.queue, &pipelines)?;
+            Ok((pipelines, rescue))
+        })?;
+        let sizes = Sizes::new(&ctx.limits, ctx.is_software(), None);
+        Ok(Self {
+            ctx,
+            pipelines,
+            rescue,
+            pool: BufferPool::default(),
+            tables: Mutex::new(Tables::default()),
+            sizes,
+            exclusive: Mutex::new(()),
+        })
+    }
+
+    /// Splits device arrays into parts of at most `bytes` bytes (rounded down to a power of
+    /// two, at least 256) instead of the adapter's binding limit: makes tests run the
+    /// multi-part paths on small inputs.
+    pub fn with_max_chunk_bytes(mut self, bytes: u64) -> Self {
+        self.sizes = Sizes::new(&self.ctx.limits, self.ctx.is_software(), Some(bytes));
+        self
+    }
+
+    /// Bytes of one part of a device array (see [`Self::with_max_chunk_bytes`]).
+    pub fn max_chunk_bytes(&self) -> u64 {
+        self.sizes.chunk
+    }
+
+    /// Whether the adapter is a software rasterizer (lavapipe, llvmpipe, WARP): correct, but
+    /// slower than the CPU backend.
+    pub fn is_software(&self) -> bool {
+        self.ctx.is_software()
+    }
+
+    /// The arithmetic the kernels use: [`Arithmetic::U64`] where the adapter has
+    /// `SHADER_INT64` (unless `MIDEN_GPU_WGPU_INT64=0`), else [`Arithmetic::U32`].
+    pub fn arithmetic(&self) -> Arithmetic {
+        if self.ctx.int64 {
+            Arithmetic::U64
+        } else {
+            Arithmetic::U32
+        }
+    }
+
+    /// Runs `work` alone on the device, with errors checked.
+    fn run<T>(&self, work: impl FnOnce(&Engine<'_>) -> Result<T>) -> Result<T> {
+        let _exclusive = self
+            .exclusive
+            .lock()
+            .map_err(|_| device_error("committer poisoned".into()))?;
+        let engine = Engine {
+            ctx: &self.ctx,
+            pipelines: &self.pipelines,
+            rescue: &self.rescue,
+            pool: &self.pool,
+            tables: &self.tables,
+            sizes: self.sizes,
+        };
+        self.ctx.checked(|| work(&engine))
+    }
 }
 
 impl GpuCommitter for WgpuCommitter {
@@ -32,18 +162,54 @@ impl GpuCommitter for WgpuCommitter {
     }
 
     fn device_name(&self) -> String {
-        String::new()
+        self.ctx.name()
     }
 
-    fn commit(&self, _: &CommitRequest<'_>) -> Result<Commitment> {
-        Err(unavailable())
+    fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+        request.validate()?;
+        self.run(|engine| commit::commit(engine, request))
     }
 
-    fn hash_rows(&self, _: &LdeRows, _: RowHashing, _: HashFunction) -> Result<Vec<Digest>> {
-        Err(unavailable())
+    fn hash_rows(
+        &self,
+        lde: &LdeRows,
+        row_hashing: RowHashing,
+        hash: HashFunction,
+    ) -> Result<Vec<Digest>> {
+        crate::committer::check_lde_rows(lde, row_hashing)?;
+        self.run(|engine| standalone::hash_rows(engine, lde, row_hashing, hash))
     }
 
-    fn build_tree(&self, _: &[Digest], _: HashFunction) -> Result<Vec<Digest>> {
-        Err(unavailable())
+    fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
+        crate::committer::check_leaves(leaves)?;
+        self.run(|engine| standalone::build_tree(engine, leaves, hash))
+    }
+}
+
+// ENGINE
+// ================================================================================================
+
+/// What one call works with: the device and everything made once.
+pub(super) struct Engine<'a> {
+    ctx: &'a Context,
+    pipelines: &'a Pipelines,
+    rescue: &'a RescueConstants,
+    pool: &'a BufferPool,
+    tables: &'a Mutex<Tables>,
+    sizes: Sizes,
+}
+
+impl Engine<'_> {
+    /// Submits a batch.
+    fn submit(&self, batch: batch::Batch) -> Option<::wgpu::SubmissionIndex> {
+        batch.submit(self.ctx, self.pipelines, self.rescue, self.pool)
+    }
+
+    /// The table caches.
+    fn tables(&self) -> MutexGuard<'_, Tables> {
+        // A panic while holding the lock leaves the caches intact: recover them.
+        self.tables
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }

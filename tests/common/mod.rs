@@ -27,8 +27,8 @@ use winter_math::{
 };
 use winter_prover::{
     matrix::{ColMatrix, RowMatrix},
-    CompositionPolyTrace, ConstraintCommitment, DefaultConstraintCommitment,
-    DefaultTraceLde, StarkDomain, TraceLde,
+    CompositionPolyTrace, ConstraintCommitment, DefaultConstraintCommitment, DefaultTraceLde,
+    StarkDomain, TraceLde,
 };
 
 /// Largest number of LDE base elements one random case may have (keeps software GPUs fast).
@@ -49,7 +49,9 @@ pub fn random_felt(rng: &mut impl Rng) -> Felt {
 
 /// `n` random elements of `E` with every base coefficient non-zero.
 pub fn random_elements<E: FieldElement<BaseField = Felt>>(rng: &mut impl Rng, n: usize) -> Vec<E> {
-    let base: Vec<Felt> = (0..n * E::EXTENSION_DEGREE).map(|_| random_felt(rng)).collect();
+    let base: Vec<Felt> = (0..n * E::EXTENSION_DEGREE)
+        .map(|_| random_felt(rng))
+        .collect();
     E::slice_from_base_elements(&base).to_vec()
 }
 
@@ -87,9 +89,19 @@ pub fn random_cases(seed: u64, count: usize) -> Vec<Case> {
         let blowup: usize = [2, 4, 8, 16][rng.random_range(0..4)];
         let max_cols = if composition { 16 } else { 100 };
         let budget = MAX_LDE_ELEMENTS >> (log_rows + blowup.ilog2());
-        let cols = rng.random_range(1..=max_cols).min((budget / extension).max(1));
+        let cols = rng
+            .random_range(1..=max_cols)
+            .min((budget / extension).max(1));
         let partitions = [1, 2, 4][rng.random_range(0..3)];
-        cases.push(Case { log_rows, cols, blowup, extension, partitions, hash, composition });
+        cases.push(Case {
+            log_rows,
+            cols,
+            blowup,
+            extension,
+            partitions,
+            hash,
+            composition,
+        });
     }
     cases
 }
@@ -109,10 +121,18 @@ pub fn check_case(committer: &dyn GpuCommitter, case: &Case, seed: u64) {
     match (case.extension, case.hash) {
         (1, HashFunction::Rpo256) => check_typed::<Felt, Rpo256>(committer, case, seed),
         (1, HashFunction::Rpx256) => check_typed::<Felt, Rpx256>(committer, case, seed),
-        (2, HashFunction::Rpo256) => check_typed::<QuadExtension<Felt>, Rpo256>(committer, case, seed),
-        (2, HashFunction::Rpx256) => check_typed::<QuadExtension<Felt>, Rpx256>(committer, case, seed),
-        (3, HashFunction::Rpo256) => check_typed::<CubeExtension<Felt>, Rpo256>(committer, case, seed),
-        (3, HashFunction::Rpx256) => check_typed::<CubeExtension<Felt>, Rpx256>(committer, case, seed),
+        (2, HashFunction::Rpo256) => {
+            check_typed::<QuadExtension<Felt>, Rpo256>(committer, case, seed)
+        },
+        (2, HashFunction::Rpx256) => {
+            check_typed::<QuadExtension<Felt>, Rpx256>(committer, case, seed)
+        },
+        (3, HashFunction::Rpo256) => {
+            check_typed::<CubeExtension<Felt>, Rpo256>(committer, case, seed)
+        },
+        (3, HashFunction::Rpx256) => {
+            check_typed::<CubeExtension<Felt>, Rpx256>(committer, case, seed)
+        },
         (k, _) => panic!("unsupported extension degree {k}"),
     }
 }
@@ -125,7 +145,8 @@ where
     let mut rng = StdRng::seed_from_u64(seed);
     let n = 1usize << case.log_rows;
     let partitions = PartitionOptions::new(case.partitions, 8);
-    let domain = StarkDomain::from_twiddles(fft::get_twiddles::<Felt>(n), case.blowup, Felt::GENERATOR);
+    let domain =
+        StarkDomain::from_twiddles(fft::get_twiddles::<Felt>(n), case.blowup, Felt::GENERATOR);
 
     let (got, polys, reference_root) = if case.composition {
         let m = n * case.cols.next_power_of_two().max(2);
@@ -148,19 +169,28 @@ where
         );
         (got, poly.data().clone(), Some(commitment.commitment()))
     } else {
-        let trace = ColMatrix::new((0..case.cols).map(|_| random_elements::<E>(&mut rng, n)).collect());
+        let trace = ColMatrix::new(
+            (0..case.cols)
+                .map(|_| random_elements::<E>(&mut rng, n))
+                .collect(),
+        );
         let got = commit_trace_segment(committer, &trace, case.blowup, partitions, case.hash)
             .unwrap_or_else(|e| panic!("{case:?}: commit_trace_segment failed: {e}"));
-        let root = (E::EXTENSION_DEGREE == 1 && n >= TraceInfo::MIN_TRACE_LENGTH && case.cols <= 255)
-            .then(|| {
-                let base = ColMatrix::new(
-                    trace.columns().map(|c| E::slice_as_base_elements(c).to_vec()).collect(),
-                );
-                let info = TraceInfo::new(case.cols, n);
-                let (lde, _) =
-                    DefaultTraceLde::<Felt, H, MerkleTree<H>>::new(&info, &base, &domain, partitions);
-                lde.get_main_trace_commitment()
-            });
+        let root =
+            (E::EXTENSION_DEGREE == 1 && n >= TraceInfo::MIN_TRACE_LENGTH && case.cols <= 255)
+                .then(|| {
+                    let base = ColMatrix::new(
+                        trace
+                            .columns()
+                            .map(|c| E::slice_as_base_elements(c).to_vec())
+                            .collect(),
+                    );
+                    let info = TraceInfo::new(case.cols, n);
+                    let (lde, _) = DefaultTraceLde::<Felt, H, MerkleTree<H>>::new(
+                        &info, &base, &domain, partitions,
+                    );
+                    lde.get_main_trace_commitment()
+                });
         (got, trace.interpolate_columns(), root)
     };
 
@@ -168,7 +198,11 @@ where
     let tree: MerkleTree<H> = lde.commit_to_rows::<H, MerkleTree<H>>(partitions);
     compare(case, &got, &polys, &lde, &tree);
     if let Some(root) = reference_root {
-        assert_eq!(Word::new(got.root()), root, "{case:?}: root differs from Winterfell's commitment");
+        assert_eq!(
+            Word::new(got.root()),
+            root,
+            "{case:?}: root differs from Winterfell's commitment"
+        );
     }
 }
 
@@ -182,7 +216,11 @@ fn compare<E, H>(
     E: FieldElement<BaseField = Felt>,
     H: GpuHasher,
 {
-    assert_eq!(got.polys.len(), polys.num_cols(), "{case:?}: number of polynomials");
+    assert_eq!(
+        got.polys.len(),
+        polys.num_cols(),
+        "{case:?}: number of polynomials"
+    );
     for (j, (g, w)) in got.polys.iter().zip(polys.columns()).enumerate() {
         if let Some(i) = (0..w.len()).find(|&i| g.get(i) != Some(&w[i])) {
             panic!("{case:?}: polynomial {j} coefficient {i} differs");
@@ -192,13 +230,20 @@ fn compare<E, H>(
     assert_eq!(got.lde.num_rows(), lde.num_rows(), "{case:?}: LDE rows");
     assert_eq!(got.lde.num_cols(), lde.num_cols(), "{case:?}: LDE columns");
     let rows = got.lde.base_rows();
-    assert_eq!(rows.row_width, lde.data().len() / lde.num_rows(), "{case:?}: row width");
+    assert_eq!(
+        rows.row_width,
+        lde.data().len() / lde.num_rows(),
+        "{case:?}: row width"
+    );
     for i in 0..lde.num_rows() {
         if got.lde.row(i) != lde.row(i) {
             panic!("{case:?}: LDE row {i} differs");
         }
         let padding = &rows.data[i * rows.row_width + rows.num_cols..(i + 1) * rows.row_width];
-        assert!(padding.iter().all(|&x| x == Felt::ZERO), "{case:?}: row {i} padding not zero");
+        assert!(
+            padding.iter().all(|&x| x == Felt::ZERO),
+            "{case:?}: row {i} padding not zero"
+        );
     }
     let leaves: Vec<[Felt; 4]> = tree.leaves().iter().map(|w| (*w).into()).collect();
     assert_eq!(got.leaves.len(), leaves.len(), "{case:?}: number of leaves");
@@ -210,7 +255,11 @@ fn compare<E, H>(
     if let Some(i) = (1..nodes.len()).find(|&i| Word::new(got.nodes[i]) != nodes[i]) {
         panic!("{case:?}: Merkle node {i} differs");
     }
-    assert_eq!(Word::new(got.root()), *tree.root(), "{case:?}: root differs");
+    assert_eq!(
+        Word::new(got.root()),
+        *tree.root(),
+        "{case:?}: root differs"
+    );
 }
 
 // PER-STAGE CHECKS
@@ -223,14 +272,24 @@ pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64) {
         for num_cols in [1usize, 3, 4, 7, 8, 9, 15, 16, 17, 24, 33, 73, 80, 100] {
             let row_width = num_cols.div_ceil(8) * 8;
             let num_rows = 1 << rng.random_range(1..=10);
-            let mut data: Vec<Felt> = (0..num_rows * row_width).map(|_| random_felt(&mut rng)).collect();
+            let mut data: Vec<Felt> = (0..num_rows * row_width)
+                .map(|_| random_felt(&mut rng))
+                .collect();
             for (i, x) in data.iter_mut().enumerate() {
                 if i % row_width >= num_cols {
                     *x = Felt::ZERO;
                 }
             }
-            let lde = LdeRows { data, row_width, num_cols };
-            for row_hashing in [RowHashing::WholeRow, RowHashing::Partitioned(8), RowHashing::Partitioned(num_cols.div_ceil(2).max(1))] {
+            let lde = LdeRows {
+                data,
+                row_width,
+                num_cols,
+            };
+            for row_hashing in [
+                RowHashing::WholeRow,
+                RowHashing::Partitioned(8),
+                RowHashing::Partitioned(num_cols.div_ceil(2).max(1)),
+            ] {
                 let got = committer
                     .hash_rows(&lde, row_hashing, hash)
                     .unwrap_or_else(|e| panic!("hash_rows {num_cols} cols: {e}"));
@@ -240,11 +299,15 @@ pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64) {
                     let want = match row_hashing {
                         RowHashing::WholeRow => hash.hash_elements(row),
                         RowHashing::Partitioned(s) => {
-                            let d: Vec<Felt> = row.chunks(s).flat_map(|c| hash.hash_elements(c)).collect();
+                            let d: Vec<Felt> =
+                                row.chunks(s).flat_map(|c| hash.hash_elements(c)).collect();
                             hash.hash_elements(&d)
                         },
                     };
-                    assert_eq!(*digest, want, "{hash} {row_hashing:?}: row {i} of {num_cols} columns differs");
+                    assert_eq!(
+                        *digest, want,
+                        "{hash} {row_hashing:?}: row {i} of {num_cols} columns differs"
+                    );
                 }
             }
         }
@@ -256,8 +319,9 @@ pub fn check_build_tree(committer: &dyn GpuCommitter, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x7EE);
     for hash in [HashFunction::Rpo256, HashFunction::Rpx256] {
         for log_leaves in [1, 2, 3, 5, 8, 11, 14] {
-            let leaves: Vec<[Felt; 4]> =
-                (0..1usize << log_leaves).map(|_| core::array::from_fn(|_| random_felt(&mut rng))).collect();
+            let leaves: Vec<[Felt; 4]> = (0..1usize << log_leaves)
+                .map(|_| core::array::from_fn(|_| random_felt(&mut rng)))
+                .collect();
             let got = committer
                 .build_tree(&leaves, hash)
                 .unwrap_or_else(|e| panic!("build_tree 2^{log_leaves}: {e}"));
@@ -266,7 +330,11 @@ pub fn check_build_tree(committer: &dyn GpuCommitter, seed: u64) {
                 HashFunction::Rpo256 => build_merkle_nodes::<Rpo256>(&words),
                 HashFunction::Rpx256 => build_merkle_nodes::<Rpx256>(&words),
             };
-            assert_eq!(got.len(), want.len(), "{hash}: node count for 2^{log_leaves} leaves");
+            assert_eq!(
+                got.len(),
+                want.len(),
+                "{hash}: node count for 2^{log_leaves} leaves"
+            );
             if let Some(i) = (1..want.len()).find(|&i| Word::new(got[i]) != want[i]) {
                 panic!("{hash}: Merkle node {i} of 2^{log_leaves} leaves differs");
             }
@@ -285,7 +353,11 @@ pub mod fib;
 /// proofs that verify, and that a proof with one flipped byte is rejected.
 pub fn check_proofs(committer: std::sync::Arc<dyn GpuCommitter>) {
     use winter_air::FieldExtension;
-    for field in [FieldExtension::None, FieldExtension::Quadratic, FieldExtension::Cubic] {
+    for field in [
+        FieldExtension::None,
+        FieldExtension::Quadratic,
+        FieldExtension::Cubic,
+    ] {
         for partitions in [1, 3] {
             check_proof::<Rpo256>(committer.clone(), field, partitions);
             check_proof::<Rpx256>(committer.clone(), field, partitions);
@@ -303,18 +375,34 @@ fn check_proof<H: GpuHasher>(
     use winter_prover::Prover;
     use winter_verifier::AcceptableOptions;
 
-    let options = ProofOptions::new(27, 8, 0, field, 4, 31, BatchingMethod::Linear, BatchingMethod::Linear)
-        .with_partitions(partitions, 8);
+    let options = ProofOptions::new(
+        27,
+        8,
+        0,
+        field,
+        4,
+        31,
+        BatchingMethod::Linear,
+        BatchingMethod::Linear,
+    )
+    .with_partitions(partitions, 8);
     let label = format!("{} {field:?} partitions={partitions}", H::FUNCTION);
     let cpu = fib::FibProver::<H>::new(options.clone());
-    let gpu = miden_gpu::GpuProver::with_committer(fib::FibProver::<H>::new(options.clone()), committer)
-        .with_cpu_fallback(false);
+    let gpu =
+        miden_gpu::GpuProver::with_committer(fib::FibProver::<H>::new(options.clone()), committer)
+            .with_cpu_fallback(false);
 
     let trace = fib::FibTrace::new(3, 1 << 10);
     let inputs = trace.inputs();
     let expected = cpu.prove(trace).expect("CPU proof").to_bytes();
-    let actual = gpu.prove(fib::FibTrace::new(3, 1 << 10)).expect("GPU proof").to_bytes();
-    assert!(expected == actual, "{label}: GpuProver proof differs from Winterfell's");
+    let actual = gpu
+        .prove(fib::FibTrace::new(3, 1 << 10))
+        .expect("GPU proof")
+        .to_bytes();
+    assert!(
+        expected == actual,
+        "{label}: GpuProver proof differs from Winterfell's"
+    );
 
     let acceptable = AcceptableOptions::OptionSet(vec![options]);
     let verify = |bytes: &[u8]| -> bool {
@@ -333,6 +421,9 @@ fn check_proof<H: GpuHasher>(
         let mut tampered = actual.clone();
         let at = rng.random_range(0..tampered.len());
         tampered[at] ^= 1 << rng.random_range(0..8);
-        assert!(!verify(&tampered), "{label}: proof with byte {at} flipped was accepted");
+        assert!(
+            !verify(&tampered),
+            "{label}: proof with byte {at} flipped was accepted"
+        );
     }
 }

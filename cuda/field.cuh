@@ -1,0 +1,134 @@
+// Goldilocks field arithmetic in Montgomery form, for the miden-gpu CUDA kernels.
+//
+// p = 2^64 - 2^32 + 1. An element is a u64 holding x·R mod p with R = 2^64, exactly as
+// winter_math's `BaseElement` stores it, so host `Felt` memory is used byte for byte. Values may
+// be non-canonical (in [p, 2^64)): every operation here is correct for any u64 input, and
+// `gl_canonical` maps a result into [0, p) before it is written out for the host.
+//
+// Multiplication is a 64x64->128 product in 32-bit limbs (mul.lo/mul.hi/mad with carry chains:
+// Hopper has no 64-bit integer multiplier) followed by the Goldilocks Montgomery reduction of
+// winter_math's `mont_red_cst` (shifts and subtractions only, no multiplication).
+
+typedef unsigned long long u64;
+typedef unsigned int u32;
+
+#define GL_P 0xFFFFFFFF00000001ull
+// 2^64 mod p = 2^32 - 1: what an overflow past 2^64 is worth.
+#define GL_EPSILON 0xFFFFFFFFull
+
+// ADDITION AND SUBTRACTION
+// ================================================================================================
+
+/// a + b mod p, for any a, b < 2^64.
+__device__ __forceinline__ u64 gl_add(u64 a, u64 b) {
+    u64 s = a + b;
+    // s wrapped past 2^64: add 2^64 mod p; that can wrap once more only if both inputs were
+    // non-canonical, and then a second adjustment cannot wrap.
+    if (s < a) {
+        u64 t = s + GL_EPSILON;
+        s = (t < s) ? t + GL_EPSILON : t;
+    }
+    return s;
+}
+
+/// a - b mod p, for any a, b < 2^64.
+__device__ __forceinline__ u64 gl_sub(u64 a, u64 b) {
+    u64 d = a - b;
+    // borrowed 2^64: subtract 2^64 mod p; a second borrow needs a non-canonical b.
+    if (a < b) {
+        u64 t = d - GL_EPSILON;
+        d = (t > d) ? t - GL_EPSILON : t;
+    }
+    return d;
+}
+
+/// The canonical representative in [0, p).
+__device__ __forceinline__ u64 gl_canonical(u64 a) {
+    return a >= GL_P ? a - GL_P : a;
+}
+
+// MULTIPLICATION
+// ================================================================================================
+
+/// Montgomery reduction of the 128-bit value t3:t2:t1:t0 (32-bit limbs): returns t·2^-64 mod p,
+/// winter_math's `mont_red_cst` on limbs:
+/// a = xl + (xl << 32) with carry e; b = a - (a >> 32) - e; r = xh - b; on borrow r -= 2^32 - 1.
+///
+/// Carry chains never mix an addition's carry into a subtraction (ptxas lowers PTX's borrow as an
+/// inverted carry, so such a mix computes the wrong value: seen in the sm_90 SASS). The carry e
+/// of a1 = t0 + t1 is instead produced as the borrow of a1 - t0 (a1 < t0 exactly when the sum
+/// wrapped), which starts the subtraction chain.
+__device__ __forceinline__ u64 gl_mont_reduce(u32 t0, u32 t1, u32 t2, u32 t3) {
+    u32 r0, r1;
+    asm("{\n\t"
+        ".reg .u32 a1, x, b0, b1, c;\n\t"
+        "add.u32 a1, %3, %2;\n\t"
+        "sub.cc.u32 x, a1, %2;\n\t"
+        "subc.cc.u32 b0, %2, a1;\n\t"
+        "subc.u32 b1, a1, 0;\n\t"
+        "sub.cc.u32 %0, %4, b0;\n\t"
+        "subc.cc.u32 %1, %5, b1;\n\t"
+        "subc.u32 c, 0, 0;\n\t"
+        "sub.cc.u32 %0, %0, c;\n\t"
+        "subc.u32 %1, %1, 0;\n\t"
+        "}"
+        : "=r"(r0), "=r"(r1)
+        : "r"(t0), "r"(t1), "r"(t2), "r"(t3));
+    return ((u64)r1 << 32) | r0;
+}
+
+/// a·b in Montgomery form (the Montgomery product a·b·2^-64 mod p).
+__device__ __forceinline__ u64 gl_mul(u64 a, u64 b) {
+    const u32 a0 = (u32)a, a1 = (u32)(a >> 32);
+    const u32 b0 = (u32)b, b1 = (u32)(b >> 32);
+    u32 t0, t1, t2, t3;
+    asm("{\n\t"
+        "mul.lo.u32 %0, %4, %6;\n\t"
+        "mul.hi.u32 %1, %4, %6;\n\t"
+        "mad.lo.cc.u32 %1, %4, %7, %1;\n\t"
+        "madc.hi.u32 %2, %4, %7, 0;\n\t"
+        "mad.lo.cc.u32 %1, %5, %6, %1;\n\t"
+        "madc.hi.cc.u32 %2, %5, %6, %2;\n\t"
+        "madc.hi.u32 %3, %5, %7, 0;\n\t"
+        "mad.lo.cc.u32 %2, %5, %7, %2;\n\t"
+        "addc.u32 %3, %3, 0;\n\t"
+        "}"
+        : "=r"(t0), "=r"(t1), "=r"(t2), "=r"(t3)
+        : "r"(a0), "r"(a1), "r"(b0), "r"(b1));
+    return gl_mont_reduce(t0, t1, t2, t3);
+}
+
+/// a² in Montgomery form: the cross product a0·a1 is computed once, doubled by funnel shifts and
+/// folded into the a1² product with carry chains (about 17 SASS instructions against 19 for a
+/// general product; squarings are most of the Rescue inverse S-box).
+__device__ __forceinline__ u64 gl_sqr(u64 a) {
+    const u32 a0 = (u32)a, a1 = (u32)(a >> 32);
+    u32 t0, t1, t2, t3;
+    asm("{\n\t"
+        ".reg .u32 m0, m1, d0, d1, d2;\n\t"
+        "mul.lo.u32 m0, %4, %5;\n\t"
+        "mul.hi.u32 m1, %4, %5;\n\t"
+        "shl.b32 d0, m0, 1;\n\t"
+        "shf.l.wrap.b32 d1, m0, m1, 1;\n\t"
+        "shr.u32 d2, m1, 31;\n\t"
+        "mul.lo.u32 %0, %4, %4;\n\t"
+        "mad.hi.cc.u32 %1, %4, %4, d0;\n\t"
+        "madc.lo.cc.u32 %2, %5, %5, d1;\n\t"
+        "madc.hi.u32 %3, %5, %5, d2;\n\t"
+        "}"
+        : "=r"(t0), "=r"(t1), "=r"(t2), "=r"(t3)
+        : "r"(a0), "r"(a1));
+    return gl_mont_reduce(t0, t1, t2, t3);
+}
+
+/// Reduces hi·2^32 + lo, with lo and hi below 2^48, into a field element: the tail of a dot
+/// product of field elements with small integer constants (the MDS layer).
+__device__ __forceinline__ u64 gl_reduce_small_dot(u64 lo, u64 hi) {
+    // hi·2^32 + lo = h1·2^64 + (h0·2^32 + lo), h1 = hi >> 32 < 2^16
+    const u64 h1 = hi >> 32;
+    const u64 low = lo + (hi << 32);
+    // carry of that sum is worth another 2^64
+    const u64 k = h1 + (low < lo ? 1ull : 0ull);
+    // k·2^64 ≡ k·(2^32 - 1), and k < 2^17, so the product fits in 64 bits
+    return gl_add(low, k * GL_EPSILON);
+}

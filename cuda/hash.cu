@@ -1,0 +1,161 @@
+// Row hashing into Merkle leaves, and Merkle tree levels (needs field.cuh, rescue.cuh).
+
+// ROW HASHING
+// ================================================================================================
+
+/// Hashes rows as Winterfell's `commit_to_rows` does, one thread per row.
+///
+/// Rows are addressed as (k, t) with t = t0 + tt: thread id = k·t_count + tt, row =
+/// t·2^log_blowup + k, and element c of the row is src[k·k_stride + tt·t_stride + c·c_stride]
+/// (`src` points at the chunk). For the device LDE (column major, each column stored coset by
+/// coset) consecutive threads read consecutive addresses; for rows uploaded from the host
+/// (row-major) log_blowup = 0 and t_stride = row width.
+///
+/// `part` = 0 hashes the whole row with `hash_elements`; otherwise the row is hashed in chunks of
+/// `part` elements and the leaf is `hash_elements` of the concatenated chunk digests. Two sponges
+/// share one permutation call site (the chunk sponge and, for partitions, the digest sponge `o`)
+/// so the permutation is inlined once.
+///
+/// With `rows_out` set, the row is also written there row-major at row - row0 (`row_width`
+/// elements, canonical, zero padding), which is the layout the host receives: the LDE never
+/// takes a separate transpose pass. Leaves are written at their absolute row.
+template <int HASH, bool PARTITIONED>
+__device__ __forceinline__ void hash_rows_impl(const u64* src, u64 k_stride, u64 t_stride,
+                                               u64 c_stride, u32 num_cols, u32 part,
+                                               u32 log_blowup, u64 t0, u64 t_count,
+                                               u64* leaves, u64* rows_out, u64 row0,
+                                               u32 row_width) {
+    const u64 id = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (id >= (t_count << log_blowup)) return;
+    const u64 k = id / t_count;
+    const u64 tt = id - k * t_count;
+    const u64 row = ((t0 + tt) << log_blowup) + k;
+    const u64* in = src + k * k_stride + tt * t_stride;
+    u64* out = rows_out ? rows_out + (row - row0) * row_width : nullptr;
+
+    u64 s[STATE_WIDTH];
+    u64 o[STATE_WIDTH];
+    u32 chunk_start = 0;
+    u32 chunk_len = PARTITIONED ? min(part, num_cols) : num_cols;
+    u32 pos = 0;
+    bool second_digest = false;  // o's rate holds one digest
+    bool outer_step = false;     // the next permutation is the digest sponge's
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) {
+        s[i] = 0;
+        o[i] = 0;
+    }
+    s[0] = SPONGE_LEN[chunk_len % 8];
+    if (PARTITIONED) o[0] = SPONGE_LEN[(4 * ((num_cols + part - 1) / part)) % 8];
+
+    while (true) {
+        if (PARTITIONED && outer_step) {
+#pragma unroll
+            for (int i = 0; i < STATE_WIDTH; i++) s[i] = o[i];
+        } else {
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                u64 v = 0;
+                if (pos + j < chunk_len) {
+                    const u32 c = chunk_start + pos + j;
+                    v = in[c * c_stride];
+                    if (out) out[c] = gl_canonical(v);
+                }
+                s[4 + j] = v;
+            }
+            pos += 8;
+        }
+
+        permute<HASH>(s);
+
+        if (PARTITIONED && outer_step) {
+#pragma unroll
+            for (int i = 0; i < STATE_WIDTH; i++) o[i] = s[i];
+            outer_step = false;
+            if (chunk_start >= num_cols) break;  // the leaf is in s[4..8]
+#pragma unroll
+            for (int i = 0; i < STATE_WIDTH; i++) s[i] = 0;
+            s[0] = SPONGE_LEN[chunk_len % 8];
+            continue;
+        }
+        if (pos < chunk_len) continue;
+        if (!PARTITIONED) break;
+
+        // a chunk digest is done: move it into the digest sponge's rate
+        if (!second_digest) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) o[4 + i] = s[4 + i];
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4; i++) o[8 + i] = s[4 + i];
+            outer_step = true;
+        }
+        second_digest = !second_digest;
+        chunk_start += chunk_len;
+        pos = 0;
+        if (chunk_start >= num_cols) {
+            if (second_digest) {  // odd number of digests: zero-pad the rate
+#pragma unroll
+                for (int i = 0; i < 4; i++) o[8 + i] = 0;
+            }
+            outer_step = true;
+        } else {
+            chunk_len = min(part, num_cols - chunk_start);
+            if (!outer_step) {
+#pragma unroll
+                for (int i = 0; i < STATE_WIDTH; i++) s[i] = 0;
+                s[0] = SPONGE_LEN[chunk_len % 8];
+            }
+        }
+    }
+
+    if (out) {
+        for (u32 c = num_cols; c < row_width; c++) out[c] = 0;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) leaves[row * 4 + i] = gl_canonical(s[4 + i]);
+}
+
+#define HASH_ROWS_KERNEL(NAME, HASH, PARTITIONED)                                                 \
+    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, HASH_MIN_BLOCKS) NAME(                                \
+        const u64* src, u64 k_stride, u64 t_stride, u64 c_stride, u32 num_cols, u32 part,         \
+        u32 log_blowup, u64 t0, u64 t_count, u64* leaves, u64* rows_out, u64 row0,                \
+        u32 row_width) {                                                                          \
+        hash_rows_impl<HASH, PARTITIONED>(src, k_stride, t_stride, c_stride, num_cols, part,      \
+                                          log_blowup, t0, t_count, leaves, rows_out, row0,        \
+                                          row_width);                                             \
+    }
+
+HASH_ROWS_KERNEL(hash_rows_rpo, HASH_RPO, false)
+HASH_ROWS_KERNEL(hash_rows_rpo_partitioned, HASH_RPO, true)
+HASH_ROWS_KERNEL(hash_rows_rpx, HASH_RPX, false)
+HASH_ROWS_KERNEL(hash_rows_rpx_partitioned, HASH_RPX, true)
+
+// MERKLE TREE
+// ================================================================================================
+
+/// One tree level: parents[i] = merge(children[2i], children[2i+1]) for i < count (digests are 4
+/// elements). Winterfell's node array stores level `count` at nodes[count..2·count], so a level
+/// reads nodes[2·count..4·count] (or the leaves) and writes nodes[count..2·count].
+template <int HASH>
+__device__ __forceinline__ void merkle_level_impl(const u64* children, u64* parents, u64 count) {
+    const u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    u64 s[STATE_WIDTH];
+#pragma unroll
+    for (int j = 0; j < 4; j++) s[j] = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) s[4 + j] = children[8 * i + j];
+    permute<HASH>(s);
+#pragma unroll
+    for (int j = 0; j < 4; j++) parents[4 * i + j] = gl_canonical(s[4 + j]);
+}
+
+#define MERKLE_KERNEL(NAME, HASH)                                                                 \
+    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, HASH_MIN_BLOCKS)                                     \
+        NAME(const u64* children, u64* parents, u64 count) {                                     \
+        merkle_level_impl<HASH>(children, parents, count);                                       \
+    }
+
+MERKLE_KERNEL(merkle_level_rpo, HASH_RPO)
+MERKLE_KERNEL(merkle_level_rpx, HASH_RPX)

@@ -1,0 +1,115 @@
+// Batched NTTs and coefficient scaling for the LDE (needs field.cuh).
+//
+// Data is column-major: a batch of contiguous segments of 2^log_n elements each, one NTT per
+// segment (a column, or one coset of a column's LDE). Transforms run in place:
+// - DIF (Gentleman-Sande): natural order in, bit-reversed order out (interpolation, with inverse
+//   twiddles; the 1/n factor is left to `scale_coefficients`);
+// - DIT (Cooley-Tukey): bit-reversed order in, natural order out (evaluation on each coset).
+// So neither direction needs a bit-reversal pass: `scale_coefficients` reads the bit-reversed
+// coefficients and writes them scaled, either still bit-reversed for the coset DITs or in natural
+// order for the host.
+
+// FUSED RADIX-2 PASSES
+// ================================================================================================
+
+/// Largest tile a block transforms in shared memory (2^12 elements = 32 KiB).
+#define NTT_TILE_LOG 12
+
+/// Runs the butterfly stages of bits [b0, b0 + t_bits) of every segment: stage `b` pairs
+/// elements 2^b apart, with twiddle w^(j·2^(log_n-1-b)), j = index mod 2^b, from the table of
+/// the first 2^(log_n-1) powers of the segment's root (inverse root for DIF).
+///
+/// A block loads a tile of 2^t_bits elements 2^b0 apart (the butterfly groups of these stages)
+/// times 2^c_bits consecutive low indices (so global reads and writes are coalesced), runs all
+/// t_bits stages in shared memory, and writes the tile back. DIT runs the stages upward, DIF
+/// downward; the host splits log_n into passes with t_bits + c_bits <= NTT_TILE_LOG.
+extern "C" __global__ void __launch_bounds__(256) ntt_pass(u64* data, const u64* twiddles,
+                                                           u32 log_n, u32 b0, u32 t_bits,
+                                                           u32 c_bits, u32 dif) {
+    __shared__ u64 tile[1 << NTT_TILE_LOG];
+    const u32 tile_log = t_bits + c_bits;
+    const u32 tiles_log = log_n - tile_log;  // tiles per segment, log2
+    const u64 segment = blockIdx.x >> tiles_log;
+    const u32 tile_id = blockIdx.x & ((1u << tiles_log) - 1);
+    const u32 low_groups_log = b0 - c_bits;
+    const u32 low_base = (tile_id & ((1u << low_groups_log) - 1)) << c_bits;
+    const u32 high = tile_id >> low_groups_log;
+    u64* base = data + (segment << log_n) + low_base + ((u64)high << (b0 + t_bits));
+    const u32 size = 1u << tile_log;
+    const u32 c_mask = (1u << c_bits) - 1;
+
+    for (u32 e = threadIdx.x; e < size; e += blockDim.x) {
+        tile[e] = base[((u64)(e >> c_bits) << b0) + (e & c_mask)];
+    }
+    __syncthreads();
+
+    for (u32 step = 0; step < t_bits; step++) {
+        const u32 t = dif ? t_bits - 1 - step : step;
+        const u32 shift = log_n - 1 - (b0 + t);
+        const u32 t_mask = (1u << t) - 1;
+        for (u32 u = threadIdx.x; u < size / 2; u += blockDim.x) {
+            const u32 low = u & c_mask;
+            const u32 x_half = u >> c_bits;
+            const u32 x_low = x_half & t_mask;
+            const u32 x0 = ((x_half >> t) << (t + 1)) | x_low;
+            const u32 e0 = (x0 << c_bits) | low;
+            const u32 e1 = e0 | (1u << (t + c_bits));
+            const u32 j = low_base + low + (x_low << b0);  // global index mod 2^(b0 + t)
+            const u64 w = twiddles[(u64)j << shift];
+            const u64 x = tile[e0];
+            const u64 y = tile[e1];
+            if (dif) {
+                tile[e0] = gl_add(x, y);
+                tile[e1] = gl_mul(gl_sub(x, y), w);
+            } else {
+                const u64 v = gl_mul(y, w);
+                tile[e0] = gl_add(x, v);
+                tile[e1] = gl_sub(x, v);
+            }
+        }
+        __syncthreads();
+    }
+
+    for (u32 e = threadIdx.x; e < size; e += blockDim.x) {
+        base[((u64)(e >> c_bits) << b0) + (e & c_mask)] = tile[e];
+    }
+}
+
+// COEFFICIENT SCALING
+// ================================================================================================
+
+/// Reads bit-reversed (unnormalized) coefficients and writes them scaled by scale·g^r, where r is
+/// the coefficient's index, for 2^log_slots slots per output column (the cosets of the LDE, or
+/// one slot for the polynomials handed to the host).
+///
+/// Output element g = ((column << log_slots) + slot) << log_n | q. With `natural_out` the output
+/// is in natural order (q = r, read from bit-reversed position p = rev(r)); otherwise it stays
+/// bit-reversed (q = p) for the DIT that follows.
+///
+/// `col_src` holds, per output column: source column, offset within it, scale group; the source
+/// index is column·src_len + p·src_stride + offset (a composition column is a strided slice of a
+/// component's bit-reversed coefficients). `pow_tables` holds, per (group, slot), 2^s_bits
+/// entries scale·g^i and 2^(log_n - s_bits) entries g^(i·2^s_bits), so scale·g^r is one product.
+extern "C" __global__ void scale_coefficients(u64* out, const u64* in, const u32* col_src,
+                                              const u64* pow_tables, u32 log_n, u32 log_slots,
+                                              u32 s_bits, u64 src_len, u32 src_stride,
+                                              u32 natural_out, u64 total) {
+    const u64 n_mask = (1ull << log_n) - 1;
+    const u32 s_mask = (1u << s_bits) - 1;
+    const u64 table_len = (1ull << s_bits) + (1ull << (log_n - s_bits));
+    for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < total;
+         g += (u64)gridDim.x * blockDim.x) {
+        const u32 q = (u32)(g & n_mask);
+        const u64 column_slot = g >> log_n;
+        const u32 slot = (u32)(column_slot & ((1u << log_slots) - 1));
+        const u64 column = column_slot >> log_slots;
+        const u32 rev = __brev(q) >> (32 - log_n);
+        const u32 p = natural_out ? rev : q;
+        const u32 r = natural_out ? q : rev;
+        const u32* src = col_src + 3 * column;
+        const u64 v = in[src[0] * src_len + (u64)p * src_stride + src[1]];
+        const u64* table = pow_tables + ((((u64)src[2]) << log_slots) + slot) * table_len;
+        const u64 w = gl_mul(table[r & s_mask], table[(1ull << s_bits) + (r >> s_bits)]);
+        out[g] = gl_canonical(gl_mul(v, w));
+    }
+}

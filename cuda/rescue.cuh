@@ -1,0 +1,187 @@
+// The Rescue permutations of miden-crypto: RPO (7 uniform rounds) and RPX (FB, E, FB, E, FB, E, M).
+//
+// Needs the generated prelude (src/cuda/kernels.rs builds it from miden_crypto at start-up):
+// RESCUE_MDS (the 12x12 MDS matrix as integers, row-major), __constant__ ARK1/ARK2 (7x12 round
+// constants in Montgomery form) and SPONGE_LEN (Montgomery forms of 0..7, the capacity word of
+// `hash_elements`).
+//
+// The state lives in 12 registers (static indices only: every loop over the state is unrolled).
+// The MDS layer is linear with small integer entries, so it acts on Montgomery forms directly:
+// each output is a dot product of 32-bit halves with immediate constants, reduced once. The round
+// loop and the squaring chains of x^(1/7) are kept as loops so the permutation's code stays small
+// enough for the instruction cache; each loop body still carries 12 independent chains.
+
+#define STATE_WIDTH 12
+#define NUM_ROUNDS 7
+
+__device__ const u32 MDS_MATRIX[STATE_WIDTH * STATE_WIDTH] = RESCUE_MDS;
+
+// LINEAR LAYER
+// ================================================================================================
+
+__device__ __forceinline__ void apply_mds(u64 s[STATE_WIDTH]) {
+    u32 lo[STATE_WIDTH], hi[STATE_WIDTH];
+#pragma unroll
+    for (int j = 0; j < STATE_WIDTH; j++) {
+        lo[j] = (u32)s[j];
+        hi[j] = (u32)(s[j] >> 32);
+    }
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) {
+        u64 acc_lo = 0, acc_hi = 0;
+#pragma unroll
+        for (int j = 0; j < STATE_WIDTH; j++) {
+            acc_lo += (u64)lo[j] * MDS_MATRIX[i * STATE_WIDTH + j];
+            acc_hi += (u64)hi[j] * MDS_MATRIX[i * STATE_WIDTH + j];
+        }
+        s[i] = gl_reduce_small_dot(acc_lo, acc_hi);
+    }
+}
+
+__device__ __forceinline__ void add_constants(u64 s[STATE_WIDTH], const u64* ark) {
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) s[i] = gl_add(s[i], ark[i]);
+}
+
+// S-BOXES
+// ================================================================================================
+
+__device__ __forceinline__ u64 exp7(u64 x) {
+    const u64 x2 = gl_sqr(x);
+    const u64 x4 = gl_sqr(x2);
+    return gl_mul(gl_mul(x2, x), x4);
+}
+
+__device__ __forceinline__ void apply_sbox(u64 s[STATE_WIDTH]) {
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) s[i] = exp7(s[i]);
+}
+
+/// Squares every element `count` times (a loop: the bodies are the hot part of the permutation).
+__device__ __forceinline__ void square_n(u64 x[STATE_WIDTH], int count) {
+#pragma unroll 1
+    for (int k = 0; k < count; k++) {
+#pragma unroll
+        for (int i = 0; i < STATE_WIDTH; i++) x[i] = gl_sqr(x[i]);
+    }
+}
+
+/// x^10540996611094048183 = x^(1/7), with miden-crypto's addition chain (72 multiplications).
+__device__ __forceinline__ void apply_inv_sbox(u64 s[STATE_WIDTH]) {
+    u64 t2[STATE_WIDTH], t3[STATE_WIDTH], acc[STATE_WIDTH], keep[STATE_WIDTH];
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) {
+        const u64 t1 = gl_sqr(s[i]);  // x^10
+        t2[i] = gl_sqr(t1);           // x^100
+        s[i] = gl_mul(gl_mul(t1, t2[i]), s[i]);  // the tail factor x^111, computed early
+        acc[i] = t2[i];
+    }
+    square_n(acc, 3);  // t3 = t2^(2^3) * t2
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) {
+        t3[i] = gl_mul(acc[i], t2[i]);
+        acc[i] = t3[i];
+    }
+    square_n(acc, 6);  // t4 = t3^(2^6) * t3
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) {
+        acc[i] = gl_mul(acc[i], t3[i]);
+        keep[i] = acc[i];
+    }
+    square_n(acc, 12);  // t5 = t4^(2^12) * t4
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) acc[i] = gl_mul(acc[i], keep[i]);
+    square_n(acc, 6);  // t6 = t5^(2^6) * t3
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) {
+        acc[i] = gl_mul(acc[i], t3[i]);
+        keep[i] = acc[i];
+    }
+    square_n(acc, 31);  // t7 = t6^(2^31) * t6
+#pragma unroll
+    for (int i = 0; i < STATE_WIDTH; i++) {
+        const u64 t7 = gl_mul(acc[i], keep[i]);
+        const u64 a = gl_sqr(gl_sqr(gl_mul(gl_sqr(t7), keep[i])));
+        s[i] = gl_mul(a, s[i]);
+    }
+}
+
+// CUBIC EXTENSION (RPX): F[x] / (x^3 - x - 1), winter_math's formulas
+// ================================================================================================
+
+__device__ __forceinline__ void ext3_mul(u64 r[3], const u64 a[3], const u64 b[3]) {
+    const u64 a0b0 = gl_mul(a[0], b[0]);
+    const u64 a1b1 = gl_mul(a[1], b[1]);
+    const u64 a2b2 = gl_mul(a[2], b[2]);
+    const u64 s01 = gl_mul(gl_add(a[0], a[1]), gl_add(b[0], b[1]));
+    const u64 s02 = gl_mul(gl_add(a[0], a[2]), gl_add(b[0], b[2]));
+    const u64 s12 = gl_mul(gl_add(a[1], a[2]), gl_add(b[1], b[2]));
+    const u64 d = gl_sub(a0b0, a1b1);
+    r[0] = gl_sub(gl_add(s12, d), a2b2);
+    r[1] = gl_sub(gl_sub(gl_add(s01, s12), gl_add(a1b1, a1b1)), a0b0);
+    r[2] = gl_sub(s02, d);
+}
+
+__device__ __forceinline__ void ext3_sqr(u64 r[3], const u64 a[3]) {
+    const u64 a2_sq = gl_sqr(a[2]);
+    const u64 a1_a2 = gl_mul(a[1], a[2]);
+    const u64 a0_a1 = gl_mul(a[0], a[1]);
+    const u64 a0_a2 = gl_mul(a[0], a[2]);
+    r[0] = gl_add(gl_sqr(a[0]), gl_add(a1_a2, a1_a2));
+    const u64 t = gl_add(a0_a1, a1_a2);
+    r[1] = gl_add(gl_add(t, t), a2_sq);
+    r[2] = gl_add(gl_add(gl_add(a0_a2, a0_a2), gl_sqr(a[1])), a2_sq);
+}
+
+/// x^7 in the cubic extension, for each of the 4 triples of the state.
+__device__ __forceinline__ void apply_ext_sbox(u64 s[STATE_WIDTH]) {
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const u64 x[3] = {s[3 * e], s[3 * e + 1], s[3 * e + 2]};
+        u64 x2[3], x3[3], x4[3], x7[3];
+        ext3_sqr(x2, x);
+        ext3_sqr(x4, x2);
+        ext3_mul(x3, x2, x);
+        ext3_mul(x7, x3, x4);
+        s[3 * e] = x7[0];
+        s[3 * e + 1] = x7[1];
+        s[3 * e + 2] = x7[2];
+    }
+}
+
+// PERMUTATIONS
+// ================================================================================================
+
+/// One full Rescue round (RPO's round; RPX's FB round).
+__device__ __forceinline__ void rescue_round(u64 s[STATE_WIDTH], int r) {
+    apply_mds(s);
+    add_constants(s, &ARK1[r * STATE_WIDTH]);
+    apply_sbox(s);
+    apply_mds(s);
+    add_constants(s, &ARK2[r * STATE_WIDTH]);
+    apply_inv_sbox(s);
+}
+
+#define HASH_RPO 0
+#define HASH_RPX 1
+
+template <int HASH>
+__device__ __forceinline__ void permute(u64 s[STATE_WIDTH]);
+
+template <>
+__device__ __forceinline__ void permute<HASH_RPO>(u64 s[STATE_WIDTH]) {
+#pragma unroll 1
+    for (int r = 0; r < NUM_ROUNDS; r++) rescue_round(s, r);
+}
+
+template <>
+__device__ __forceinline__ void permute<HASH_RPX>(u64 s[STATE_WIDTH]) {
+#pragma unroll 1
+    for (int r = 0; r < NUM_ROUNDS - 1; r += 2) {
+        rescue_round(s, r);                            // FB(r)
+        add_constants(s, &ARK1[(r + 1) * STATE_WIDTH]);  // E(r + 1)
+        apply_ext_sbox(s);
+    }
+    apply_mds(s);  // M(6)
+    add_constants(s, &ARK1[(NUM_ROUNDS - 1) * STATE_WIDTH]);
+}

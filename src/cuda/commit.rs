@@ -1,0 +1,902 @@
+//! The commitment pipeline over one or more GPUs.
+//!
+//! Work split: the output columns are divided between the GPUs for interpolation and LDE
+//! (uneven splits allowed); the LDE rows are divided into contiguous, power-of-two aligned
+//! blocks for hashing and the Merkle subtrees. With several GPUs each one gathers all columns of
+//! its own rows from every GPU's LDE (peer copies over NVLink, about 1/G of the LDE per GPU,
+//! a few milliseconds) and then hashes only its rows, so every GPU hashes 1/G of the rows with
+//! the whole permutation in registers, and downloads its rows, leaves and subtrees over its own
+//! PCIe link. The top levels above the subtrees (at most a few hundred nodes) are merged on the
+//! host. Results do not depend on the split: they equal one GPU's and the CPU's bit for bit.
+//!
+//! Per GPU, on its compute stream: interpolation (DIF, inverse twiddles) of the uploaded
+//! columns, scaling into natural-order polynomials (for the host) and into bit-reversed coset
+//! inputs, the coset DITs (the LDE), the gather, the row hashes in chunks (each chunk's
+//! row-major rows are downloaded while later chunks hash), and the Merkle levels.
+
+use miden_crypto::Felt;
+use winter_math::{FieldElement, StarkField};
+
+use super::{
+    driver::{kernel_args, DriverResult, Event},
+    gpu::{Gpu, GpuState},
+    program::{HASH_BLOCK, NTT_BLOCK},
+    tables,
+    transfer::{self, Download, HostDst, Lane},
+};
+use crate::{
+    committer::{CommitRequest, Commitment, LdeRows, PolyInput, RowHashing, Shape},
+    error::Result,
+    hash::{Digest, HashFunction},
+};
+
+/// Rows hashed per launch (the LDE download of one chunk overlaps the hashing of the next).
+const HASH_CHUNK_ROWS: usize = 1 << 20;
+
+/// Trace columns uploaded per group (each group's transforms start once its upload is done).
+const UPLOAD_GROUP_COLS: usize = 8;
+
+/// Device times of one commitment's stages on one GPU, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StageTimes {
+    /// CUDA ordinal of the GPU.
+    pub device: usize,
+    /// Wall time of upload, interpolation and LDE (the transforms overlap the upload).
+    pub upload_lde_ms: f32,
+    /// Kernel time of the inverse NTTs and the polynomials' scaling.
+    pub interpolate_ms: f32,
+    /// Kernel time of the coset scaling and forward NTTs.
+    pub lde_ms: f32,
+    /// Gathering all columns of this GPU's rows from the other GPUs (0 with one GPU).
+    pub exchange_ms: f32,
+    /// Row hashing (leaves) and the row-major copy of the LDE.
+    pub hash_ms: f32,
+    /// Merkle levels.
+    pub tree_ms: f32,
+}
+
+// PLAN
+// ================================================================================================
+
+/// Everything the kernels need to know about a request, computed on the host.
+struct Plan<'a> {
+    shape: Shape,
+    log_n: u32,
+    log_blowup: u32,
+    /// Source columns (trace columns or composition components) and their length `m`.
+    sources: &'a [&'a [Felt]],
+    log_src: u32,
+    /// Composition: output column j·k + c is component c's coefficient chunk j.
+    composition_components: Option<usize>,
+    /// Per scale group (1 for a trace, one per composition column index j).
+    scales: Vec<Felt>,
+    /// Base of the polynomials' power factor (1 for a trace, 7^-1 for a composition).
+    polys_base: Felt,
+    /// Shift of the LDE domain folded into the coset bases (7 for a trace, 1 for a composition,
+    /// whose coefficients already carry the offset).
+    lde_shift: Felt,
+    hash: HashFunction,
+    /// 0 for whole rows, else the partition size.
+    part: u32,
+}
+
+impl<'a> Plan<'a> {
+    fn new(request: &CommitRequest<'a>, shape: Shape) -> Self {
+        let log_n = shape.poly_len.ilog2();
+        let (sources, composition_components, scales, polys_base, lde_shift) = match request.input {
+            PolyInput::Trace { columns } => {
+                let inv_n = Felt::new(shape.poly_len as u64).inv();
+                (columns, None, vec![inv_n], Felt::ONE, Felt::GENERATOR)
+            }
+            PolyInput::Composition {
+                components,
+                column_len,
+                num_columns,
+            } => {
+                // a_{j·n + r} = m^-1 · 7^-(j·n) · 7^-r · (iNTT output)
+                let m = components[0].len();
+                let inv_m = Felt::new(m as u64).inv();
+                let inv_shift = Felt::GENERATOR.inv();
+                let step = inv_shift.exp(column_len as u64);
+                let scales = (0..num_columns as u64)
+                    .map(|j| inv_m * step.exp(j))
+                    .collect();
+                (
+                    components,
+                    Some(components.len()),
+                    scales,
+                    inv_shift,
+                    Felt::ONE,
+                )
+            }
+        };
+        let part = match request.row_hashing {
+            RowHashing::WholeRow => 0,
+            RowHashing::Partitioned(size) => size.min(u32::MAX as usize) as u32,
+        };
+        Self {
+            shape,
+            log_n,
+            log_blowup: request.blowup.ilog2(),
+            sources,
+            log_src: sources[0].len().ilog2(),
+            composition_components,
+            scales,
+            polys_base,
+            lde_shift,
+            hash: request.hash,
+            part,
+        }
+    }
+
+    /// Source column, offset and scale group of output column `c`, given the index of the first
+    /// source column this GPU uploaded.
+    fn col_src(&self, c: usize, first_source: usize) -> [u32; 3] {
+        match self.composition_components {
+            None => [(c - first_source) as u32, 0, 0],
+            Some(k) => {
+                let (j, comp) = (c / k, c % k);
+                let off = tables::bit_reverse(j, self.log_src - self.log_n);
+                [comp as u32, off as u32, j as u32]
+            }
+        }
+    }
+
+    /// The source columns a GPU with output columns `cols` uploads.
+    fn sources_for(&self, cols: &std::ops::Range<usize>) -> std::ops::Range<usize> {
+        match self.composition_components {
+            None => cols.clone(),
+            Some(k) => 0..k,
+        }
+    }
+}
+
+/// What one GPU does: its output columns, its LDE rows (as a t-range: rows t·blowup + k) and its
+/// Merkle blocks.
+#[derive(Debug, Clone)]
+struct Share {
+    cols: std::ops::Range<usize>,
+    t: std::ops::Range<usize>,
+    blocks: std::ops::Range<usize>,
+}
+
+/// Splits `count` items into `parts` contiguous ranges whose sizes differ by at most one.
+fn split(count: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
+    (0..parts)
+        .map(|p| count * p / parts..count * (p + 1) / parts)
+        .collect()
+}
+
+/// log2 of the number of Merkle blocks for `gpus` GPUs over 2^log_n t-values: one block for one
+/// GPU, else at least 8 per GPU (so uneven splits stay within 1/8), and at most one per t-value.
+fn log_blocks(gpus: usize, log_n: u32) -> u32 {
+    if gpus == 1 {
+        0
+    } else {
+        ((gpus * 8).next_power_of_two().ilog2()).min(log_n)
+    }
+}
+
+// PIPELINE
+// ================================================================================================
+
+/// Commits `request` on `gpus` (with their states); returns the commitment and per-GPU times.
+pub(crate) fn commit(
+    gpus: &[&Gpu],
+    states: &mut [&mut GpuState],
+    request: &CommitRequest<'_>,
+    shape: Shape,
+) -> Result<(Commitment, Vec<StageTimes>)> {
+    let plan = Plan::new(request, shape);
+    let g_count = gpus.len().min(shape.num_cols).max(1);
+    let (gpus, states) = (&gpus[..g_count], &mut states[..g_count]);
+    let log_b = log_blocks(g_count, plan.log_n);
+    let blocks = 1usize << log_b;
+    let shares: Vec<Share> = split(shape.num_cols, g_count)
+        .into_iter()
+        .zip(split(blocks, g_count))
+        .map(|(cols, blocks)| {
+            let per_block = shape.poly_len >> log_b;
+            Share {
+                cols,
+                t: blocks.start * per_block..blocks.end * per_block,
+                blocks,
+            }
+        })
+        .collect();
+
+    // 1. upload, interpolate, extend
+    let mut lde_done = Vec::with_capacity(g_count);
+    let mut marks = Vec::with_capacity(g_count);
+    for ((gpu, state), share) in gpus.iter().zip(states.iter_mut()).zip(&shares) {
+        let (event, m) = enqueue_lde(gpu, state, &plan, share)?;
+        lde_done.push(event);
+        marks.push(m);
+    }
+
+    // 2. gather rows, hash, build subtrees
+    let mut hashed = Vec::with_capacity(g_count);
+    let mut tree_done = Vec::with_capacity(g_count);
+    let lde_ptrs: Vec<u64> = gpus
+        .iter()
+        .zip(states.iter_mut())
+        .map(|(gpu, state)| state.buffers.lde.get(&gpu.ctx, 0))
+        .collect::<DriverResult<_>>()?;
+    for (g, ((gpu, state), share)) in gpus.iter().zip(states.iter_mut()).zip(&shares).enumerate() {
+        let _span = tracing::info_span!("cuda.enqueue_hash", gpu = gpu.ordinal).entered();
+        let exchanged = gpu.mark()?;
+        if g_count > 1 {
+            let slab_words = shape.num_cols * (share.t.len() << plan.log_blowup);
+            let slab = state.buffers.slab.get(&gpu.ctx, slab_words * 8)?;
+            gather(gpus, &lde_ptrs, slab, g, &shares, &lde_done, &plan)?;
+        }
+        let gathered = gpu.mark()?;
+        let chunks = enqueue_hash(gpu, state, &plan, share, g_count > 1)?;
+        let hash_end = gpu.mark()?;
+        enqueue_tree(gpu, state, &plan, share, blocks)?;
+        let tree_end = gpu.mark()?;
+        tree_done.push(tree_end);
+        hashed.push(chunks);
+        marks[g].extend([exchanged, gathered, hash_end]);
+    }
+
+    // 3. download into the result vectors
+    let n = shape.poly_len;
+    let lde_len = shape.lde_len;
+    let mut polys: Vec<Vec<Felt>> = (0..shape.num_cols).map(|_| Vec::with_capacity(n)).collect();
+    let mut rows: Vec<Felt> = Vec::with_capacity(lde_len * shape.row_width);
+    let mut leaves: Vec<Digest> = Vec::with_capacity(lde_len);
+    let mut nodes: Vec<Digest> = Vec::with_capacity(lde_len);
+    {
+        let _span = tracing::info_span!("cuda.download", gpus = g_count).entered();
+        let mut jobs = Vec::with_capacity(g_count);
+        for (g, ((gpu, state), share)) in
+            gpus.iter().zip(states.iter_mut()).zip(&shares).enumerate()
+        {
+            let bufs = &mut state.buffers;
+            let mut list = Vec::new();
+            let polys_ptr = bufs.polys.get(&gpu.ctx, 0)?;
+            for (local, c) in share.cols.clone().enumerate() {
+                list.push(Download {
+                    src: polys_ptr + (local * n * 8) as u64,
+                    dst: spare(&mut polys[c], 0, n),
+                    ready: Some(&lde_done[g]),
+                });
+            }
+            let rows_ptr = bufs.rows.get(&gpu.ctx, 0)?;
+            let row0 = share.t.start << plan.log_blowup;
+            for (range, event) in &hashed[g] {
+                let (r0, r1) = (range.start << plan.log_blowup, range.end << plan.log_blowup);
+                list.push(Download {
+                    src: rows_ptr + ((r0 - row0) * shape.row_width * 8) as u64,
+                    dst: spare(&mut rows, r0 * shape.row_width, (r1 - r0) * shape.row_width),
+                    ready: Some(event),
+                });
+            }
+            // the leaves are final after the last hash chunk: their download overlaps the tree
+            if let Some((_, last_chunk)) = hashed[g].last() {
+                let (r0, r1) = (row0, share.t.end << plan.log_blowup);
+                list.push(Download {
+                    src: bufs.leaves.get(&gpu.ctx, 0)? + (r0 * 32) as u64,
+                    dst: spare(&mut leaves, r0, r1 - r0),
+                    ready: Some(last_chunk),
+                });
+            }
+            let nodes_ptr = bufs.nodes.get(&gpu.ctx, 0)?;
+            for (start, end) in subtree_ranges(lde_len, blocks, &share.blocks) {
+                list.push(Download {
+                    src: nodes_ptr + (start * 32) as u64,
+                    dst: spare(&mut nodes, start, end - start),
+                    ready: Some(&tree_done[g]),
+                });
+            }
+            jobs.push(list);
+        }
+        let mut lanes: Vec<Lane<'_>> = gpus
+            .iter()
+            .zip(states.iter_mut())
+            .map(|(gpu, state)| Lane {
+                ctx: &gpu.ctx,
+                stream: &gpu.copy,
+                ring: &mut state.ring,
+            })
+            .collect();
+        transfer::download(&mut lanes, jobs)?;
+    }
+
+    // 4. the nodes above the subtrees (none with one GPU), then the unused node 0
+    // SAFETY: every element below each length was written by the downloads (the shares cover
+    // all columns, rows and subtree ranges) or is written right here before use.
+    unsafe {
+        for p in &mut polys {
+            p.set_len(n);
+        }
+        rows.set_len(lde_len * shape.row_width);
+        leaves.set_len(lde_len);
+        let spare_nodes = nodes.spare_capacity_mut();
+        spare_nodes[0].write([Felt::ZERO; 4]);
+        for i in (1..blocks).rev() {
+            let children = [
+                spare_nodes[2 * i].assume_init(),
+                spare_nodes[2 * i + 1].assume_init(),
+            ];
+            spare_nodes[i].write(plan.hash.merge(&children));
+        }
+        nodes.set_len(lde_len);
+    }
+
+    let times = stage_times(gpus, &marks, &tree_done)?;
+    for t in &times {
+        tracing::info!(
+            gpu = t.device,
+            upload_lde_ms = t.upload_lde_ms,
+            interpolate_ms = t.interpolate_ms,
+            lde_ms = t.lde_ms,
+            exchange_ms = t.exchange_ms,
+            hash_ms = t.hash_ms,
+            tree_ms = t.tree_ms,
+            "cuda stage times"
+        );
+    }
+    let lde = LdeRows {
+        data: rows,
+        row_width: shape.row_width,
+        num_cols: shape.num_cols,
+    };
+    Ok((
+        Commitment {
+            polys,
+            lde,
+            leaves,
+            nodes,
+        },
+        times,
+    ))
+}
+
+/// The host destination of `len` elements of `vec` starting at `start`, in its spare capacity.
+fn spare<T>(vec: &mut Vec<T>, start: usize, len: usize) -> HostDst {
+    let spare = vec.spare_capacity_mut();
+    assert!(
+        start + len <= spare.len(),
+        "destination exceeds the reserved capacity"
+    );
+    // SAFETY: the range lies in the vector's allocation; each range is handed to one download.
+    unsafe {
+        HostDst::new(
+            spare.as_mut_ptr().add(start).cast(),
+            len * std::mem::size_of::<T>(),
+        )
+    }
+}
+
+/// Node ranges [start, end) a GPU owning `mine` of `blocks` Merkle blocks fills, level by level
+/// below the block roots, adjacent ranges merged.
+fn subtree_ranges(
+    leaves: usize,
+    blocks: usize,
+    mine: &std::ops::Range<usize>,
+) -> Vec<(usize, usize)> {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    let mut count = blocks;
+    while count < leaves {
+        let per_block = count / blocks;
+        let (start, end) = (count + mine.start * per_block, count + mine.end * per_block);
+        match ranges.last_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            _ => ranges.push((start, end)),
+        }
+        count *= 2;
+    }
+    ranges
+}
+
+// STAGES
+// ================================================================================================
+
+/// Uploads this GPU's source columns and enqueues interpolation and LDE; returns the event of
+/// the LDE's completion and the timing marks (phase start, then per column group: after its
+/// upload, after interpolation, after LDE).
+///
+/// A trace is processed in groups of columns, each group's kernels waiting only for its own
+/// upload, so the transforms of one group overlap the host staging of the next.
+fn enqueue_lde(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    plan: &Plan<'_>,
+    share: &Share,
+) -> Result<(Event, Vec<Event>)> {
+    let shape = &plan.shape;
+    let n = shape.poly_len;
+    let (log_n, log_b) = (plan.log_n, plan.log_blowup);
+    let blowup = 1usize << log_b;
+    let m = plan.sources[0].len();
+    let sources = plan.sources_for(&share.cols);
+    let cols = share.cols.len();
+
+    // small tables: column sources, power tables for the polynomials and for the cosets
+    let col_src: Vec<u32> = share
+        .cols
+        .clone()
+        .flat_map(|c| plan.col_src(c, sources.start))
+        .collect();
+    let polys_tables = tables::power_tables(&plan.scales, &[plan.polys_base], log_n);
+    let log_lde = log_n + log_b;
+    let lde_tables = tables::power_tables(
+        &plan.scales,
+        &tables::coset_bases(plan.lde_shift, log_lde, blowup),
+        log_n,
+    );
+    let twiddles_inv = gpu.twiddles(state, plan.log_src, true)?;
+    let twiddles_fwd = gpu.twiddles(state, log_n, false)?;
+    let bufs = &mut state.buffers;
+    let col_src_ptr = bufs.col_src.get(&gpu.ctx, col_src.len() * 4)?;
+    gpu.upload_into(col_src_ptr, &col_src)?;
+    let polys_tables_ptr = bufs.polys_tables.get(&gpu.ctx, polys_tables.len() * 8)?;
+    gpu.upload_into(polys_tables_ptr, &polys_tables)?;
+    let lde_tables_ptr = bufs.lde_tables.get(&gpu.ctx, lde_tables.len() * 8)?;
+    gpu.upload_into(lde_tables_ptr, &lde_tables)?;
+
+    let source = bufs.source.get(&gpu.ctx, sources.len() * m * 8)?;
+    let polys = bufs.polys.get(&gpu.ctx, cols * n * 8)?;
+    let lde = bufs.lde.get(&gpu.ctx, cols * blowup * n * 8)?;
+
+    // (output columns, source columns) per group; a composition needs every component at once
+    let groups: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> =
+        match plan.composition_components {
+            Some(_) => vec![(0..cols, 0..sources.len())],
+            None => (0..cols)
+                .step_by(UPLOAD_GROUP_COLS)
+                .map(|g| {
+                    let group = g..(g + UPLOAD_GROUP_COLS).min(cols);
+                    (group.clone(), group)
+                })
+                .collect(),
+        };
+    let _span = tracing::info_span!(
+        "cuda.upload_and_lde",
+        gpu = gpu.ordinal,
+        groups = groups.len()
+    )
+    .entered();
+    let mut marks = vec![gpu.mark()?];
+    for (group, group_sources) in groups {
+        let mut lane = Lane {
+            ctx: &gpu.ctx,
+            stream: &gpu.copy,
+            ring: &mut state.ring,
+        };
+        for i in group_sources.clone() {
+            let column = plan.sources[sources.start + i];
+            transfer::upload(
+                &mut lane,
+                source + (i * m * 8) as u64,
+                Felt::elements_as_bytes(column),
+            )?;
+        }
+        let uploaded = Event::new(&gpu.ctx)?;
+        uploaded.record(&gpu.copy)?;
+        gpu.compute.wait(&uploaded)?;
+        marks.push(gpu.mark()?);
+        let group_source = source + (group_sources.start * m * 8) as u64;
+        ntt(
+            gpu,
+            group_source,
+            group_sources.len(),
+            plan.log_src,
+            twiddles_inv,
+            true,
+        )?;
+        let group_col_src = col_src_ptr + (group.start * 12) as u64;
+        let group_polys = polys + (group.start * n * 8) as u64;
+        scale(
+            gpu,
+            group_polys,
+            source,
+            group_col_src,
+            polys_tables_ptr,
+            log_n,
+            0,
+            m,
+            m / n,
+            true,
+            group.len(),
+        )?;
+        marks.push(gpu.mark()?);
+        let group_lde = lde + (group.start * blowup * n * 8) as u64;
+        scale(
+            gpu,
+            group_lde,
+            source,
+            group_col_src,
+            lde_tables_ptr,
+            log_n,
+            log_b,
+            m,
+            m / n,
+            false,
+            group.len(),
+        )?;
+        ntt(
+            gpu,
+            group_lde,
+            group.len() * blowup,
+            log_n,
+            twiddles_fwd,
+            false,
+        )?;
+        marks.push(gpu.mark()?);
+    }
+    let done = Event::new(&gpu.ctx)?;
+    done.record(&gpu.compute)?;
+    Ok((done, marks))
+}
+
+/// In-place batched NTT of `segments` contiguous segments of 2^log_n elements.
+fn ntt(
+    gpu: &Gpu,
+    data: u64,
+    segments: usize,
+    log_n: u32,
+    twiddles: u64,
+    dif: bool,
+) -> DriverResult<()> {
+    let mut passes = tables::ntt_passes(log_n);
+    if dif {
+        passes.reverse();
+    }
+    for pass in passes {
+        let tile_log = pass.t_bits + pass.c_bits;
+        let grid = (segments << (log_n - tile_log)) as u32;
+        let block = NTT_BLOCK.min(1 << (tile_log - 1));
+        let (mut data, mut twiddles, mut log_n) = (data, twiddles, log_n);
+        let (mut b0, mut t_bits, mut c_bits, mut dif) =
+            (pass.b0, pass.t_bits, pass.c_bits, dif as u32);
+        let mut args = kernel_args!(data, twiddles, log_n, b0, t_bits, c_bits, dif);
+        // SAFETY: arguments match `ntt_pass`; data holds segments·2^log_n words, twiddles 2^(log_n-1).
+        unsafe {
+            gpu.kernels
+                .ntt_pass
+                .launch(&gpu.compute, grid, block, &mut args)?
+        };
+    }
+    Ok(())
+}
+
+/// Enqueues `scale_coefficients` over `cols` output columns and 2^log_slots slots each.
+#[allow(clippy::too_many_arguments)]
+fn scale(
+    gpu: &Gpu,
+    out: u64,
+    input: u64,
+    col_src: u64,
+    tables: u64,
+    log_n: u32,
+    log_slots: u32,
+    src_len: usize,
+    src_stride: usize,
+    natural_out: bool,
+    cols: usize,
+) -> DriverResult<()> {
+    let total = ((cols << log_slots) << log_n) as u64;
+    let grid = total.div_ceil(256).min(132 * 64) as u32;
+    let (mut out, mut input, mut col_src, mut tables) = (out, input, col_src, tables);
+    let (mut log_n, mut log_slots, mut s_bits) = (log_n, log_slots, tables::split_bits(log_n));
+    let (mut src_len, mut src_stride, mut natural, mut total) =
+        (src_len as u64, src_stride as u32, natural_out as u32, total);
+    let mut args = kernel_args!(
+        out, input, col_src, tables, log_n, log_slots, s_bits, src_len, src_stride, natural, total
+    );
+    // SAFETY: arguments match `scale_coefficients`; buffers were sized for these shapes.
+    unsafe {
+        gpu.kernels
+            .scale_coefficients
+            .launch(&gpu.compute, grid, 256, &mut args)
+    }
+}
+
+/// Copies every column of GPU `me`'s rows from every GPU's LDE into its slab (several GPUs):
+/// for each source GPU, once its LDE is done, one peer copy per (column, coset) of the rows'
+/// t-range, which is contiguous in the coset-major layout.
+fn gather(
+    gpus: &[&Gpu],
+    lde_ptrs: &[u64],
+    slab: u64,
+    me: usize,
+    shares: &[Share],
+    lde_done: &[Event],
+    plan: &Plan<'_>,
+) -> DriverResult<()> {
+    let (n, blowup) = (plan.shape.poly_len, 1usize << plan.log_blowup);
+    let t = &shares[me].t;
+    let gpu = gpus[me];
+    for (h, (source, share)) in gpus.iter().zip(shares).enumerate() {
+        gpu.compute.wait(&lde_done[h])?;
+        for (local, c) in share.cols.clone().enumerate() {
+            for k in 0..blowup {
+                let src = lde_ptrs[h] + (((local * blowup + k) * n + t.start) * 8) as u64;
+                let dst = slab + (((c * blowup + k) * t.len()) * 8) as u64;
+                gpu.compute
+                    .copy_peer(dst, &gpu.ctx, src, &source.ctx, t.len() * 8)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Enqueues the row hashes of this GPU's rows in chunks; returns each chunk's t-range and the
+/// event after it.
+fn enqueue_hash(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    plan: &Plan<'_>,
+    share: &Share,
+    from_slab: bool,
+) -> DriverResult<Vec<(std::ops::Range<usize>, Event)>> {
+    let shape = &plan.shape;
+    let (n, log_b) = (shape.poly_len, plan.log_blowup);
+    let t_len = share.t.len();
+    let bufs = &mut state.buffers;
+    let rows = bufs
+        .rows
+        .get(&gpu.ctx, (t_len << log_b) * shape.row_width * 8)?;
+    let leaves = bufs.leaves.get(&gpu.ctx, shape.lde_len * 32)?;
+    // Source addressing of element (k, t, c): the LDE itself with one GPU, else the slab.
+    let (base, k_stride, c_stride) = if from_slab {
+        (bufs.slab.get(&gpu.ctx, 0)?, t_len, t_len << log_b)
+    } else {
+        (bufs.lde.get(&gpu.ctx, 0)?, n, n << log_b)
+    };
+    let kernel = gpu.kernels.hash_rows(plan.hash, plan.part != 0);
+    let chunk_t = (HASH_CHUNK_ROWS >> log_b).max(1);
+    let mut chunks = Vec::new();
+    let mut t0 = share.t.start;
+    while t0 < share.t.end {
+        let t1 = (t0 + chunk_t).min(share.t.end);
+        let local = t0 - share.t.start;
+        let (mut src, mut k_stride, mut t_stride, mut c_stride) = (
+            base + (local * 8) as u64,
+            k_stride as u64,
+            1u64,
+            c_stride as u64,
+        );
+        let (mut num_cols, mut part, mut log_blowup) = (shape.num_cols as u32, plan.part, log_b);
+        let (mut t_start, mut t_count, mut leaves, mut rows_out, mut row0, mut row_width) = (
+            t0 as u64,
+            (t1 - t0) as u64,
+            leaves,
+            rows,
+            (share.t.start << log_b) as u64,
+            shape.row_width as u32,
+        );
+        let threads = (t1 - t0) << log_b;
+        let mut args = kernel_args!(
+            src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, t_start, t_count,
+            leaves, rows_out, row0, row_width
+        );
+        // SAFETY: arguments match the hash kernels; every buffer covers the addressed rows.
+        unsafe {
+            kernel.launch(
+                &gpu.compute,
+                threads.div_ceil(HASH_BLOCK as usize) as u32,
+                HASH_BLOCK,
+                &mut args,
+            )?
+        };
+        let event = Event::new(&gpu.ctx)?;
+        event.record(&gpu.compute)?;
+        chunks.push((t0..t1, event));
+        t0 = t1;
+    }
+    Ok(chunks)
+}
+
+/// Enqueues the Merkle levels of this GPU's blocks, from the leaves up to the block roots.
+fn enqueue_tree(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    plan: &Plan<'_>,
+    share: &Share,
+    blocks: usize,
+) -> DriverResult<()> {
+    let lde_len = plan.shape.lde_len;
+    let bufs = &mut state.buffers;
+    let leaves = bufs.leaves.get(&gpu.ctx, lde_len * 32)?;
+    let nodes = bufs.nodes.get(&gpu.ctx, lde_len * 32)?;
+    merkle_levels(
+        gpu,
+        plan.hash,
+        leaves,
+        nodes,
+        lde_len,
+        blocks,
+        &share.blocks,
+    )
+}
+
+/// Merkle levels over `leaves` (device) into `nodes` (device, Winterfell's layout) for blocks
+/// `mine` of `blocks`.
+pub(crate) fn merkle_levels(
+    gpu: &Gpu,
+    hash: HashFunction,
+    leaves: u64,
+    nodes: u64,
+    num_leaves: usize,
+    blocks: usize,
+    mine: &std::ops::Range<usize>,
+) -> DriverResult<()> {
+    let kernel = gpu.kernels.merkle_level(hash);
+    let mut count = num_leaves / 2;
+    while count >= blocks && count >= 1 {
+        let per_block = count / blocks;
+        let first = mine.start * per_block;
+        let (mut children, mut parents, mut n) = (
+            if count == num_leaves / 2 {
+                leaves + (2 * first * 32) as u64
+            } else {
+                nodes + ((2 * count + 2 * first) * 32) as u64
+            },
+            nodes + ((count + first) * 32) as u64,
+            (mine.len() * per_block) as u64,
+        );
+        let mut args = kernel_args!(children, parents, n);
+        // SAFETY: arguments match the Merkle kernels; children and parents lie in the buffers.
+        unsafe {
+            kernel.launch(
+                &gpu.compute,
+                (n as usize).div_ceil(HASH_BLOCK as usize) as u32,
+                HASH_BLOCK,
+                &mut args,
+            )?
+        };
+        count /= 2;
+    }
+    Ok(())
+}
+
+/// Reads the timing marks once everything is done: marks are the phase start, three per column
+/// group, then (exchange start, gathered, hashed); the tree ends at `tree_done`.
+fn stage_times(
+    gpus: &[&Gpu],
+    marks: &[Vec<Event>],
+    tree_done: &[Event],
+) -> DriverResult<Vec<StageTimes>> {
+    gpus.iter()
+        .zip(marks)
+        .zip(tree_done)
+        .map(|((gpu, m), end)| {
+            end.synchronize()?;
+            let (groups, tail) = m[1..].split_at(m.len() - 4);
+            let (mut interpolate_ms, mut lde_ms) = (0.0, 0.0);
+            for g in groups.chunks_exact(3) {
+                interpolate_ms += g[1].elapsed_since(&g[0])?;
+                lde_ms += g[2].elapsed_since(&g[1])?;
+            }
+            Ok(StageTimes {
+                device: gpu.ordinal,
+                upload_lde_ms: groups[groups.len() - 1].elapsed_since(&m[0])?,
+                interpolate_ms,
+                lde_ms,
+                exchange_ms: tail[1].elapsed_since(&tail[0])?,
+                hash_ms: tail[2].elapsed_since(&tail[1])?,
+                tree_ms: end.elapsed_since(&tail[2])?,
+            })
+        })
+        .collect()
+}
+
+// SINGLE STAGES (the trait's `hash_rows` and `build_tree`, on the first GPU)
+// ================================================================================================
+
+/// Hashes host rows on `gpu`.
+pub(crate) fn hash_rows(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    lde: &LdeRows,
+    row_hashing: RowHashing,
+    hash: HashFunction,
+) -> Result<Vec<Digest>> {
+    let num_rows = lde.num_rows();
+    if num_rows == 0 {
+        return Ok(Vec::new());
+    }
+    let bufs = &mut state.buffers;
+    let src = bufs.source.get(&gpu.ctx, lde.data.len() * 8)?;
+    let leaves = bufs.leaves.get(&gpu.ctx, num_rows * 32)?;
+    {
+        let mut lane = Lane {
+            ctx: &gpu.ctx,
+            stream: &gpu.copy,
+            ring: &mut state.ring,
+        };
+        transfer::upload(&mut lane, src, Felt::elements_as_bytes(&lde.data))?;
+    }
+    let uploaded = Event::new(&gpu.ctx)?;
+    uploaded.record(&gpu.copy)?;
+    gpu.compute.wait(&uploaded)?;
+    let part = match row_hashing {
+        RowHashing::WholeRow => 0,
+        RowHashing::Partitioned(size) => size.min(u32::MAX as usize) as u32,
+    };
+    let kernel = gpu.kernels.hash_rows(hash, part != 0);
+    let (mut src, mut k_stride, mut t_stride, mut c_stride) =
+        (src, 0u64, lde.row_width as u64, 1u64);
+    let (mut num_cols, mut part, mut log_blowup, mut t0, mut t_count) =
+        (lde.num_cols as u32, part, 0u32, 0u64, num_rows as u64);
+    let (mut leaves_ptr, mut rows_out, mut row0, mut row_width) =
+        (leaves, 0u64, 0u64, lde.row_width as u32);
+    let mut args = kernel_args!(
+        src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, t0, t_count, leaves_ptr,
+        rows_out, row0, row_width
+    );
+    // SAFETY: arguments match the hash kernels; `src` holds the rows, `leaves` one digest per row.
+    unsafe {
+        kernel.launch(
+            &gpu.compute,
+            num_rows.div_ceil(HASH_BLOCK as usize) as u32,
+            HASH_BLOCK,
+            &mut args,
+        )?
+    };
+    let done = Event::new(&gpu.ctx)?;
+    done.record(&gpu.compute)?;
+    download_digests(gpu, state, leaves, num_rows, &done, |_| {})
+}
+
+/// Builds the Merkle nodes over host leaves on `gpu`.
+pub(crate) fn build_tree(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    leaves: &[Digest],
+    hash: HashFunction,
+) -> Result<Vec<Digest>> {
+    let n = leaves.len();
+    let bufs = &mut state.buffers;
+    let leaves_ptr = bufs.leaves.get(&gpu.ctx, n * 32)?;
+    let nodes_ptr = bufs.nodes.get(&gpu.ctx, n * 32)?;
+    {
+        let words: &[Felt] = leaves.as_flattened();
+        let mut lane = Lane {
+            ctx: &gpu.ctx,
+            stream: &gpu.copy,
+            ring: &mut state.ring,
+        };
+        transfer::upload(&mut lane, leaves_ptr, Felt::elements_as_bytes(words))?;
+    }
+    let uploaded = Event::new(&gpu.ctx)?;
+    uploaded.record(&gpu.copy)?;
+    gpu.compute.wait(&uploaded)?;
+    merkle_levels(gpu, hash, leaves_ptr, nodes_ptr, n, 1, &(0..1))?;
+    let done = Event::new(&gpu.ctx)?;
+    done.record(&gpu.compute)?;
+    download_digests(gpu, state, nodes_ptr, n, &done, |nodes| {
+        nodes[0] = [Felt::ZERO; 4]
+    })
+}
+
+/// Downloads `count` digests from `src` once `ready` fires; `fix` adjusts the result (node 0).
+fn download_digests(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    src: u64,
+    count: usize,
+    ready: &Event,
+    fix: impl FnOnce(&mut [Digest]),
+) -> Result<Vec<Digest>> {
+    let mut out: Vec<Digest> = Vec::with_capacity(count);
+    let job = Download {
+        src,
+        dst: spare(&mut out, 0, count),
+        ready: Some(ready),
+    };
+    let mut lanes = [Lane {
+        ctx: &gpu.ctx,
+        stream: &gpu.copy,
+        ring: &mut state.ring,
+    }];
+    transfer::download(&mut lanes, vec![vec![job]])?;
+    // SAFETY: the download wrote all `count` digests.
+    unsafe { out.set_len(count) };
+    fix(&mut out);
+    Ok(out)
+}

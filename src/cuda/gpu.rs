@@ -1,0 +1,195 @@
+//! One GPU as the backend uses it: context, streams, the compiled module, cached tables and
+//! device buffers reused across commitments.
+
+use std::{collections::HashMap, sync::Arc};
+
+use cudarc::driver::{sys, CudaContext};
+
+use super::{
+    driver::{bind, check, DeviceBuffer, DriverResult, Event, Kernel, Module, Scratch, Stream},
+    program::{compile_for_arch, KERNELS},
+    tables,
+    transfer::Ring,
+};
+use crate::hash::HashFunction;
+
+/// The kernels of the module, by role.
+pub(crate) struct Kernels {
+    pub ntt_pass: Kernel,
+    pub scale_coefficients: Kernel,
+    hash_rows: [Kernel; 4],
+    merkle_level: [Kernel; 2],
+}
+
+impl Kernels {
+    fn load(module: &Module) -> DriverResult<Self> {
+        let k = |name: &str| module.function(name);
+        debug_assert_eq!(KERNELS.len(), 8);
+        Ok(Self {
+            ntt_pass: k("ntt_pass")?,
+            scale_coefficients: k("scale_coefficients")?,
+            hash_rows: [
+                k("hash_rows_rpo")?,
+                k("hash_rows_rpo_partitioned")?,
+                k("hash_rows_rpx")?,
+                k("hash_rows_rpx_partitioned")?,
+            ],
+            merkle_level: [k("merkle_level_rpo")?, k("merkle_level_rpx")?],
+        })
+    }
+
+    /// The row-hashing kernel for `hash`, whole rows or partitioned.
+    pub(crate) fn hash_rows(&self, hash: HashFunction, partitioned: bool) -> &Kernel {
+        let h = match hash {
+            HashFunction::Rpo256 => 0,
+            HashFunction::Rpx256 => 2,
+        };
+        &self.hash_rows[h + partitioned as usize]
+    }
+
+    /// The Merkle level kernel for `hash`.
+    pub(crate) fn merkle_level(&self, hash: HashFunction) -> &Kernel {
+        match hash {
+            HashFunction::Rpo256 => &self.merkle_level[0],
+            HashFunction::Rpx256 => &self.merkle_level[1],
+        }
+    }
+}
+
+/// Device buffers kept between commitments (grown on demand, never shrunk).
+#[derive(Default)]
+pub(crate) struct Buffers {
+    /// Uploaded evaluations, transformed in place into bit-reversed coefficients.
+    pub source: Scratch,
+    /// Natural-order coefficients of this GPU's columns, for the host.
+    pub polys: Scratch,
+    /// LDE of this GPU's columns: column-major, each column coset by coset.
+    pub lde: Scratch,
+    /// All columns of this GPU's rows (several GPUs only), gathered from every GPU's LDE.
+    pub slab: Scratch,
+    /// This GPU's rows, row-major and padded: what the host receives.
+    pub rows: Scratch,
+    /// Leaves (4 words each), indexed by absolute row.
+    pub leaves: Scratch,
+    /// Merkle nodes in Winterfell's layout, this GPU's subtrees filled.
+    pub nodes: Scratch,
+    /// Power tables and column sources for `scale_coefficients`.
+    pub polys_tables: Scratch,
+    pub lde_tables: Scratch,
+    pub col_src: Scratch,
+}
+
+/// Mutable per-GPU state: buffers, twiddle tables and the pinned ring.
+pub(crate) struct GpuState {
+    pub buffers: Buffers,
+    twiddles: HashMap<(u32, bool), DeviceBuffer>,
+    pub ring: Ring,
+}
+
+/// One GPU.
+pub(crate) struct Gpu {
+    pub ordinal: usize,
+    pub name: String,
+    pub ctx: Arc<CudaContext>,
+    /// Kernels and the peer copies that feed them.
+    pub compute: Stream,
+    /// Host transfers.
+    pub copy: Stream,
+    pub kernels: Kernels,
+    _module: Module,
+}
+
+impl Gpu {
+    /// Opens device `ordinal`, compiles (or reuses) the program for its architecture and loads it.
+    pub(crate) fn open(ordinal: usize) -> DriverResult<(Self, GpuState)> {
+        let ctx = check(CudaContext::new(ordinal), "cuCtxRetain")?;
+        let name = check(ctx.name(), "cuDeviceGetName")?;
+        let (major, minor) = check(ctx.compute_capability(), "cuDeviceGetAttribute")?;
+        let cubin = compile_for_arch(&format!("sm_{major}{minor}"))?;
+        let module = Module::load(&ctx, &cubin)?;
+        let kernels = Kernels::load(&module)?;
+        let gpu = Self {
+            ordinal,
+            name,
+            compute: Stream::new(&ctx)?,
+            copy: Stream::new(&ctx)?,
+            kernels,
+            _module: module,
+            ctx,
+        };
+        let state = GpuState {
+            buffers: Buffers::default(),
+            twiddles: HashMap::new(),
+            ring: Ring::new(&gpu.ctx)?,
+        };
+        Ok((gpu, state))
+    }
+
+    /// Lets this GPU's kernels and copies reach `peer`'s memory directly when the hardware
+    /// allows (NVLink or PCIe peer-to-peer); copies fall back to staging through the host.
+    pub(crate) fn enable_peer_access(&self, peer: &Gpu) -> DriverResult<()> {
+        let mut can = 0;
+        check(
+            unsafe {
+                sys::cuDeviceCanAccessPeer(&mut can, self.ctx.cu_device(), peer.ctx.cu_device())
+                    .result()
+            },
+            "cuDeviceCanAccessPeer",
+        )?;
+        if can == 1 {
+            bind(&self.ctx)?;
+            match unsafe { sys::cuCtxEnablePeerAccess(peer.ctx.cu_ctx(), 0) } {
+                sys::CUresult::CUDA_SUCCESS
+                | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+                other => check(other.result(), "cuCtxEnablePeerAccess")?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Uploads `words` into a new device buffer (synchronously: small tables only).
+    pub(crate) fn upload_table(&self, words: &[u64]) -> DriverResult<DeviceBuffer> {
+        let buffer = DeviceBuffer::new(&self.ctx, words.len() * 8)?;
+        self.upload_into(buffer.ptr(), words)?;
+        Ok(buffer)
+    }
+
+    /// Copies small host data to `dst` (a device range of at least its size) on the compute
+    /// stream and waits for it.
+    pub(crate) fn upload_into<T: Copy>(
+        &self,
+        dst: sys::CUdeviceptr,
+        data: &[T],
+    ) -> DriverResult<()> {
+        bind(&self.ctx)?;
+        // SAFETY: `data` outlives the copy (we synchronize before returning).
+        unsafe {
+            self.compute
+                .copy_htod(dst, data.as_ptr().cast(), std::mem::size_of_val(data))?
+        };
+        self.compute.synchronize()
+    }
+
+    /// The twiddle table of a size-2^log_n transform, cached per GPU.
+    pub(crate) fn twiddles(
+        &self,
+        state: &mut GpuState,
+        log_n: u32,
+        inverse: bool,
+    ) -> DriverResult<sys::CUdeviceptr> {
+        if let Some(table) = state.twiddles.get(&(log_n, inverse)) {
+            return Ok(table.ptr());
+        }
+        let table = self.upload_table(&tables::twiddles(log_n, inverse))?;
+        let ptr = table.ptr();
+        state.twiddles.insert((log_n, inverse), table);
+        Ok(ptr)
+    }
+
+    /// A timing event recorded now on the compute stream.
+    pub(crate) fn mark(&self) -> DriverResult<Event> {
+        let event = Event::timed(&self.ctx)?;
+        event.record(&self.compute)?;
+        Ok(event)
+    }
+}

@@ -1,0 +1,262 @@
+//! The CUDA program: kernel sources embedded in the crate, a prelude of constants generated from
+//! miden-crypto, and NVRTC compilation to a CUBIN for the GPU present, cached per process.
+//!
+//! No `nvcc` at build time: the sources travel in the crate (`include_str!`) and NVRTC compiles
+//! them at first use for the device's own architecture (`sm_90` on Hopper), so the kernels use
+//! that architecture's instructions. A warm prover pays the compilation once per architecture.
+
+use std::{
+    collections::HashMap,
+    ffi::{CStr, CString},
+    fmt::Write,
+    sync::{Arc, Mutex, OnceLock},
+};
+
+use cudarc::nvrtc::sys as nvrtc;
+use miden_crypto::{
+    hash::{rpo::Rpo256, rpx::Rpx256},
+    Felt,
+};
+
+use crate::{backend::Backend, error::GpuError};
+
+/// Threads per block of the hashing and Merkle kernels (the kernels' `__launch_bounds__`).
+pub(crate) const HASH_BLOCK: u32 = 128;
+
+/// Threads per block of the NTT passes (the kernel's `__launch_bounds__`).
+pub(crate) const NTT_BLOCK: u32 = 256;
+
+/// log2 of the largest NTT tile a block holds in shared memory (`NTT_TILE_LOG` in ntt.cu).
+pub(crate) const NTT_TILE_LOG: u32 = 12;
+
+/// Environment variable (tuning) for the hashing kernels' minimum resident blocks per SM, the
+/// second `__launch_bounds__` argument: 3 (default) lets ptxas use up to 168 registers; 4 caps
+/// them at 128 for one more warp per scheduler.
+pub const HASH_MIN_BLOCKS_ENV: &str = "MIDEN_GPU_CUDA_HASH_MIN_BLOCKS";
+
+/// The hashing kernels' minimum blocks per SM, from [`HASH_MIN_BLOCKS_ENV`] (1..=16), else 3.
+fn hash_min_blocks() -> u32 {
+    std::env::var(HASH_MIN_BLOCKS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|b| (1..=16).contains(b))
+        .unwrap_or(3)
+}
+
+const FIELD: &str = include_str!("../../cuda/field.cuh");
+const RESCUE: &str = include_str!("../../cuda/rescue.cuh");
+const NTT: &str = include_str!("../../cuda/ntt.cu");
+const HASH: &str = include_str!("../../cuda/hash.cu");
+
+/// Every kernel the backend launches.
+pub const KERNELS: [&str; 8] = [
+    "ntt_pass",
+    "scale_coefficients",
+    "hash_rows_rpo",
+    "hash_rows_rpo_partitioned",
+    "hash_rows_rpx",
+    "hash_rows_rpx_partitioned",
+    "merkle_level_rpo",
+    "merkle_level_rpx",
+];
+
+// SOURCE
+// ================================================================================================
+
+/// The complete CUDA source the backend compiles: field arithmetic, the generated constants,
+/// the Rescue permutations, the NTT kernels and the hashing kernels, in dependency order.
+pub fn kernel_source() -> String {
+    let mut source =
+        String::with_capacity(FIELD.len() + RESCUE.len() + NTT.len() + HASH.len() + 8192);
+    source.push_str(FIELD);
+    source.push_str(&prelude());
+    source.push_str(RESCUE);
+    source.push_str(NTT);
+    source.push_str(HASH);
+    source
+}
+
+/// Constants generated from miden-crypto (never retyped): the MDS matrix, the round constants in
+/// Montgomery form, and the Montgomery forms of 0..7 for the sponge's length word.
+fn prelude() -> String {
+    // RPX shares RPO's MDS matrix and round constants; fail loudly if a release ever splits them.
+    assert!(
+        Rpo256::MDS == Rpx256::MDS && Rpo256::ARK1 == Rpx256::ARK1 && Rpo256::ARK2 == Rpx256::ARK2,
+        "RPO and RPX constants differ: the CUDA kernels assume shared tables"
+    );
+    let mut out =
+        String::from("\n// GENERATED CONSTANTS (src/cuda/program.rs, from miden-crypto)\n");
+    let _ = writeln!(out, "#define HASH_BLOCK {HASH_BLOCK}");
+    let _ = writeln!(out, "#define HASH_MIN_BLOCKS {}", hash_min_blocks());
+    let mds: Vec<String> = Rpo256::MDS
+        .iter()
+        .flatten()
+        .map(|x| format!("{}u", x.as_int()))
+        .collect();
+    let _ = writeln!(out, "#define RESCUE_MDS {{{}}}", mds.join(", "));
+    for (name, table) in [("ARK1", &Rpo256::ARK1), ("ARK2", &Rpo256::ARK2)] {
+        let _ = writeln!(
+            out,
+            "__constant__ u64 {name}[{}] = {{{}}};",
+            table.len() * 12,
+            hex_list(table.iter().flatten())
+        );
+    }
+    let lengths: Vec<Felt> = (0..8u8).map(Felt::from).collect();
+    let _ = writeln!(
+        out,
+        "__constant__ u64 SPONGE_LEN[8] = {{{}}};\n",
+        hex_list(lengths.iter())
+    );
+    out
+}
+
+fn hex_list<'a>(values: impl Iterator<Item = &'a Felt>) -> String {
+    values
+        .map(|x| format!("0x{:016x}ull", x.inner()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+// NVRTC
+// ================================================================================================
+
+/// Whether the NVRTC library can be loaded (dynamic loading panics on a missing library, so every
+/// entry point checks this first).
+pub(crate) fn nvrtc_present() -> bool {
+    unsafe { nvrtc::is_culib_present() }
+}
+
+/// Compiles [`kernel_source`] for `arch` (e.g. `sm_90`) into a CUBIN.
+///
+/// Any NVRTC diagnostic, warnings included, is an error: the program log must be empty. Results
+/// are cached per architecture (and tuning) for the life of the process.
+pub fn compile_for_arch(arch: &str) -> Result<Arc<Vec<u8>>, GpuError> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Vec<u8>>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let key = format!("{arch}/{}", hash_min_blocks());
+    if let Some(cubin) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(cubin.clone());
+    }
+    if !nvrtc_present() {
+        return Err(unavailable("the NVRTC library (libnvrtc) was not found"));
+    }
+    let _span = tracing::info_span!("cuda.nvrtc", arch).entered();
+    let cubin = Arc::new(compile(&kernel_source(), arch)?);
+    cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, cubin.clone());
+    Ok(cubin)
+}
+
+fn compile(source: &str, arch: &str) -> Result<Vec<u8>, GpuError> {
+    let program = Program::new(source)?;
+    let options = [
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".to_string(),
+    ];
+    let options: Vec<CString> = options
+        .iter()
+        .map(|o| CString::new(o.as_str()).expect("no NUL in options"))
+        .collect();
+    let pointers: Vec<*const core::ffi::c_char> = options.iter().map(|o| o.as_ptr()).collect();
+    let status =
+        unsafe { nvrtc::nvrtcCompileProgram(program.0, pointers.len() as i32, pointers.as_ptr()) };
+    let log = program.log()?;
+    nvrtc_check(status, "nvrtcCompileProgram").map_err(|e| with_log(e, &log))?;
+    if !log.trim().is_empty() {
+        return Err(with_log(compile_error("NVRTC reported diagnostics"), &log));
+    }
+    let mut size = 0usize;
+    nvrtc_check(
+        unsafe { nvrtc::nvrtcGetCUBINSize(program.0, &mut size) },
+        "nvrtcGetCUBINSize",
+    )?;
+    let mut cubin = vec![0u8; size];
+    nvrtc_check(
+        unsafe { nvrtc::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast()) },
+        "nvrtcGetCUBIN",
+    )?;
+    Ok(cubin)
+}
+
+/// An NVRTC program, destroyed on drop.
+struct Program(nvrtc::nvrtcProgram);
+
+impl Program {
+    fn new(source: &str) -> Result<Self, GpuError> {
+        let source =
+            CString::new(source).map_err(|_| compile_error("kernel source contains a NUL byte"))?;
+        let mut raw = core::ptr::null_mut();
+        let status = unsafe {
+            nvrtc::nvrtcCreateProgram(
+                &mut raw,
+                source.as_ptr(),
+                c"miden_gpu.cu".as_ptr(),
+                0,
+                core::ptr::null(),
+                core::ptr::null(),
+            )
+        };
+        nvrtc_check(status, "nvrtcCreateProgram")?;
+        Ok(Self(raw))
+    }
+
+    fn log(&self) -> Result<String, GpuError> {
+        let mut size = 0usize;
+        nvrtc_check(
+            unsafe { nvrtc::nvrtcGetProgramLogSize(self.0, &mut size) },
+            "nvrtcGetProgramLogSize",
+        )?;
+        let mut log = vec![0u8; size.max(1)];
+        nvrtc_check(
+            unsafe { nvrtc::nvrtcGetProgramLog(self.0, log.as_mut_ptr().cast()) },
+            "nvrtcGetProgramLog",
+        )?;
+        Ok(CStr::from_bytes_until_nul(&log)
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default())
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        let _ = unsafe { nvrtc::nvrtcDestroyProgram(&mut self.0) };
+    }
+}
+
+fn nvrtc_check(status: nvrtc::nvrtcResult, what: &str) -> Result<(), GpuError> {
+    if status == nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        return Ok(());
+    }
+    let text = unsafe { CStr::from_ptr(nvrtc::nvrtcGetErrorString(status)) };
+    Err(compile_error(&format!(
+        "{what}: {}",
+        text.to_string_lossy()
+    )))
+}
+
+fn compile_error(message: &str) -> GpuError {
+    GpuError::Device {
+        backend: Backend::Cuda,
+        message: format!("kernel compilation failed: {message}"),
+    }
+}
+
+fn with_log(error: GpuError, log: &str) -> GpuError {
+    match error {
+        GpuError::Device { backend, message } if !log.trim().is_empty() => GpuError::Device {
+            backend,
+            message: format!("{message}\n{log}"),
+        },
+        other => other,
+    }
+}
+
+pub(crate) fn unavailable(reason: &str) -> GpuError {
+    GpuError::BackendUnavailable {
+        backend: Backend::Cuda,
+        reason: reason.to_string(),
+    }
+}

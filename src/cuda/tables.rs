@@ -1,0 +1,133 @@
+//! Host-side tables the kernels read: twiddles, power tables for coefficient scaling, column
+//! sources, and the split of an NTT into fused passes. All roots come from winter-math
+//! (`Felt::get_root_of_unity`), so the transforms are Winterfell's.
+
+use miden_crypto::Felt;
+use rayon::prelude::*;
+use winter_math::{FieldElement, StarkField};
+
+use super::program::NTT_TILE_LOG;
+
+/// Consecutive low indices a tile of a later NTT pass holds (2^4 elements = 128 bytes).
+const NTT_LOW_BITS: u32 = 4;
+
+/// The first 2^(log_n - 1) powers of the 2^log_n-th root of unity (or of its inverse): the
+/// twiddles of every stage of a size-2^log_n transform (stage b uses every 2^(log_n-1-b)-th).
+pub(crate) fn twiddles(log_n: u32, inverse: bool) -> Vec<u64> {
+    let root = Felt::get_root_of_unity(log_n);
+    let root = if inverse { root.inv() } else { root };
+    powers(root, 1usize << (log_n - 1), Felt::ONE)
+}
+
+/// scale·g^i for i < count, computed in parallel chunks.
+fn powers(g: Felt, count: usize, scale: Felt) -> Vec<u64> {
+    const CHUNK: usize = 1 << 14;
+    let mut out = vec![0u64; count];
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(c, chunk)| {
+            let mut x = scale * g.exp((c * CHUNK) as u64);
+            for slot in chunk {
+                *slot = x.inner();
+                x *= g;
+            }
+        });
+    out
+}
+
+/// The split of exponents r < 2^log_n into a low part of `s_bits` bits and a high part.
+pub(crate) fn split_bits(log_n: u32) -> u32 {
+    log_n.div_ceil(2)
+}
+
+/// Entries of one power table (see [`power_tables`]).
+pub(crate) fn power_table_len(log_n: u32) -> usize {
+    let s = split_bits(log_n);
+    (1 << s) + (1 << (log_n - s))
+}
+
+/// Power tables for `scale_coefficients`: for each scale (outer) and each base (inner), the
+/// entries scale·g^i (i < 2^s) then g^(i·2^s) (i < 2^(log_n - s)), so that
+/// scale·g^r = lo[r mod 2^s] · hi[r >> s] is one product.
+pub(crate) fn power_tables(scales: &[Felt], bases: &[Felt], log_n: u32) -> Vec<u64> {
+    let s = split_bits(log_n);
+    let mut out = Vec::with_capacity(scales.len() * bases.len() * power_table_len(log_n));
+    for &scale in scales {
+        for &g in bases {
+            out.extend(powers(g, 1 << s, scale));
+            out.extend(powers(g.exp(1u64 << s), 1 << (log_n - s), Felt::ONE));
+        }
+    }
+    out
+}
+
+/// Bases of the LDE cosets: shift·ω_N^k for k < blowup (ω_N the root of the LDE domain).
+pub(crate) fn coset_bases(shift: Felt, log_lde: u32, blowup: usize) -> Vec<Felt> {
+    let root = Felt::get_root_of_unity(log_lde);
+    (0..blowup as u64).map(|k| shift * root.exp(k)).collect()
+}
+
+/// Bit reversal of the low `bits` bits of `x`.
+pub(crate) fn bit_reverse(x: usize, bits: u32) -> usize {
+    if bits == 0 {
+        0
+    } else {
+        x.reverse_bits() >> (usize::BITS - bits)
+    }
+}
+
+/// One fused NTT pass: butterfly stages of bits [b0, b0 + t_bits), tiles of 2^t_bits strided
+/// elements times 2^c_bits consecutive low indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NttPass {
+    pub b0: u32,
+    pub t_bits: u32,
+    pub c_bits: u32,
+}
+
+/// The passes of a size-2^log_n transform in DIT order (reverse them for DIF).
+pub(crate) fn ntt_passes(log_n: u32) -> Vec<NttPass> {
+    let mut passes = Vec::new();
+    let mut b0 = 0;
+    while b0 < log_n {
+        let c_bits = b0.min(NTT_LOW_BITS);
+        let t_bits = (log_n - b0).min(NTT_TILE_LOG - c_bits);
+        passes.push(NttPass { b0, t_bits, c_bits });
+        b0 += t_bits;
+    }
+    passes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passes_cover_every_bit_once() {
+        for log_n in 1..=28 {
+            let passes = ntt_passes(log_n);
+            let mut next = 0;
+            for p in &passes {
+                assert_eq!(p.b0, next);
+                assert!(p.t_bits >= 1 && p.t_bits + p.c_bits <= NTT_TILE_LOG && p.c_bits <= p.b0);
+                next += p.t_bits;
+            }
+            assert_eq!(next, log_n);
+        }
+    }
+
+    #[test]
+    fn power_tables_give_scaled_powers() {
+        let g = Felt::new(12345);
+        let scale = Felt::new(99);
+        for log_n in 1..=9 {
+            let t = power_tables(&[scale], &[g], log_n);
+            let s = split_bits(log_n);
+            for r in 0..1usize << log_n {
+                let got = Felt::from_mont(t[r & ((1 << s) - 1)])
+                    * Felt::from_mont(t[(1 << s) + (r >> s)]);
+                assert_eq!(got, scale * g.exp(r as u64));
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! Host <-> device transfers through rings of pinned staging buffers.
+//!
+//! Pageable memory (the caller's columns, the result vectors) cannot be copied by DMA at full
+//! speed, so every transfer goes through a small ring of pinned slots per GPU, reused across
+//! calls: the host copies (with all cores) into or out of one slot while the copy engine moves
+//! the others. Downloads of several GPUs are interleaved piece by piece so that every PCIe link
+//! is busy at once, and a piece may wait on a device event (e.g. "rows of this chunk hashed"),
+//! so the LDE download overlaps hashing.
+
+use std::{collections::VecDeque, sync::Arc};
+
+use cudarc::driver::{sys, CudaContext};
+use rayon::prelude::*;
+
+use super::driver::{bind, DriverResult, Event, PinnedBuffer, Stream};
+
+/// Bytes per pinned slot.
+const SLOT_BYTES: usize = 32 << 20;
+/// Slots per ring: up to this many pieces are in flight per GPU.
+const SLOTS: usize = 4;
+/// Host copies are split into parallel pieces of this size.
+const HOST_COPY_CHUNK: usize = 1 << 20;
+
+/// A GPU's ring of pinned slots, each with the event of the last transfer that used it.
+pub(crate) struct Ring {
+    slots: Vec<PinnedBuffer>,
+    done: Vec<Event>,
+    /// The next slot to use.
+    next: usize,
+}
+
+impl Ring {
+    /// Allocates the ring on `ctx` (once per GPU; reused by every call).
+    pub(crate) fn new(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
+        let slots = (0..SLOTS)
+            .map(|_| PinnedBuffer::new(ctx, SLOT_BYTES))
+            .collect::<DriverResult<_>>()?;
+        let done = (0..SLOTS)
+            .map(|_| Event::new(ctx))
+            .collect::<DriverResult<_>>()?;
+        Ok(Self {
+            slots,
+            done,
+            next: 0,
+        })
+    }
+}
+
+/// A host destination: `len` writable bytes at `ptr`, exclusively owned by one transfer.
+#[derive(Clone, Copy)]
+pub(crate) struct HostDst {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a HostDst is a unique range of a live allocation (see `HostDst::new`).
+unsafe impl Send for HostDst {}
+unsafe impl Sync for HostDst {}
+
+impl HostDst {
+    /// # Safety
+    /// `ptr..ptr+len` must be writable, stay valid until the transfer completes, and not be
+    /// accessed by anything else meanwhile.
+    pub(crate) unsafe fn new(ptr: *mut u8, len: usize) -> Self {
+        Self { ptr, len }
+    }
+
+    fn offset(self, by: usize, len: usize) -> Self {
+        debug_assert!(by + len <= self.len);
+        Self {
+            ptr: unsafe { self.ptr.add(by) },
+            len,
+        }
+    }
+}
+
+/// One device range to download into a host range of the same length.
+pub(crate) struct Download<'a> {
+    /// Source address on the GPU.
+    pub src: sys::CUdeviceptr,
+    /// Destination on the host.
+    pub dst: HostDst,
+    /// Event the copy must wait for (the kernel that produces the data), if any.
+    pub ready: Option<&'a Event>,
+}
+
+/// One GPU's side of a transfer: its context, copy stream and ring.
+pub(crate) struct Lane<'a> {
+    pub ctx: &'a Arc<CudaContext>,
+    pub stream: &'a Stream,
+    pub ring: &'a mut Ring,
+}
+
+/// Copies `src` into the device at `dst` through the ring, on `lane`'s stream; returns when every
+/// byte is staged (the DMA of the last slots may still be running: order later work on the
+/// lane's stream or record an event on it).
+pub(crate) fn upload(lane: &mut Lane<'_>, dst: sys::CUdeviceptr, src: &[u8]) -> DriverResult<()> {
+    bind(lane.ctx)?;
+    for (i, piece) in src.chunks(SLOT_BYTES).enumerate() {
+        let slot = lane.ring.next;
+        lane.ring.next = (slot + 1) % SLOTS;
+        lane.ring.done[slot].synchronize()?; // the slot's previous transfer is finished
+        let staging = lane.ring.slots[slot].as_mut_ptr();
+        // SAFETY: the slot holds SLOT_BYTES >= piece.len() bytes and no transfer uses it now.
+        unsafe {
+            par_copy(staging, piece.as_ptr(), piece.len());
+            lane.stream
+                .copy_htod(dst + (i * SLOT_BYTES) as u64, staging, piece.len())?;
+        }
+        lane.ring.done[slot].record(lane.stream)?;
+    }
+    Ok(())
+}
+
+/// Runs every lane's downloads, interleaving the lanes piece by piece; returns when all bytes
+/// are on the host.
+pub(crate) fn download(lanes: &mut [Lane<'_>], jobs: Vec<Vec<Download<'_>>>) -> DriverResult<()> {
+    struct Piece<'a> {
+        src: sys::CUdeviceptr,
+        dst: HostDst,
+        ready: Option<&'a Event>,
+    }
+    let mut queues: Vec<VecDeque<Piece<'_>>> = jobs
+        .into_iter()
+        .map(|lane_jobs| {
+            lane_jobs
+                .into_iter()
+                .flat_map(|job| {
+                    let len = job.dst.len;
+                    (0..len.div_ceil(SLOT_BYTES)).map(move |p| {
+                        let at = p * SLOT_BYTES;
+                        let bytes = SLOT_BYTES.min(len - at);
+                        Piece {
+                            src: job.src + at as u64,
+                            dst: job.dst.offset(at, bytes),
+                            // only the first piece needs to wait: the stream keeps order
+                            ready: if p == 0 { job.ready } else { None },
+                        }
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let mut in_flight: Vec<VecDeque<(usize, HostDst)>> =
+        lanes.iter().map(|_| VecDeque::new()).collect();
+
+    // Issue round-robin; when a lane's ring is full, finish its oldest piece first.
+    while queues.iter().any(|q| !q.is_empty()) {
+        for (lane_index, lane) in lanes.iter_mut().enumerate() {
+            let Some(piece) = queues[lane_index].pop_front() else {
+                continue;
+            };
+            if in_flight[lane_index].len() == SLOTS {
+                finish_oldest(lane, &mut in_flight[lane_index])?;
+            }
+            bind(lane.ctx)?;
+            let slot = lane.ring.next;
+            lane.ring.next = (slot + 1) % SLOTS;
+            if let Some(ready) = piece.ready {
+                lane.stream.wait(ready)?;
+            }
+            // SAFETY: the slot is free (finished above or never used in this call) and holds at
+            // least the piece's bytes; the source range is a live device allocation.
+            unsafe {
+                lane.stream.copy_dtoh(
+                    lane.ring.slots[slot].as_mut_ptr(),
+                    piece.src,
+                    piece.dst.len,
+                )?;
+            }
+            lane.ring.done[slot].record(lane.stream)?;
+            in_flight[lane_index].push_back((slot, piece.dst));
+        }
+    }
+    for (lane, queue) in lanes.iter_mut().zip(in_flight.iter_mut()) {
+        while !queue.is_empty() {
+            finish_oldest(lane, queue)?;
+        }
+    }
+    Ok(())
+}
+
+/// Waits for the lane's oldest download piece and copies it to its host destination.
+fn finish_oldest(lane: &mut Lane<'_>, queue: &mut VecDeque<(usize, HostDst)>) -> DriverResult<()> {
+    let (slot, dst) = queue.pop_front().expect("caller checks non-empty");
+    bind(lane.ctx)?;
+    lane.ring.done[slot].synchronize()?;
+    // SAFETY: the DMA into the slot is complete; dst is exclusively ours (HostDst::new).
+    unsafe { par_copy(dst.ptr, lane.ring.slots[slot].as_mut_ptr(), dst.len) };
+    Ok(())
+}
+
+/// memcpy with all cores.
+///
+/// # Safety
+/// Both ranges must be valid for `len` bytes and must not overlap.
+unsafe fn par_copy(dst: *mut u8, src: *const u8, len: usize) {
+    let dst = std::slice::from_raw_parts_mut(dst, len);
+    let src = std::slice::from_raw_parts(src, len);
+    dst.par_chunks_mut(HOST_COPY_CHUNK)
+        .zip(src.par_chunks(HOST_COPY_CHUNK))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}

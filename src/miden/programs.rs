@@ -1,0 +1,71 @@
+//! MASM workloads for the Miden benchmarks, example and tests.
+//!
+//! Both take the iteration count `n` as their only stack input, so one assembled program (one
+//! program hash) serves every trace length, and the cycle count grows linearly with `n`.
+
+use miden_crypto::Felt;
+use winter_math::FieldElement;
+
+/// Fibonacci in a `while` loop: stack input `[n]`, stack output `[F(n+1), F(n), 0, ...]` (mod p);
+/// see [`fibonacci_outputs`]. The core (stack/decoder) trace grows by a constant number of cycles
+/// per iteration; the chiplets stay small (the hasher only hashes the program).
+pub const FIBONACCI: &str = "
+begin
+    # [n] -> [n, b = F(1), a = F(0)]
+    push.0 push.1 movup.2
+    dup neq.0
+    while.true
+        # [n, b, a] -> [n - 1, a + b, b]
+        movdn.2 swap dup.1 add
+        movup.2 sub.1
+        dup neq.0
+    end
+    # [0, F(n+1), F(n), 0, 0, ...]: drop the counter and one padding zero (depth back to 16)
+    drop movup.2 drop
+end
+";
+
+/// RPO permutations, merges and memory traffic in a `while` loop: stack input `[n]`, output the
+/// top word of the final 12-element state. The counter lives in memory (at `2^25`); each
+/// iteration runs `hperm` and `hmerge` (hasher chiplet), stores and reloads the merged word at
+/// word address `4n` (`mem_storew_be`, `mem_loadw_be`) and one element at `2^24 + n`
+/// (`mem_store`, `mem_load`), nine memory accesses in all, whose address deltas also feed the
+/// range checker.
+pub const HASH_MEMORY: &str = "
+const COUNTER = 33554432
+const ELEMENTS = 16777216
+
+begin
+    # [n] -> counter = n; [S] with a 12-element state S
+    mem_store.COUNTER
+    push.1.2.3.4.5.6.7.8.9.10.11.12
+    mem_load.COUNTER neq.0
+    while.true
+        # S' = hperm(S); D = hmerge(S'[4..8], S'[0..4]): [D, S']
+        hperm
+        dupw dupw.2 hmerge
+        # mem[4n..4n+4] = D, then reload it
+        mem_load.COUNTER mul.4 mem_storew_be dropw
+        padw mem_load.COUNTER mul.4 mem_loadw_be
+        # replace the top word of S' with D: [D, S'[4..12]]
+        swapw dropw
+        # mem[2^24 + n] = s0; s0 += mem[2^24 + n]
+        dup mem_load.COUNTER add.ELEMENTS mem_store
+        mem_load.COUNTER add.ELEMENTS mem_load add
+        # counter -= 1; continue while it is not zero
+        mem_load.COUNTER sub.1 dup mem_store.COUNTER
+        neq.0
+    end
+    # [S, 0, ...] -> keep the top word of S (depth back to 16)
+    repeat.12 movup.4 drop end
+end
+";
+
+/// The top two stack outputs of [`FIBONACCI`] for input `n`: `[F(n+1), F(n)]` in the field.
+pub fn fibonacci_outputs(n: u64) -> [Felt; 2] {
+    let (mut a, mut b) = (Felt::ZERO, Felt::ONE);
+    for _ in 0..n {
+        (a, b) = (b, a + b);
+    }
+    [b, a]
+}

@@ -1,0 +1,207 @@
+//! Recording of device work: dispatches, copies and clears are collected into a [`Batch`],
+//! then encoded into one command buffer with one parameter arena (a uniform buffer bound
+//! with dynamic offsets) and submitted at once, so a whole stage costs one submission.
+
+use bytemuck::Pod;
+
+use super::{
+    buffers::BufferPool,
+    constants::RescueConstants,
+    context::Context,
+    pipelines::{Kernel, Pipelines, PARAMS_BYTES},
+};
+
+/// Invocations per workgroup of every kernel (`WORKGROUP_SIZE` in common.wgsl).
+pub(super) const WORKGROUP_SIZE: u64 = 256;
+
+enum Op {
+    Dispatch {
+        kernel: Kernel,
+        buffers: Vec<::wgpu::Buffer>,
+        params_offset: u32,
+        groups: (u32, u32),
+    },
+    Copy {
+        src: ::wgpu::Buffer,
+        src_offset: u64,
+        dst: ::wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    },
+    Clear {
+        buffer: ::wgpu::Buffer,
+    },
+}
+
+/// Device work recorded for one submission.
+pub(super) struct Batch {
+    ops: Vec<Op>,
+    params: Vec<u8>,
+    /// Alignment of dynamic uniform offsets.
+    align: u64,
+    /// Largest workgroup count per grid dimension.
+    max_groups: u64,
+}
+
+impl Batch {
+    pub fn new(ctx: &Context) -> Self {
+        Self {
+            ops: Vec::new(),
+            params: Vec::new(),
+            align: (ctx.limits.min_uniform_buffer_offset_alignment as u64).max(PARAMS_BYTES),
+            max_groups: ctx.limits.max_compute_workgroups_per_dimension as u64,
+        }
+    }
+
+    /// Runs `kernel` with `params` over `workgroups` workgroups (a 2-D grid when needed; the
+    /// kernels flatten it and skip positions past their work), binding `buffers` as its
+    /// storage bindings 1, 2, ...
+    pub fn dispatch<P: Pod>(
+        &mut self,
+        kernel: Kernel,
+        params: &P,
+        buffers: &[&::wgpu::Buffer],
+        workgroups: u64,
+    ) {
+        if workgroups == 0 {
+            return;
+        }
+        let params_offset = self.params.len() as u32;
+        let bytes = bytemuck::bytes_of(params);
+        debug_assert!(bytes.len() as u64 <= PARAMS_BYTES);
+        self.params.extend_from_slice(bytes);
+        self.params
+            .resize(params_offset as usize + self.align as usize, 0);
+        let x = workgroups.min(self.max_groups);
+        let y = workgroups.div_ceil(x);
+        self.ops.push(Op::Dispatch {
+            kernel,
+            buffers: buffers.iter().map(|&b| b.clone()).collect(),
+            params_offset,
+            groups: (x as u32, y as u32),
+        });
+    }
+
+    /// Dispatches one invocation per work item.
+    pub fn dispatch_items<P: Pod>(
+        &mut self,
+        kernel: Kernel,
+        params: &P,
+        buffers: &[&::wgpu::Buffer],
+        items: u64,
+    ) {
+        self.dispatch(kernel, params, buffers, items.div_ceil(WORKGROUP_SIZE));
+    }
+
+    /// Copies `size` bytes between buffers.
+    pub fn copy(
+        &mut self,
+        src: &::wgpu::Buffer,
+        src_offset: u64,
+        dst: &::wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    ) {
+        self.ops.push(Op::Copy {
+            src: src.clone(),
+            src_offset,
+            dst: dst.clone(),
+            dst_offset,
+            size,
+        });
+    }
+
+    /// Zeroes a buffer.
+    pub fn clear(&mut self, buffer: &::wgpu::Buffer) {
+        self.ops.push(Op::Clear {
+            buffer: buffer.clone(),
+        });
+    }
+
+    /// Encodes everything into one command buffer and submits it. (The parameter arena goes
+    /// back to the pool at once: a later `write_buffer` to it is ordered after this submission.)
+    pub fn submit(
+        self,
+        ctx: &Context,
+        pipelines: &Pipelines,
+        rescue: &RescueConstants,
+        pool: &BufferPool,
+    ) -> Option<::wgpu::SubmissionIndex> {
+        if self.ops.is_empty() {
+            return None;
+        }
+        let arena = pool.acquire(
+            &ctx.device,
+            self.params.len().max(1) as u64,
+            ::wgpu::BufferUsages::UNIFORM | ::wgpu::BufferUsages::COPY_DST,
+        );
+        if !self.params.is_empty() {
+            ctx.queue.write_buffer(&arena, 0, &self.params);
+        }
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
+        let mut ops = self.ops.iter().peekable();
+        while let Some(op) = ops.next() {
+            match op {
+                Op::Dispatch { .. } => {
+                    let mut pass = encoder.begin_compute_pass(&Default::default());
+                    let mut next = Some(op);
+                    while let Some(Op::Dispatch {
+                        kernel,
+                        buffers,
+                        params_offset,
+                        groups,
+                    }) = next
+                    {
+                        let pipeline = pipelines.get(*kernel);
+                        let group = bind_group(ctx, &pipeline.layout, &arena, buffers);
+                        pass.set_pipeline(&pipeline.pipeline);
+                        pass.set_bind_group(0, &group, &[*params_offset]);
+                        if let Some(hash) = kernel.rescue() {
+                            pass.set_bind_group(1, rescue.group(hash), &[]);
+                        }
+                        pass.dispatch_workgroups(groups.0, groups.1, 1);
+                        next = ops.next_if(|op| matches!(op, Op::Dispatch { .. }));
+                    }
+                },
+                Op::Copy {
+                    src,
+                    src_offset,
+                    dst,
+                    dst_offset,
+                    size,
+                } => {
+                    encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
+                },
+                Op::Clear { buffer } => encoder.clear_buffer(buffer, 0, None),
+            }
+        }
+        Some(ctx.queue.submit([encoder.finish()]))
+    }
+}
+
+fn bind_group(
+    ctx: &Context,
+    layout: &::wgpu::BindGroupLayout,
+    arena: &::wgpu::Buffer,
+    buffers: &[::wgpu::Buffer],
+) -> ::wgpu::BindGroup {
+    let mut entries = vec![::wgpu::BindGroupEntry {
+        binding: 0,
+        resource: ::wgpu::BindingResource::Buffer(::wgpu::BufferBinding {
+            buffer: arena,
+            offset: 0,
+            size: ::wgpu::BufferSize::new(PARAMS_BYTES),
+        }),
+    }];
+    for (i, buffer) in buffers.iter().enumerate() {
+        entries.push(::wgpu::BindGroupEntry {
+            binding: i as u32 + 1,
+            resource: buffer.as_entire_binding(),
+        });
+    }
+    ctx.device.create_bind_group(&::wgpu::BindGroupDescriptor {
+        label: None,
+        layout,
+        entries: &entries,
+    })
+}

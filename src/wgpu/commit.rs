@@ -1,0 +1,514 @@
+//! The orchestration of one call: what is uploaded, which kernels run on which parts, what is
+//! downloaded where.
+//!
+//! A commitment runs as: upload the evaluations once; inverse NTT and finishing into the
+//! coefficient array (downloaded as the polynomials); then for each of the `W` cosets of `U`
+//! rows of the LDE domain (`U = n` unless a column does not fit one binding): coset scaling,
+//! forward NTT, and for each chunk of rows: transposition into RowMatrix rows, row hashing
+//! into the leaves, download of the rows; finally all Merkle levels and their download.
+//! Everything goes through one [`Stream`], so the device never waits for the host except
+//! when both staging buffers are full.
+
+use miden_crypto::Felt;
+use rayon::prelude::*;
+use tracing::info_span;
+use winter_math::{fft, FieldElement, StarkField};
+
+use super::{
+    batch::Batch,
+    buffers::{Chunked, STORAGE},
+    constants::{felt_bytes, PowerTables},
+    context::device_error,
+    download::{download_array, zeroed, zeroed_digests, RecordSink, Sinks, Store, Stream, Target},
+    hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
+    lde::{
+        record_coset_scale, record_finish_interpolation, record_to_rows, CoefficientBlock,
+        CosetParams, RowsParams,
+    },
+    merkle::{download_levels, push_level_sinks, record_tree, tree_levels, Layout},
+    ntt::record_dif,
+    sizes::{Sizes, DIGEST_BYTES, FELT_BYTES},
+    upload::{upload, Write},
+    Engine,
+};
+use crate::{
+    committer::{CommitRequest, Commitment, LdeRows, PolyInput, Shape},
+    error::{GpuError, Result},
+};
+
+/// Sink indices of a commitment's records.
+const LDE_SINK: usize = 0;
+const LEAF_SINK: usize = 1;
+const LEVEL_SINK: usize = 2;
+
+// COMMIT
+// ================================================================================================
+
+/// The split of one commitment.
+struct Plan {
+    shape: Shape,
+    log_n: u32,
+    log_lde: u32,
+    /// Length of the evaluations to interpolate (n, or m for a composition).
+    input_len: u64,
+    /// Elements per part of the field-element arrays.
+    part: u64,
+    /// Rows of one coset evaluated at once, and the number of cosets.
+    unit: u64,
+    units: u64,
+    /// Rows per row chunk.
+    rows: u64,
+}
+
+impl Plan {
+    fn new(shape: Shape, input: &PolyInput<'_>, sizes: &Sizes) -> Result<Self> {
+        let input_len = match input {
+            PolyInput::Trace { .. } => shape.poly_len,
+            PolyInput::Composition { components, .. } => components[0].len(),
+        } as u64;
+        let n = shape.poly_len as u64;
+        let part = sizes.felts();
+        let unit = n.min(part);
+        sizes.check_row(shape.row_width)?;
+        Ok(Self {
+            shape,
+            log_n: n.ilog2(),
+            log_lde: (shape.lde_len as u64).ilog2(),
+            input_len,
+            part,
+            unit,
+            units: shape.lde_len as u64 / unit,
+            rows: sizes.rows_per_chunk(shape.row_width, unit),
+        })
+    }
+
+    /// Whether the interpolation runs on the device (every input column fits one part).
+    fn device_interpolation(&self) -> bool {
+        self.input_len <= self.part
+    }
+}
+
+/// Computes a [`Commitment`] on the device.
+pub(super) fn commit(engine: &Engine<'_>, request: &CommitRequest<'_>) -> Result<Commitment> {
+    let shape = request.validate()?;
+    let plan = Plan::new(shape, &request.input, &engine.sizes)?;
+    let (n, cols, rw) = (shape.poly_len, shape.num_cols, shape.row_width);
+    let device = &engine.ctx.device;
+
+    let coefficients = Chunked::new(
+        engine.pool,
+        device,
+        (cols * n) as u64,
+        FELT_BYTES,
+        plan.part,
+    );
+    let (powers, tables) = engine
+        .tables()
+        .powers(device, &engine.ctx.queue, plan.log_lde);
+    let values = plan.device_interpolation().then(|| {
+        Chunked::new(
+            engine.pool,
+            device,
+            input_columns(&request.input).len() as u64 * plan.input_len,
+            FELT_BYTES,
+            plan.part,
+        )
+    });
+
+    let layout = Layout::new(shape.lde_len as u64, plan.units);
+    let leaf_array = Chunked::new(
+        engine.pool,
+        device,
+        shape.lde_len as u64,
+        DIGEST_BYTES,
+        engine.sizes.digests(),
+    );
+    let levels = tree_levels(
+        engine.pool,
+        device,
+        shape.lde_len as u64,
+        engine.sizes.digests(),
+    );
+
+    std::thread::scope(|scope| {
+        // The host allocates the outputs on another thread while the device works; the stream
+        // takes them when the first download arrives.
+        let with_polys = values.is_some();
+        let allocation = scope.spawn(move || {
+            info_span!("wgpu.host_alloc").in_scope(|| commit_sinks(&shape, with_polys, layout))
+        });
+
+        let mut batch = Batch::new(engine.ctx);
+        let (host_polys, staged) = match &values {
+            Some(values) => {
+                let writes = column_writes(input_columns(&request.input), values);
+                let staged = info_span!("wgpu.upload", bytes = input_bytes(&request.input))
+                    .in_scope(|| upload(engine, &mut batch, &writes))?;
+                info_span!("wgpu.interpolate", on = "device").in_scope(|| {
+                    record_interpolation(
+                        engine,
+                        &mut batch,
+                        &plan,
+                        &request.input,
+                        values,
+                        &coefficients,
+                        &powers,
+                        tables.generator_inv,
+                    )
+                });
+                (None, staged)
+            },
+            None => {
+                let polys = info_span!("wgpu.interpolate", on = "host")
+                    .in_scope(|| host_interpolate(&request.input));
+                let columns: Vec<&[Felt]> = polys.iter().map(|p| p.as_slice()).collect();
+                let staged = info_span!("wgpu.upload").in_scope(|| {
+                    upload(engine, &mut batch, &column_writes(&columns, &coefficients))
+                })?;
+                (Some(polys), staged)
+            },
+        };
+        engine.submit(batch);
+        drop((staged, values));
+
+        let make_sinks = Box::new(move || {
+            allocation
+                .join()
+                .map_err(|_| device_error("host allocation failed".into()))
+        });
+        let mut stream = Stream::new(engine, make_sinks);
+        if with_polys {
+            download_array(&mut stream, &coefficients, FELT_BYTES, |first| {
+                Target::Columns { first }
+            })?;
+        }
+
+        info_span!("wgpu.lde_hash", cosets = plan.units, rows = shape.lde_len, hash = %request.hash).in_scope(|| {
+        let work = Chunked::new(engine.pool, device, (cols as u64) * plan.unit, FELT_BYTES, plan.part);
+        let row_buffer = engine.pool.acquire(device, plan.rows * rw as u64 * FELT_BYTES, STORAGE);
+        let sponges = sponge_buffer(engine, request.row_hashing, cols, plan.rows);
+        stream.batch().clear(&row_buffer);
+        let twiddles = engine.tables().twiddles(device, &engine.ctx.queue, plan.unit.ilog2(), false);
+        for coset in 0..plan.units {
+            let batch = stream.batch();
+            record_coset_input(batch, &plan, coset, &coefficients, &work, &powers, tables);
+            for p in 0..work.num_parts() {
+                let (_, len) = work.part_range(p);
+                record_dif(batch, work.part(p), 0, len / plan.unit, plan.unit.ilog2(), &twiddles);
+            }
+            for row0 in (0..plan.unit).step_by(plan.rows as usize) {
+                let batch = stream.batch();
+                for p in 0..work.num_parts() {
+                    let (first, len) = work.part_range(p);
+                    let num_cols = len / plan.unit;
+                    let params = RowsParams {
+                        count: (plan.rows * num_cols) as u32,
+                        num_cols: num_cols as u32,
+                        src_offset: 0,
+                        log_len: plan.unit.ilog2(),
+                        row0: row0 as u32,
+                        row_width: rw as u32,
+                        col0: (first / plan.unit) as u32,
+                        dst_offset: 0,
+                    };
+                    record_to_rows(batch, &params, work.part(p), &row_buffer);
+                }
+                let leaf = coset * plan.unit + row0;
+                let (leaf_buffer, leaf_offset) = leaf_array.locate(leaf);
+                let block = RowBlock { num_rows: plan.rows, row_width: rw, num_cols: cols, src_offset: 0, dst_offset: leaf_offset };
+                let buffers = RowBuffers { rows: &row_buffer, leaves: leaf_buffer, sponges: &sponges };
+                record_hash_rows(batch, request.hash, request.row_hashing, block, buffers, engine.sizes.hash_events);
+                let bytes = plan.rows * rw as u64 * FELT_BYTES;
+                stream.download(&row_buffer, 0, bytes, rw as u64 * FELT_BYTES, Target::Records { sink: LDE_SINK, first: leaf as usize })?;
+            }
+        }
+        Ok::<_, GpuError>(())
+    })?;
+
+        info_span!("wgpu.tree")
+            .in_scope(|| record_tree(stream.batch(), request.hash, &leaf_array, layout, &levels));
+        let mut sinks = info_span!("wgpu.download").in_scope(|| {
+            download_array(&mut stream, &leaf_array, DIGEST_BYTES, |first| {
+                Target::Records {
+                    sink: LEAF_SINK,
+                    first,
+                }
+            })?;
+            download_levels(&mut stream, &levels, LEVEL_SINK)?;
+            stream.finish()
+        })?;
+        let nodes = sinks.digests.pop().unwrap_or_default();
+        let leaves = sinks.digests.pop().unwrap_or_default();
+        let lde = sinks.felts.pop().unwrap_or_default();
+        let polys = host_polys.unwrap_or(sinks.columns);
+        Ok(Commitment {
+            polys,
+            lde: LdeRows {
+                data: lde,
+                row_width: rw,
+                num_cols: cols,
+            },
+            leaves,
+            nodes,
+        })
+    })
+}
+
+/// The host outputs of a commitment: the polynomials (if the device computes them), the LDE
+/// rows, the leaves and the tree levels above leaves stored in `layout`.
+fn commit_sinks(shape: &Shape, with_polys: bool, layout: Layout) -> Sinks {
+    let mut sinks = Sinks::default();
+    if with_polys {
+        sinks.columns = (0..shape.num_cols)
+            .into_par_iter()
+            .map(|_| vec![Felt::ZERO; shape.poly_len])
+            .collect();
+    }
+    sinks.felts.push(zeroed(shape.lde_len * shape.row_width));
+    sinks.digests.push(zeroed_digests(shape.lde_len));
+    sinks.digests.push(zeroed_digests(shape.lde_len));
+    let (groups, group_len) = (layout.groups as usize, layout.group_len as usize);
+    sinks.records.push(RecordSink {
+        store: Store::Felts(0),
+        start: 0,
+        record_len: shape.row_width,
+        groups,
+        group_len,
+    });
+    sinks.records.push(RecordSink {
+        store: Store::Digests(0),
+        start: 0,
+        record_len: 4,
+        groups,
+        group_len,
+    });
+    push_level_sinks(&mut sinks, Store::Digests(1), shape.lde_len, layout);
+    sinks
+}
+
+// INTERPOLATION
+// ================================================================================================
+
+/// The evaluations to interpolate: trace columns or composition components.
+fn input_columns<'a>(input: &PolyInput<'a>) -> &'a [&'a [Felt]] {
+    match *input {
+        PolyInput::Trace { columns } => columns,
+        PolyInput::Composition { components, .. } => components,
+    }
+}
+
+fn input_bytes(input: &PolyInput<'_>) -> usize {
+    input_columns(input)
+        .iter()
+        .map(|c| c.len() * FELT_BYTES as usize)
+        .sum()
+}
+
+/// Writes of equal-length columns one after another into `array`.
+fn column_writes<'a>(columns: &[&'a [Felt]], array: &'a Chunked) -> Vec<Write<'a>> {
+    let mut first = 0;
+    columns
+        .iter()
+        .map(|column| {
+            let write = Write {
+                bytes: felt_bytes(column),
+                array,
+                first,
+                record_bytes: FELT_BYTES,
+            };
+            first += column.len() as u64;
+            write
+        })
+        .collect()
+}
+
+/// Records the inverse NTTs of the uploaded evaluations and their finishing into the
+/// coefficient array.
+#[allow(clippy::too_many_arguments)]
+fn record_interpolation(
+    engine: &Engine<'_>,
+    batch: &mut Batch,
+    plan: &Plan,
+    input: &PolyInput<'_>,
+    values: &Chunked,
+    coefficients: &Chunked,
+    powers: &::wgpu::Buffer,
+    generator_inv_table: u32,
+) {
+    let log_m = plan.input_len.ilog2();
+    let inverse = engine
+        .tables()
+        .twiddles(&engine.ctx.device, &engine.ctx.queue, log_m, true);
+    for p in 0..values.num_parts() {
+        let (_, len) = values.part_range(p);
+        record_dif(
+            batch,
+            values.part(p),
+            0,
+            len / plan.input_len,
+            log_m,
+            &inverse,
+        );
+    }
+    let n = plan.shape.poly_len as u64;
+    match *input {
+        PolyInput::Trace { .. } => {
+            // Same layout in and out: one block per part.
+            for p in 0..values.num_parts() {
+                let (_, len) = values.part_range(p);
+                let block = CoefficientBlock {
+                    num_cols: len / n,
+                    log_len: plan.log_n,
+                    src_offset: 0,
+                    log_src_len: log_m,
+                    dst_offset: 0,
+                    first: 0,
+                    offset_table: None,
+                };
+                record_finish_interpolation(
+                    batch,
+                    block,
+                    values.part(p),
+                    coefficients.part(p),
+                    powers,
+                );
+            }
+        },
+        PolyInput::Composition {
+            components,
+            num_columns,
+            ..
+        } => {
+            // Output column j k + c is coefficients j n .. (j + 1) n of component c: for each j,
+            // runs of components whose source and destination each stay in one part.
+            let k = components.len() as u64;
+            for j in 0..num_columns as u64 {
+                let mut c = 0;
+                while c < k {
+                    let src_part = c * plan.input_len / values.part_len;
+                    let dst_part = (j * k + c) * n / coefficients.part_len;
+                    let mut end = c + 1;
+                    while end < k
+                        && end * plan.input_len / values.part_len == src_part
+                        && (j * k + end) * n / coefficients.part_len == dst_part
+                    {
+                        end += 1;
+                    }
+                    let (src, src_offset) = values.locate(c * plan.input_len);
+                    let (dst, dst_offset) = coefficients.locate((j * k + c) * n);
+                    let block = CoefficientBlock {
+                        num_cols: end - c,
+                        log_len: plan.log_n,
+                        src_offset,
+                        log_src_len: log_m,
+                        dst_offset,
+                        first: (j * n) as u32,
+                        offset_table: Some(generator_inv_table),
+                    };
+                    record_finish_interpolation(batch, block, src, dst, powers);
+                    c = end;
+                }
+            }
+        },
+    }
+}
+
+/// Interpolates on the host (a column too long for one binding), with Winterfell's FFT.
+fn host_interpolate(input: &PolyInput<'_>) -> Vec<Vec<Felt>> {
+    match *input {
+        PolyInput::Trace { columns } => {
+            let inv_twiddles = fft::get_inv_twiddles::<Felt>(columns[0].len());
+            columns
+                .par_iter()
+                .map(|column| {
+                    let mut poly = column.to_vec();
+                    fft::interpolate_poly(&mut poly, &inv_twiddles);
+                    poly
+                })
+                .collect()
+        },
+        PolyInput::Composition {
+            components,
+            column_len,
+            num_columns,
+        } => {
+            let inv_twiddles = fft::get_inv_twiddles::<Felt>(components[0].len());
+            let coefficients: Vec<Vec<Felt>> = components
+                .par_iter()
+                .map(|evaluations| {
+                    let mut values = evaluations.to_vec();
+                    fft::interpolate_poly_with_offset(&mut values, &inv_twiddles, Felt::GENERATOR);
+                    values
+                })
+                .collect();
+            (0..num_columns)
+                .flat_map(|j| {
+                    coefficients
+                        .iter()
+                        .map(move |c| c[j * column_len..(j + 1) * column_len].to_vec())
+                })
+                .collect()
+        },
+    }
+}
+
+// LDE
+// ================================================================================================
+
+/// Records the input of coset `coset` into `work`: each coefficient column scaled by powers
+/// of the coset offset, folded to the coset size when a column is longer than one part.
+fn record_coset_input(
+    batch: &mut Batch,
+    plan: &Plan,
+    coset: u64,
+    coefficients: &Chunked,
+    work: &Chunked,
+    powers: &::wgpu::Buffer,
+    tables: PowerTables,
+) {
+    let n = plan.shape.poly_len as u64;
+    let params =
+        |count: u64, src_offset: u32, dst_offset: u32, exp_offset: u64, accumulate: bool| {
+            CosetParams {
+                count: count as u32,
+                log_len: plan.unit.ilog2(),
+                src_offset,
+                src_stride: plan.unit as u32,
+                dst_offset,
+                exp_offset: exp_offset as u32,
+                coset: coset as u32,
+                accumulate: accumulate as u32,
+                domain_mask: (plan.shape.lde_len as u64 - 1) as u32,
+                generator_table: tables.generator,
+                root_table: tables.root,
+            }
+        };
+    if plan.unit == n {
+        // Same layout in and out: one dispatch per part.
+        for p in 0..coefficients.num_parts() {
+            let (_, len) = coefficients.part_range(p);
+            record_coset_scale(
+                batch,
+                &params(len, 0, 0, 0, false),
+                coefficients.part(p),
+                work.part(p),
+                powers,
+            );
+        }
+    } else {
+        for c in 0..plan.shape.num_cols as u64 {
+            let (dst, dst_offset) = work.locate(c * plan.unit);
+            for block in 0..n / plan.unit {
+                let (src, src_offset) = coefficients.locate(c * n + block * plan.unit);
+                let p = params(
+                    plan.unit,
+                    src_offset,
+                    dst_offset,
+                    block * plan.unit,
+                    block > 0,
+                );
+                record_coset_scale(batch, &p, src, dst, powers);
+            }
+        }
+    }
+}

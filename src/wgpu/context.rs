@@ -1,0 +1,187 @@
+//! The adapter, device and queue, made once per committer, and the translation of wgpu's
+//! errors into [`GpuError`].
+
+use std::sync::{Arc, Mutex};
+
+use tracing::{info, warn};
+
+use crate::{backend::Backend, error::GpuError, error::Result};
+
+/// `MIDEN_GPU_WGPU_INT64=0` turns the 64-bit-integer kernels off.
+const INT64_ENV: &str = "MIDEN_GPU_WGPU_INT64";
+
+// CONTEXT
+// ================================================================================================
+
+/// A wgpu device and everything known about its adapter.
+pub(super) struct Context {
+    pub device: ::wgpu::Device,
+    pub queue: ::wgpu::Queue,
+    pub info: ::wgpu::AdapterInfo,
+    pub limits: ::wgpu::Limits,
+    /// The device has `SHADER_INT64`: kernels use native 32x32 -> 64-bit products.
+    pub int64: bool,
+    /// The first error wgpu reported outside an error scope, or the reason the device was lost.
+    fault: Arc<Mutex<Option<String>>>,
+}
+
+impl Context {
+    /// Finds an adapter (`WGPU_ADAPTER_NAME` picks one by name, `WGPU_BACKEND` the APIs) and
+    /// opens a device with the adapter's best limits. `int64`: use 64-bit integers if the
+    /// adapter has them (`None`, unless `MIDEN_GPU_WGPU_INT64=0`), never (`Some(false)`), or
+    /// always (`Some(true)`: an error without them).
+    pub fn new(int64: Option<bool>) -> Result<Self> {
+        let instance = ::wgpu::Instance::new(&::wgpu::InstanceDescriptor::from_env_or_default());
+        let adapter = match ::wgpu::util::initialize_adapter_from_env(&instance, None) {
+            Ok(adapter) => adapter,
+            Err(_) => {
+                pollster::block_on(instance.request_adapter(&::wgpu::RequestAdapterOptions {
+                    power_preference: ::wgpu::PowerPreference::HighPerformance,
+                    force_fallback_adapter: false,
+                    compatible_surface: None,
+                }))
+                .map_err(|e| unavailable(format!("no adapter: {e}")))?
+            },
+        };
+        let info = adapter.get_info();
+        let downlevel = adapter.get_downlevel_capabilities();
+        if !downlevel
+            .flags
+            .contains(::wgpu::DownlevelFlags::COMPUTE_SHADERS)
+        {
+            return Err(unavailable(format!(
+                "adapter {} has no compute shaders",
+                info.name
+            )));
+        }
+        let has_int64 = adapter.features().contains(::wgpu::Features::SHADER_INT64);
+        let int64 = match int64 {
+            Some(true) if !has_int64 => {
+                return Err(unavailable(format!(
+                    "adapter {} has no 64-bit integers",
+                    info.name
+                )))
+            },
+            Some(wanted) => wanted,
+            None => has_int64 && std::env::var(INT64_ENV).map_or(true, |v| v.trim() != "0"),
+        };
+        let required_features = if int64 {
+            ::wgpu::Features::SHADER_INT64
+        } else {
+            ::wgpu::Features::empty()
+        };
+        let limits = adapter.limits();
+        let (device, queue) =
+            pollster::block_on(adapter.request_device(&::wgpu::DeviceDescriptor {
+                label: Some("miden-gpu"),
+                required_features,
+                required_limits: limits.clone(),
+                experimental_features: ::wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: ::wgpu::MemoryHints::Performance,
+                trace: ::wgpu::Trace::Off,
+            }))
+            .map_err(|e| unavailable(format!("cannot open {}: {e}", info.name)))?;
+
+        let fault = Arc::new(Mutex::new(None));
+        let sink = fault.clone();
+        device.on_uncaptured_error(Arc::new(move |error: ::wgpu::Error| {
+            warn!(%error, "wgpu error");
+            record(&sink, error.to_string());
+        }));
+        let sink = fault.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            record(&sink, format!("device lost ({reason:?}): {message}"));
+        });
+        info!(
+            adapter = %info.name,
+            backend = ?info.backend,
+            device_type = ?info.device_type,
+            int64,
+            max_binding = limits.max_storage_buffer_binding_size,
+            max_buffer = limits.max_buffer_size,
+            "wgpu device opened"
+        );
+        Ok(Self {
+            device,
+            queue,
+            info,
+            limits,
+            int64,
+            fault,
+        })
+    }
+
+    /// Whether the adapter is a software rasterizer (lavapipe, llvmpipe, WARP).
+    pub fn is_software(&self) -> bool {
+        self.info.device_type == ::wgpu::DeviceType::Cpu
+    }
+
+    /// A human-readable name of the adapter.
+    pub fn name(&self) -> String {
+        format!(
+            "{} ({:?}, {})",
+            self.info.name, self.info.backend, self.info.driver_info
+        )
+    }
+
+    /// Runs `work` inside error scopes for validation, out-of-memory and internal errors, and
+    /// turns any error it caused into a [`GpuError`].
+    pub fn checked<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.take_fault()?;
+        self.device.push_error_scope(::wgpu::ErrorFilter::Internal);
+        self.device
+            .push_error_scope(::wgpu::ErrorFilter::OutOfMemory);
+        self.device
+            .push_error_scope(::wgpu::ErrorFilter::Validation);
+        let result = work();
+        let mut errors = Vec::new();
+        for _ in 0..3 {
+            if let Some(error) = pollster::block_on(self.device.pop_error_scope()) {
+                errors.push(error);
+            }
+        }
+        if let Some(error) = errors.into_iter().next() {
+            return Err(match error {
+                ::wgpu::Error::OutOfMemory { .. } => {
+                    device_error(format!("out of memory: {error}"))
+                },
+                other => device_error(other.to_string()),
+            });
+        }
+        self.take_fault()?;
+        result
+    }
+
+    /// The recorded uncaptured error or device loss, if any (cleared when read).
+    fn take_fault(&self) -> Result<()> {
+        let fault = self
+            .fault
+            .lock()
+            .map_err(|_| device_error("error log poisoned".into()))?
+            .take();
+        fault.map_or(Ok(()), |message| Err(device_error(message)))
+    }
+}
+
+/// Keeps the first error.
+fn record(sink: &Mutex<Option<String>>, message: String) {
+    if let Ok(mut slot) = sink.lock() {
+        slot.get_or_insert(message);
+    }
+}
+
+/// [`GpuError::BackendUnavailable`] for this backend.
+pub(super) fn unavailable(reason: String) -> GpuError {
+    GpuError::BackendUnavailable {
+        backend: Backend::Wgpu,
+        reason,
+    }
+}
+
+/// [`GpuError::Device`] for this backend.
+pub(super) fn device_error(message: String) -> GpuError {
+    GpuError::Device {
+        backend: Backend::Wgpu,
+        message,
+    }
+}

@@ -1,0 +1,375 @@
+//! Downloads, pipelined with the device work: a [`Stream`] records work and copies into one of
+//! two staging buffers; when one is full it is submitted and mapped, and the other one's bytes
+//! are delivered to host memory while the device runs the new submission.
+
+use std::sync::mpsc;
+
+use miden_crypto::Felt;
+use rayon::prelude::*;
+use tracing::debug_span;
+use winter_math::FieldElement;
+
+use super::{
+    batch::Batch,
+    buffers::{Chunked, PooledBuffer},
+    context::device_error,
+    Engine,
+};
+use crate::{error::Result, hash::Digest};
+
+/// Records per parallel task when scattering downloaded records.
+const MIN_RECORDS_PER_TASK: usize = 256;
+
+// HOST SINKS
+// ================================================================================================
+
+/// Which host array of [`Sinks`] a [`RecordSink`] writes into.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Store {
+    Felts(usize),
+    Digests(usize),
+}
+
+/// An array of records (LDE rows, digests) in a host array from field element `start` on, which the
+/// device stores group-major: device record `x` is natural record
+/// `(x / group_len) + groups * (x % group_len)` (see `merkle.rs`); `groups == 1` is natural
+/// order.
+pub(super) struct RecordSink {
+    pub store: Store,
+    pub start: usize,
+    /// Field elements per record.
+    pub record_len: usize,
+    pub groups: usize,
+    pub group_len: usize,
+}
+
+/// Where a downloaded piece goes.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Target {
+    /// Polynomial coefficients from this flat index on (column-major, columns of equal length).
+    Columns { first: usize },
+    /// Records of a [`RecordSink`] from device index `first` on.
+    Records { sink: usize, first: usize },
+}
+
+/// All host destinations of one call; the stream owns them until it is finished.
+#[derive(Default)]
+pub(super) struct Sinks {
+    /// Polynomial coefficients, one vector per column.
+    pub columns: Vec<Vec<Felt>>,
+    pub felts: Vec<Vec<Felt>>,
+    pub digests: Vec<Vec<Digest>>,
+    pub records: Vec<RecordSink>,
+}
+
+impl Sinks {
+    fn deliver(&mut self, target: Target, bytes: &[u8]) {
+        match target {
+            Target::Columns { first } => {
+                let n = self.columns.first().map_or(1, |c| c.len()).max(1);
+                let mut index = first;
+                let mut rest = bytes;
+                while !rest.is_empty() {
+                    let (col, pos) = (index / n, index % n);
+                    let take = (n - pos).min(rest.len() / 8);
+                    write_felts(&mut self.columns[col][pos..pos + take], &rest[..8 * take]);
+                    rest = &rest[8 * take..];
+                    index += take;
+                }
+            },
+            Target::Records { sink, first } => {
+                let sink = &self.records[sink];
+                let data = match sink.store {
+                    Store::Felts(i) => &mut self.felts[i][sink.start..],
+                    Store::Digests(i) => &mut self.digests[i].as_flattened_mut()[sink.start..],
+                };
+                let record_bytes = 8 * sink.record_len;
+                let mut index = first;
+                let mut rest = bytes;
+                while !rest.is_empty() {
+                    let (group, pos) = (index / sink.group_len, index % sink.group_len);
+                    let take = (sink.group_len - pos).min(rest.len() / record_bytes);
+                    scatter(
+                        data,
+                        sink,
+                        group + sink.groups * pos,
+                        &rest[..take * record_bytes],
+                    );
+                    rest = &rest[take * record_bytes..];
+                    index += take;
+                }
+            },
+        }
+    }
+}
+
+/// Writes consecutive device records to natural records `start`, `start + groups`, ... of
+/// `data`.
+fn scatter(data: &mut [Felt], sink: &RecordSink, start: usize, bytes: &[u8]) {
+    let len = sink.record_len;
+    let count = bytes.len() / (8 * len);
+    if count == 0 {
+        return;
+    }
+    let stride = sink.groups * len;
+    let end = (start + sink.groups * (count - 1)) * len + len;
+    data[start * len..end]
+        .par_chunks_mut(stride)
+        .zip(bytes.par_chunks(8 * len))
+        .with_min_len(MIN_RECORDS_PER_TASK)
+        .for_each(|(dst, src)| write_felts(&mut dst[..len], src));
+}
+
+/// Field elements from their little-endian Montgomery bytes.
+pub(super) fn write_felts(dst: &mut [Felt], src: &[u8]) {
+    for (d, s) in dst.iter_mut().zip(src.chunks_exact(8)) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(s);
+        *d = Felt::from_mont(u64::from_le_bytes(word));
+    }
+}
+
+// STREAM
+// ================================================================================================
+
+/// A piece of a staging buffer and where its bytes go.
+struct Piece {
+    offset: u64,
+    size: u64,
+    target: Target,
+}
+
+/// A submitted staging buffer being mapped.
+struct InFlight {
+    slot: usize,
+    pieces: Vec<Piece>,
+    used: u64,
+    submission: Option<::wgpu::SubmissionIndex>,
+    mapped: mpsc::Receiver<std::result::Result<(), ::wgpu::BufferAsyncError>>,
+}
+
+/// Makes the host destinations when the first download arrives.
+pub(super) type MakeSinks<'s> = Box<dyn FnOnce() -> Result<Sinks> + 's>;
+
+/// Records device work and downloads; see the module docs.
+pub(super) struct Stream<'e, 's> {
+    engine: &'e Engine<'e>,
+    sinks: Option<Sinks>,
+    make_sinks: Option<MakeSinks<'s>>,
+    staging: [PooledBuffer; 2],
+    batch: Batch,
+    slot: usize,
+    used: u64,
+    pieces: Vec<Piece>,
+    in_flight: Option<InFlight>,
+}
+
+impl<'e, 's> Stream<'e, 's> {
+    /// A stream whose downloads go to the sinks `make_sinks` returns; it is called when the
+    /// first download has arrived, so the host can prepare them while the device works.
+    pub fn new(engine: &'e Engine<'e>, make_sinks: MakeSinks<'s>) -> Self {
+        let usage = ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST;
+        let staging = [0, 1].map(|_| {
+            engine
+                .pool
+                .acquire(&engine.ctx.device, engine.sizes.staging, usage)
+        });
+        Self {
+            engine,
+            sinks: None,
+            make_sinks: Some(make_sinks),
+            staging,
+            batch: Batch::new(engine.ctx),
+            slot: 0,
+            used: 0,
+            pieces: Vec::new(),
+            in_flight: None,
+        }
+    }
+
+    /// The batch being recorded.
+    pub fn batch(&mut self) -> &mut Batch {
+        &mut self.batch
+    }
+
+    /// Downloads `size` bytes of `src` from `offset` on, in records of `record_bytes`.
+    pub fn download(
+        &mut self,
+        src: &::wgpu::Buffer,
+        offset: u64,
+        size: u64,
+        record_bytes: u64,
+        target: Target,
+    ) -> Result<()> {
+        let capacity = self.engine.sizes.staging;
+        let max_piece = capacity / record_bytes * record_bytes;
+        let mut done = 0;
+        while done < size {
+            let piece = (size - done).min(max_piece);
+            if self.used + piece > capacity {
+                self.flush()?;
+            }
+            let records = (done / record_bytes) as usize;
+            let target = match target {
+                Target::Columns { first } => Target::Columns {
+                    first: first + records,
+                },
+                Target::Records { sink, first } => Target::Records {
+                    sink,
+                    first: first + records,
+                },
+            };
+            let staging = &self.staging[self.slot];
+            self.batch
+                .copy(src, offset + done, staging, self.used, piece);
+            self.pieces.push(Piece {
+                offset: self.used,
+                size: piece,
+                target,
+            });
+            self.used += piece;
+            done += piece;
+        }
+        Ok(())
+    }
+
+    /// Submits what is recorded, starts mapping its staging buffer, and delivers the previous
+    /// one meanwhile.
+    pub fn flush(&mut self) -> Result<()> {
+        let batch = std::mem::replace(&mut self.batch, Batch::new(self.engine.ctx));
+        let submission = self.engine.submit(batch);
+        let pieces = std::mem::take(&mut self.pieces);
+        let started = if pieces.is_empty() {
+            None
+        } else {
+            let (tx, rx) = mpsc::channel();
+            self.staging[self.slot].map_async(::wgpu::MapMode::Read, 0..self.used, move |r| {
+                let _ = tx.send(r);
+            });
+            Some(InFlight {
+                slot: self.slot,
+                pieces,
+                used: self.used,
+                submission,
+                mapped: rx,
+            })
+        };
+        if let Some(previous) = self.in_flight.take() {
+            self.complete(previous)?;
+        }
+        if let Some(started) = started {
+            self.slot = 1 - started.slot;
+            self.in_flight = Some(started);
+        }
+        self.used = 0;
+        Ok(())
+    }
+
+    /// Flushes and delivers everything; returns the sinks.
+    pub fn finish(mut self) -> Result<Sinks> {
+        self.flush()?;
+        if let Some(last) = self.in_flight.take() {
+            self.complete(last)?;
+        }
+        self.sinks()?;
+        self.sinks
+            .take()
+            .ok_or_else(|| device_error("download sinks missing".into()))
+    }
+
+    /// The sinks, made on first use.
+    fn sinks(&mut self) -> Result<&mut Sinks> {
+        if let Some(make) = self.make_sinks.take() {
+            self.sinks = Some(make()?);
+        }
+        self.sinks
+            .as_mut()
+            .ok_or_else(|| device_error("download sinks missing".into()))
+    }
+
+    fn complete(&mut self, flight: InFlight) -> Result<()> {
+        debug_span!("wgpu.wait").in_scope(|| self.wait(&flight))?;
+        // The buffer is mapped now: unmap it whatever happens next.
+        let made = self.sinks().map(|_| ());
+        let _deliver = debug_span!("wgpu.deliver", bytes = flight.used).entered();
+        let staging = &self.staging[flight.slot];
+        if let Some(sinks) = self.sinks.as_mut().filter(|_| made.is_ok()) {
+            let view = staging.get_mapped_range(0..flight.used);
+            for piece in &flight.pieces {
+                let bytes = &view[piece.offset as usize..(piece.offset + piece.size) as usize];
+                sinks.deliver(piece.target, bytes);
+            }
+        }
+        staging.unmap();
+        made
+    }
+
+    /// Waits until the staging buffer of `flight` is mapped.
+    fn wait(&self, flight: &InFlight) -> Result<()> {
+        let poll = match flight.submission.clone() {
+            Some(index) => ::wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            },
+            None => ::wgpu::PollType::wait_indefinitely(),
+        };
+        self.engine
+            .ctx
+            .device
+            .poll(poll)
+            .map_err(|e| device_error(format!("waiting for a download: {e}")))?;
+        flight
+            .mapped
+            .recv()
+            .map_err(|_| device_error("a download was dropped".into()))?
+            .map_err(|e| device_error(format!("mapping a download: {e}")))
+    }
+}
+
+impl Drop for Stream<'_, '_> {
+    /// After an error, leaves no staging buffer mapped when it goes back to the pool.
+    fn drop(&mut self) {
+        if let Some(flight) = self.in_flight.take() {
+            if self.wait(&flight).is_ok() {
+                self.staging[flight.slot].unmap();
+            }
+        }
+    }
+}
+
+// HELPERS
+// ================================================================================================
+
+/// `len` zeros, written in parallel.
+pub(super) fn zeroed(len: usize) -> Vec<Felt> {
+    let mut data = Vec::with_capacity(len);
+    data.par_extend(rayon::iter::repeat_n(Felt::ZERO, len));
+    data
+}
+
+/// `len` zero digests, written in parallel.
+pub(super) fn zeroed_digests(len: usize) -> Vec<Digest> {
+    let mut data = Vec::with_capacity(len);
+    data.par_extend(rayon::iter::repeat_n([Felt::ZERO; 4], len));
+    data
+}
+
+/// Downloads every part of `array`.
+pub(super) fn download_array(
+    stream: &mut Stream<'_, '_>,
+    array: &Chunked,
+    record_bytes: u64,
+    target: impl Fn(usize) -> Target,
+) -> Result<()> {
+    for p in 0..array.num_parts() {
+        let (first, len) = array.part_range(p);
+        stream.download(
+            array.part(p),
+            0,
+            len * record_bytes,
+            record_bytes,
+            target(first as usize),
+        )?;
+    }
+    Ok(())
+}

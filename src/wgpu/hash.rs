@@ -1,0 +1,123 @@
+//! Row hashing (`hash_rows.wgsl`): one invocation per row, reading the row-major LDE.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{
+    batch::Batch,
+    buffers::{PooledBuffer, STORAGE},
+    pipelines::Kernel,
+    sizes::FELT_BYTES,
+    Engine,
+};
+use crate::{committer::RowHashing, hash::HashFunction};
+
+/// Field elements of saved sponge state per row (inner and outer state) between dispatches.
+pub(super) const SPONGE_ELEMENTS: usize = 24;
+
+/// `HashRowsParams` of hash_rows.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct HashRowsParams {
+    num_rows: u32,
+    row_width: u32,
+    num_cols: u32,
+    partition_size: u32,
+    src_offset: u32,
+    dst_offset: u32,
+    first_event: u32,
+    num_events: u32,
+    total_events: u32,
+}
+
+/// A block of consecutive rows and where their leaves go.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RowBlock {
+    pub num_rows: u64,
+    pub row_width: usize,
+    pub num_cols: usize,
+    /// Element index of the first row in its buffer.
+    pub src_offset: u32,
+    /// Digest index of the first leaf in its buffer.
+    pub dst_offset: u32,
+}
+
+/// The buffers of a row-hashing dispatch.
+pub(super) struct RowBuffers<'a> {
+    pub rows: &'a ::wgpu::Buffer,
+    pub leaves: &'a ::wgpu::Buffer,
+    /// [`SPONGE_ELEMENTS`] per row when a row takes more than one dispatch; else any buffer.
+    pub sponges: &'a ::wgpu::Buffer,
+}
+
+/// The chunk size in elements (0 for the whole row) and the permutations of one row.
+fn schedule(row_hashing: RowHashing, num_cols: usize) -> (u32, u32) {
+    let blocks = |len: usize| len.div_ceil(8) as u32;
+    match row_hashing {
+        RowHashing::WholeRow => (0, blocks(num_cols)),
+        RowHashing::Partitioned(size) => {
+            // Chunks of at least the row length are one chunk: same result with any such size.
+            let size = size.min(num_cols);
+            let parts = num_cols.div_ceil(size) as u32;
+            let last = num_cols - (parts as usize - 1) * size;
+            let events = (parts - 1) * blocks(size) + (parts - 1) / 2 + blocks(last) + 1;
+            (size as u32, events)
+        },
+    }
+}
+
+/// Whether hashing rows of `num_cols` elements needs saved sponge states, with at most
+/// `max_events` permutations per dispatch.
+pub(super) fn needs_sponges(row_hashing: RowHashing, num_cols: usize, max_events: u32) -> bool {
+    schedule(row_hashing, num_cols).1 > max_events
+}
+
+/// Records the hashing of `block` into leaves, in dispatches of at most `max_events`
+/// permutations per row.
+pub(super) fn record_hash_rows(
+    batch: &mut Batch,
+    hash: HashFunction,
+    row_hashing: RowHashing,
+    block: RowBlock,
+    buffers: RowBuffers<'_>,
+    max_events: u32,
+) {
+    let (partition_size, total_events) = schedule(row_hashing, block.num_cols);
+    let mut first_event = 0;
+    while first_event < total_events {
+        let num_events = max_events.min(total_events - first_event);
+        let params = HashRowsParams {
+            num_rows: block.num_rows as u32,
+            row_width: block.row_width as u32,
+            num_cols: block.num_cols as u32,
+            partition_size,
+            src_offset: block.src_offset,
+            dst_offset: block.dst_offset,
+            first_event,
+            num_events,
+            total_events,
+        };
+        let bound = [buffers.rows, buffers.leaves, buffers.sponges];
+        batch.dispatch_items(Kernel::HashRows(hash), &params, &bound, block.num_rows);
+        first_event += num_events;
+    }
+}
+
+/// The saved sponge states of `rows` rows, if rows take more than one hashing dispatch (else
+/// a placeholder to bind).
+pub(super) fn sponge_buffer(
+    engine: &Engine<'_>,
+    row_hashing: RowHashing,
+    num_cols: usize,
+    rows: u64,
+) -> PooledBuffer {
+    let rows = if needs_sponges(row_hashing, num_cols, engine.sizes.hash_events) {
+        rows
+    } else {
+        1
+    };
+    engine.pool.acquire(
+        &engine.ctx.device,
+        rows * SPONGE_ELEMENTS as u64 * FELT_BYTES,
+        STORAGE,
+    )
+}

@@ -1,0 +1,55 @@
+//! Batched NTTs (`ntt.wgsl`): the large stages one dispatch each, the small ones in
+//! workgroup memory.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{batch::Batch, pipelines::Kernel};
+
+/// log2 of the elements one `ntt_tile` workgroup transforms (`LOG_TILE` in ntt.wgsl).
+const LOG_TILE: u32 = 11;
+
+/// `NttParams` of ntt.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct NttParams {
+    offset: u32,
+    count: u32,
+    log_len: u32,
+    log_half: u32,
+}
+
+/// Records a decimation-in-frequency NTT of `num_cols` columns of 2^log_len elements stored
+/// one after another from element `offset` of `data`: natural order in, bit-reversed out.
+/// `twiddles` holds w^i for i < 2^(log_len - 1); w^-1 gives the inverse transform (times n).
+pub(super) fn record_dif(
+    batch: &mut Batch,
+    data: &::wgpu::Buffer,
+    offset: u32,
+    num_cols: u64,
+    log_len: u32,
+    twiddles: &::wgpu::Buffer,
+) {
+    let elements = num_cols << log_len;
+    let buffers = [data, twiddles];
+    for log_half in (LOG_TILE..log_len).rev() {
+        let params = NttParams {
+            offset,
+            count: (elements / 2) as u32,
+            log_len,
+            log_half,
+        };
+        batch.dispatch_items(Kernel::NttStage, &params, &buffers, elements / 2);
+    }
+    let params = NttParams {
+        offset,
+        count: elements as u32,
+        log_len,
+        log_half: log_len.min(LOG_TILE) - 1,
+    };
+    batch.dispatch(
+        Kernel::NttTile,
+        &params,
+        &buffers,
+        elements.div_ceil(1 << LOG_TILE),
+    );
+}

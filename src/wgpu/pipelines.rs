@@ -1,0 +1,225 @@
+//! The compute pipelines, made once at start-up: one per kernel, with explicit bind group
+//! layouts. Group 0 binding 0 of every kernel is its parameter block (a uniform with a dynamic
+//! offset into one arena per submission); bindings 1.. are storage buffers; hashing kernels
+//! also bind the Rescue constants as group 1.
+
+use std::collections::HashMap;
+
+use super::shaders::{Arithmetic, Module};
+use crate::hash::HashFunction;
+
+/// Bytes of every kernel's parameter block (the largest WGSL parameter struct, rounded up).
+pub(super) const PARAMS_BYTES: u64 = 64;
+
+// KERNELS
+// ================================================================================================
+
+/// Read-only or read-write access of a storage binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    ReadWrite,
+}
+
+/// One compute entry point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Kernel {
+    /// One radix-2 DIF stage over the whole batch.
+    NttStage,
+    /// The small DIF stages in workgroup memory.
+    NttTile,
+    /// Coset scaling (and folding) of coefficients before a forward NTT.
+    CosetScale,
+    /// Bit reversal and scaling after an inverse NTT.
+    FinishInterpolation,
+    /// Transposition of evaluations into row-major LDE rows.
+    ToRows,
+    /// Row hashes into leaves.
+    HashRows(HashFunction),
+    /// One Merkle level.
+    MergeNodes(HashFunction),
+}
+
+impl Kernel {
+    /// Every kernel.
+    const ALL: [Kernel; 9] = [
+        Kernel::NttStage,
+        Kernel::NttTile,
+        Kernel::CosetScale,
+        Kernel::FinishInterpolation,
+        Kernel::ToRows,
+        Kernel::HashRows(HashFunction::Rpo256),
+        Kernel::HashRows(HashFunction::Rpx256),
+        Kernel::MergeNodes(HashFunction::Rpo256),
+        Kernel::MergeNodes(HashFunction::Rpx256),
+    ];
+
+    fn module(self) -> Module {
+        match self {
+            Kernel::NttStage | Kernel::NttTile => Module::Ntt,
+            Kernel::CosetScale => Module::Coset,
+            Kernel::FinishInterpolation => Module::Interpolate,
+            Kernel::ToRows => Module::Rows,
+            Kernel::HashRows(hash) => Module::HashRows(hash),
+            Kernel::MergeNodes(hash) => Module::Merkle(hash),
+        }
+    }
+
+    fn entry_point(self) -> &'static str {
+        match self {
+            Kernel::NttStage => "ntt_stage",
+            Kernel::NttTile => "ntt_tile",
+            Kernel::CosetScale => "coset_scale",
+            Kernel::FinishInterpolation => "finish_interpolation",
+            Kernel::ToRows => "to_rows",
+            Kernel::HashRows(_) => "hash_rows",
+            Kernel::MergeNodes(_) => "merge_nodes",
+        }
+    }
+
+    /// The storage bindings 1, 2, ... in order.
+    fn storage(self) -> &'static [Access] {
+        use Access::*;
+        match self {
+            Kernel::NttStage | Kernel::NttTile => &[ReadWrite, Read],
+            Kernel::CosetScale | Kernel::FinishInterpolation => &[Read, ReadWrite, Read],
+            Kernel::ToRows => &[Read, ReadWrite],
+            Kernel::HashRows(_) => &[Read, ReadWrite, ReadWrite],
+            Kernel::MergeNodes(_) => &[Read, Read, ReadWrite],
+        }
+    }
+
+    /// The hash whose constants the kernel binds as group 1.
+    pub fn rescue(self) -> Option<HashFunction> {
+        match self {
+            Kernel::HashRows(hash) | Kernel::MergeNodes(hash) => Some(hash),
+            _ => None,
+        }
+    }
+}
+
+// PIPELINES
+// ================================================================================================
+
+/// A kernel's pipeline and the layout of its group 0.
+pub(super) struct Pipeline {
+    pub pipeline: ::wgpu::ComputePipeline,
+    pub layout: ::wgpu::BindGroupLayout,
+}
+
+/// Every pipeline, and the layout of the Rescue constants group.
+pub(super) struct Pipelines {
+    kernels: HashMap<Kernel, Pipeline>,
+    /// Layout of group 1 (the Rescue constants uniform).
+    pub rescue_layout: ::wgpu::BindGroupLayout,
+}
+
+impl Pipelines {
+    /// Compiles every module once and makes every pipeline.
+    pub fn new(device: &::wgpu::Device, arithmetic: Arithmetic) -> Self {
+        let modules: HashMap<Module, ::wgpu::ShaderModule> = Module::ALL
+            .iter()
+            .map(|&module| {
+                let descriptor = ::wgpu::ShaderModuleDescriptor {
+                    label: Some(module.name()),
+                    source: ::wgpu::ShaderSource::Wgsl(module.source(arithmetic).into()),
+                };
+                // Bounds checks stay on; the injected loop counters are dropped (they keep
+                // drivers from unrolling the permutation loops).
+                let checks = ::wgpu::ShaderRuntimeChecks {
+                    bounds_checks: true,
+                    force_loop_bounding: false,
+                };
+                // SAFETY: `force_loop_bounding` may be off only for shaders without infinite
+                // loops. Every loop in wgsl/ counts a variable up to a bound fixed before the
+                // loop starts (a constant, a parameter, or the work left), so each terminates.
+                let shader = unsafe { device.create_shader_module_trusted(descriptor, checks) };
+                (module, shader)
+            })
+            .collect();
+        let rescue_layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
+            label: Some("rescue constants"),
+            entries: &[::wgpu::BindGroupLayoutEntry {
+                binding: 0,
+                visibility: ::wgpu::ShaderStages::COMPUTE,
+                ty: ::wgpu::BindingType::Buffer {
+                    ty: ::wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            }],
+        });
+        let kernels = Kernel::ALL
+            .iter()
+            .map(|&kernel| {
+                let pipeline =
+                    make_pipeline(device, kernel, &modules[&kernel.module()], &rescue_layout);
+                (kernel, pipeline)
+            })
+            .collect();
+        Self {
+            kernels,
+            rescue_layout,
+        }
+    }
+
+    /// The pipeline of `kernel`.
+    pub fn get(&self, kernel: Kernel) -> &Pipeline {
+        &self.kernels[&kernel]
+    }
+}
+
+fn make_pipeline(
+    device: &::wgpu::Device,
+    kernel: Kernel,
+    module: &::wgpu::ShaderModule,
+    rescue_layout: &::wgpu::BindGroupLayout,
+) -> Pipeline {
+    let mut entries = vec![::wgpu::BindGroupLayoutEntry {
+        binding: 0,
+        visibility: ::wgpu::ShaderStages::COMPUTE,
+        ty: ::wgpu::BindingType::Buffer {
+            ty: ::wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: true,
+            min_binding_size: ::wgpu::BufferSize::new(PARAMS_BYTES),
+        },
+        count: None,
+    }];
+    for (i, access) in kernel.storage().iter().enumerate() {
+        entries.push(::wgpu::BindGroupLayoutEntry {
+            binding: i as u32 + 1,
+            visibility: ::wgpu::ShaderStages::COMPUTE,
+            ty: ::wgpu::BindingType::Buffer {
+                ty: ::wgpu::BufferBindingType::Storage {
+                    read_only: *access == Access::Read,
+                },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        });
+    }
+    let layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
+        label: Some(kernel.entry_point()),
+        entries: &entries,
+    });
+    let mut groups = vec![&layout];
+    if kernel.rescue().is_some() {
+        groups.push(rescue_layout);
+    }
+    let pipeline_layout = device.create_pipeline_layout(&::wgpu::PipelineLayoutDescriptor {
+        label: Some(kernel.entry_point()),
+        bind_group_layouts: &groups,
+        push_constant_ranges: &[],
+    });
+    let pipeline = device.create_compute_pipeline(&::wgpu::ComputePipelineDescriptor {
+        label: Some(kernel.entry_point()),
+        layout: Some(&pipeline_layout),
+        module,
+        entry_point: Some(kernel.entry_point()),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    Pipeline { pipeline, layout }
+}

@@ -1,0 +1,147 @@
+//! The WGSL kernels, composed at load time by concatenating the files under `wgsl/`: each
+//! file has one job (field arithmetic, extension arithmetic, a permutation, an algorithm) and
+//! is written once; a module is the list of files its entry points need.
+
+use crate::hash::HashFunction;
+
+// SOURCES
+// ================================================================================================
+
+const COMMON: &str = include_str!("../../wgsl/common.wgsl");
+const FIELD_U32: &str = include_str!("../../wgsl/field_u32.wgsl");
+const FIELD_U64: &str = include_str!("../../wgsl/field_u64.wgsl");
+const FIELD: &str = include_str!("../../wgsl/field.wgsl");
+const EXT3: &str = include_str!("../../wgsl/ext3.wgsl");
+const RESCUE: &str = include_str!("../../wgsl/rescue.wgsl");
+const RPO: &str = include_str!("../../wgsl/rpo.wgsl");
+const RPX: &str = include_str!("../../wgsl/rpx.wgsl");
+const POWERS: &str = include_str!("../../wgsl/powers.wgsl");
+const NTT: &str = include_str!("../../wgsl/ntt.wgsl");
+const COSET: &str = include_str!("../../wgsl/coset.wgsl");
+const INTERPOLATE: &str = include_str!("../../wgsl/interpolate.wgsl");
+const ROWS: &str = include_str!("../../wgsl/rows.wgsl");
+const HASH_ROWS: &str = include_str!("../../wgsl/hash_rows.wgsl");
+const MERKLE: &str = include_str!("../../wgsl/merkle.wgsl");
+
+// MODULES
+// ================================================================================================
+
+/// Which integers the field arithmetic of the kernels uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arithmetic {
+    /// 32-bit integers only (16-bit partial products): runs everywhere.
+    U32,
+    /// Native 64-bit integers (`wgpu::Features::SHADER_INT64`).
+    U64,
+}
+
+/// A shader module: the entry points that share one list of WGSL files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Module {
+    /// `ntt_stage`, `ntt_tile`.
+    Ntt,
+    /// `coset_scale`.
+    Coset,
+    /// `finish_interpolation`.
+    Interpolate,
+    /// `to_rows`.
+    Rows,
+    /// `hash_rows` with a permutation.
+    HashRows(HashFunction),
+    /// `merge_nodes` with a permutation.
+    Merkle(HashFunction),
+}
+
+impl Module {
+    /// Every module.
+    pub const ALL: [Module; 8] = [
+        Module::Ntt,
+        Module::Coset,
+        Module::Interpolate,
+        Module::Rows,
+        Module::HashRows(HashFunction::Rpo256),
+        Module::HashRows(HashFunction::Rpx256),
+        Module::Merkle(HashFunction::Rpo256),
+        Module::Merkle(HashFunction::Rpx256),
+    ];
+
+    /// A short name, for labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            Module::Ntt => "ntt",
+            Module::Coset => "coset",
+            Module::Interpolate => "interpolate",
+            Module::Rows => "rows",
+            Module::HashRows(HashFunction::Rpo256) => "hash_rows_rpo",
+            Module::HashRows(HashFunction::Rpx256) => "hash_rows_rpx",
+            Module::Merkle(HashFunction::Rpo256) => "merkle_rpo",
+            Module::Merkle(HashFunction::Rpx256) => "merkle_rpx",
+        }
+    }
+
+    /// Whether the module does field arithmetic (and so has a 64-bit-integer variant).
+    fn uses_field(self) -> bool {
+        self != Module::Rows
+    }
+
+    /// The module's source, in the given arithmetic.
+    pub fn source(self, arithmetic: Arithmetic) -> String {
+        let primitives = match arithmetic {
+            Arithmetic::U32 => FIELD_U32,
+            Arithmetic::U64 => FIELD_U64,
+        };
+        let field = [COMMON, primitives, FIELD];
+        let parts: Vec<&str> = match self {
+            Module::Ntt => [&field[..], &[NTT]].concat(),
+            Module::Coset => [&field[..], &[POWERS, COSET]].concat(),
+            Module::Interpolate => [&field[..], &[POWERS, INTERPOLATE]].concat(),
+            Module::Rows => vec![COMMON, ROWS],
+            Module::HashRows(hash) => [&field[..], permutation(hash), &[HASH_ROWS]].concat(),
+            Module::Merkle(hash) => [&field[..], permutation(hash), &[MERKLE]].concat(),
+        };
+        parts.join("\n")
+    }
+}
+
+/// The files of a permutation.
+fn permutation(hash: HashFunction) -> &'static [&'static str] {
+    match hash {
+        HashFunction::Rpo256 => &[RESCUE, RPO],
+        HashFunction::Rpx256 => &[EXT3, RESCUE, RPX],
+    }
+}
+
+// PUBLIC LISTING
+// ================================================================================================
+
+/// One composed WGSL module, as handed to the device.
+#[derive(Debug, Clone)]
+pub struct ComposedShader {
+    /// Module name (`ntt`, `hash_rows_rpo`, ...), with `_int64` for the 64-bit variant.
+    pub name: String,
+    /// The WGSL source.
+    pub source: String,
+    /// Whether it needs 64-bit integers (`SHADER_INT64` / naga's `Capabilities::SHADER_INT64`).
+    pub needs_int64: bool,
+}
+
+/// Every module the backend can load, in both arithmetics: lets the sources be validated and
+/// translated offline (e.g. with naga) without an adapter.
+pub fn composed_shaders() -> Vec<ComposedShader> {
+    let mut shaders = Vec::new();
+    for module in Module::ALL {
+        for arithmetic in [Arithmetic::U32, Arithmetic::U64] {
+            if arithmetic == Arithmetic::U64 && !module.uses_field() {
+                continue;
+            }
+            let int64 = arithmetic == Arithmetic::U64;
+            let suffix = if int64 { "_int64" } else { "" };
+            shaders.push(ComposedShader {
+                name: format!("{}{suffix}", module.name()),
+                source: module.source(arithmetic),
+                needs_int64: int64,
+            });
+        }
+    }
+    shaders
+}

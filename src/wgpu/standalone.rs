@@ -1,0 +1,150 @@
+//! The per-stage entry points: row hashing of host LDE rows, and a Merkle tree over host
+//! leaves.
+
+use tracing::info_span;
+
+use super::{
+    buffers::Chunked,
+    constants::felt_bytes,
+    download::{download_array, zeroed_digests, RecordSink, Sinks, Store, Stream, Target},
+    hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
+    merkle::{download_levels, push_level_sinks, record_tree, tree_levels, Layout},
+    sizes::{DIGEST_BYTES, FELT_BYTES},
+    upload::{upload, Write},
+    Engine,
+};
+use crate::{
+    committer::{check_lde_rows, check_leaves, LdeRows, RowHashing},
+    error::{GpuError, Result},
+    hash::{Digest, HashFunction},
+};
+
+// HASH ROWS AND BUILD TREE
+// ================================================================================================
+
+/// Hashes the rows of host LDE rows on the device.
+pub(super) fn hash_rows(
+    engine: &Engine<'_>,
+    lde: &LdeRows,
+    row_hashing: RowHashing,
+    hash: HashFunction,
+) -> Result<Vec<Digest>> {
+    check_lde_rows(lde, row_hashing)?;
+    let num_rows = lde.num_rows();
+    if num_rows == 0 {
+        return Ok(Vec::new());
+    }
+    let device = &engine.ctx.device;
+    let rw = lde.row_width;
+    engine.sizes.check_row(rw)?;
+    let rows_per_chunk = engine.sizes.rows_per_chunk(rw, engine.sizes.digests());
+    let leaf_array = Chunked::new(
+        engine.pool,
+        device,
+        num_rows as u64,
+        DIGEST_BYTES,
+        engine.sizes.digests(),
+    );
+    let row_bytes = rw as u64 * FELT_BYTES;
+    let row_chunk = Chunked::new(
+        engine.pool,
+        device,
+        rows_per_chunk,
+        row_bytes,
+        rows_per_chunk,
+    );
+    let sponges = sponge_buffer(engine, row_hashing, lde.num_cols, rows_per_chunk);
+    let mut sinks = Sinks::default();
+    sinks.digests.push(zeroed_digests(num_rows));
+    sinks.records.push(RecordSink {
+        store: Store::Digests(0),
+        start: 0,
+        record_len: 4,
+        groups: 1,
+        group_len: num_rows,
+    });
+    let mut stream = Stream::new(engine, Box::new(move || Ok(sinks)));
+    info_span!("wgpu.hash_leaves", rows = num_rows, hash = %hash).in_scope(|| {
+        for first in (0..num_rows as u64).step_by(rows_per_chunk as usize) {
+            let count = rows_per_chunk.min(num_rows as u64 - first);
+            let data = &lde.data[first as usize * rw..(first + count) as usize * rw];
+            let write = Write {
+                bytes: felt_bytes(data),
+                array: &row_chunk,
+                first: 0,
+                record_bytes: row_bytes,
+            };
+            let staged = upload(engine, stream.batch(), &[write])?;
+            let (leaf_buffer, dst_offset) = leaf_array.locate(first);
+            let block = RowBlock {
+                num_rows: count,
+                row_width: rw,
+                num_cols: lde.num_cols,
+                src_offset: 0,
+                dst_offset,
+            };
+            let buffers = RowBuffers {
+                rows: row_chunk.part(0),
+                leaves: leaf_buffer,
+                sponges: &sponges,
+            };
+            record_hash_rows(
+                stream.batch(),
+                hash,
+                row_hashing,
+                block,
+                buffers,
+                engine.sizes.hash_events,
+            );
+            stream.flush()?;
+            drop(staged);
+        }
+        Ok::<_, GpuError>(())
+    })?;
+    let mut sinks = info_span!("wgpu.download").in_scope(|| {
+        download_array(&mut stream, &leaf_array, DIGEST_BYTES, |first| {
+            Target::Records { sink: 0, first }
+        })?;
+        stream.finish()
+    })?;
+    Ok(sinks.digests.pop().unwrap_or_default())
+}
+
+/// Builds a Merkle tree over host leaves on the device.
+pub(super) fn build_tree(
+    engine: &Engine<'_>,
+    leaves: &[Digest],
+    hash: HashFunction,
+) -> Result<Vec<Digest>> {
+    check_leaves(leaves)?;
+    let device = &engine.ctx.device;
+    let len = leaves.len() as u64;
+    let leaf_array = Chunked::new(
+        engine.pool,
+        device,
+        len,
+        DIGEST_BYTES,
+        engine.sizes.digests(),
+    );
+    let levels = tree_levels(engine.pool, device, len, engine.sizes.digests());
+    let layout = Layout::new(len, 1);
+    let mut sinks = Sinks::default();
+    sinks.digests.push(zeroed_digests(leaves.len()));
+    push_level_sinks(&mut sinks, Store::Digests(0), leaves.len(), layout);
+    let mut stream = Stream::new(engine, Box::new(move || Ok(sinks)));
+    let write = Write {
+        bytes: felt_bytes(leaves.as_flattened()),
+        array: &leaf_array,
+        first: 0,
+        record_bytes: DIGEST_BYTES,
+    };
+    let _staged =
+        info_span!("wgpu.upload").in_scope(|| upload(engine, stream.batch(), &[write]))?;
+    info_span!("wgpu.tree")
+        .in_scope(|| record_tree(stream.batch(), hash, &leaf_array, layout, &levels));
+    let mut sinks = info_span!("wgpu.download").in_scope(|| {
+        download_levels(&mut stream, &levels, 0)?;
+        stream.finish()
+    })?;
+    Ok(sinks.digests.pop().unwrap_or_default())
+}

@@ -1,0 +1,172 @@
+//! Miden VM integration: `miden_gpu::miden::prove` against `miden_prover::prove`.
+//!
+//! Proofs of small programs (traces of a few thousand rows, to keep CI short) on the CPU backend,
+//! which goes through the same `GpuProver` path as the GPU backends: byte-identical to
+//! `miden_prover`'s, accepted by `miden_verifier`, tampered ones rejected.
+
+#![cfg(feature = "miden")]
+
+use miden_assembly::Assembler;
+use miden_gpu::{
+    miden::{self, programs, ProveError},
+    Backend, Felt, GpuError,
+};
+use miden_processor::{AdviceInputs, DefaultHost, Program, StackInputs, StackOutputs};
+use miden_prover::{ExecutionProof, HashFunction, ProvingOptions};
+use miden_verifier::ProgramInfo;
+
+// HELPERS
+// ================================================================================================
+
+fn assemble(source: &str) -> Program {
+    Assembler::default().assemble_program(source).expect("program assembles")
+}
+
+fn inputs(n: u64) -> StackInputs {
+    StackInputs::new(vec![Felt::new(n)]).expect("valid stack inputs")
+}
+
+/// Proves `program` on input `n` with `miden_prover` and with `miden_gpu` on the CPU backend;
+/// asserts both agree byte for byte and returns the outputs and the proof.
+fn prove_both(
+    program: &Program,
+    n: u64,
+    options: ProvingOptions,
+) -> (StackOutputs, ExecutionProof) {
+    let (cpu_outputs, cpu_proof) = miden_prover::prove(
+        program,
+        inputs(n),
+        AdviceInputs::default(),
+        &mut DefaultHost::default(),
+        options.clone(),
+    )
+    .expect("miden_prover proves");
+    let (outputs, proof) = miden::prove(
+        program,
+        inputs(n),
+        AdviceInputs::default(),
+        &mut DefaultHost::default(),
+        options,
+        Backend::Cpu,
+    )
+    .expect("miden_gpu proves");
+    assert_eq!(outputs, cpu_outputs, "stack outputs differ");
+    assert!(proof.to_bytes() == cpu_proof.to_bytes(), "proofs differ");
+    (outputs, proof)
+}
+
+fn verify(
+    program: &Program,
+    n: u64,
+    outputs: StackOutputs,
+    proof: ExecutionProof,
+) -> Result<u32, miden_verifier::VerificationError> {
+    miden_verifier::verify(ProgramInfo::from(program.clone()), inputs(n), outputs, proof)
+}
+
+fn options(hash_fn: HashFunction, security: u32) -> ProvingOptions {
+    match security {
+        96 => ProvingOptions::with_96_bit_security(hash_fn),
+        _ => ProvingOptions::with_128_bit_security(hash_fn),
+    }
+}
+
+/// Fibonacci at the given options: identical proofs, expected outputs, verified.
+fn check_fibonacci(hash_fn: HashFunction, security: u32) {
+    const N: u64 = 100;
+    let program = assemble(programs::FIBONACCI);
+    let (outputs, proof) = prove_both(&program, N, options(hash_fn, security));
+    assert_eq!(outputs.get_stack_item(0), Some(programs::fibonacci_outputs(N)[0]));
+    assert_eq!(outputs.get_stack_item(1), Some(programs::fibonacci_outputs(N)[1]));
+    assert_eq!(verify(&program, N, outputs, proof).expect("proof verifies"), security);
+}
+
+// IDENTICAL, VERIFIED PROOFS
+// ================================================================================================
+
+#[test]
+fn rpo_96_matches_miden_prover() {
+    check_fibonacci(HashFunction::Rpo256, 96);
+}
+
+#[test]
+fn rpo_128_matches_miden_prover() {
+    check_fibonacci(HashFunction::Rpo256, 128);
+}
+
+#[test]
+fn rpx_96_matches_miden_prover() {
+    check_fibonacci(HashFunction::Rpx256, 96);
+}
+
+#[test]
+fn rpx_128_matches_miden_prover() {
+    check_fibonacci(HashFunction::Rpx256, 128);
+}
+
+/// The hasher and memory chiplets (and the range checker they feed) in the trace.
+#[test]
+fn hash_memory_program_matches_miden_prover() {
+    const N: u64 = 16;
+    let program = assemble(programs::HASH_MEMORY);
+    let (outputs, proof) = prove_both(&program, N, options(HashFunction::Rpo256, 96));
+    verify(&program, N, outputs, proof).expect("proof verifies");
+}
+
+// TAMPERING
+// ================================================================================================
+
+#[test]
+fn tampered_proofs_are_rejected() {
+    const N: u64 = 20;
+    let program = assemble(programs::FIBONACCI);
+    let (outputs, proof) = prove_both(&program, N, options(HashFunction::Rpx256, 96));
+    let bytes = proof.to_bytes();
+
+    // one flipped byte anywhere: either no longer a proof, or a proof that does not verify
+    let mut verified = 0;
+    for position in [8, bytes.len() / 3, bytes.len() / 2, bytes.len() - 40] {
+        let mut tampered = bytes.clone();
+        tampered[position] ^= 0x01;
+        if let Ok(tampered) = ExecutionProof::from_bytes(&tampered) {
+            assert!(
+                verify(&program, N, outputs.clone(), tampered).is_err(),
+                "proof with byte {position} flipped was accepted"
+            );
+            verified += 1;
+        }
+    }
+    assert!(verified > 0, "no tampered proof reached the verifier");
+
+    // a claimed output that the program did not produce
+    let mut wrong = outputs.as_int_vec();
+    wrong[0] = if wrong[0] == 0 { 1 } else { wrong[0] - 1 };
+    let wrong = StackOutputs::try_from_ints(wrong).expect("valid stack outputs");
+    let proof = ExecutionProof::from_bytes(&bytes).expect("proof deserializes");
+    assert!(verify(&program, N, wrong, proof.clone()).is_err(), "wrong output was accepted");
+
+    // the untouched proof still verifies
+    verify(&program, N, outputs, proof).expect("proof verifies");
+}
+
+// UNSUPPORTED HASH FUNCTIONS
+// ================================================================================================
+
+#[test]
+fn blake3_and_poseidon2_are_unsupported() {
+    let program = assemble(programs::FIBONACCI);
+    for hash_fn in [HashFunction::Blake3_192, HashFunction::Blake3_256, HashFunction::Poseidon2] {
+        let result = miden::prove(
+            &program,
+            inputs(4),
+            AdviceInputs::default(),
+            &mut DefaultHost::default(),
+            ProvingOptions::with_96_bit_security(hash_fn),
+            Backend::Cpu,
+        );
+        assert!(
+            matches!(result, Err(ProveError::Gpu(GpuError::UnsupportedHasher(_)))),
+            "{hash_fn:?} was not rejected as unsupported"
+        );
+    }
+}

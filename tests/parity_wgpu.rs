@@ -1,0 +1,155 @@
+//! The shared parity harness on the wgpu backend: with the adapter's own chunk size and its
+//! preferred arithmetic (64-bit integers where it has them), and with the portable 32-bit
+//! arithmetic and small forced chunks so that every multi-part path runs (arrays in many parts,
+//! many row chunks and staging rounds, columns longer than a part).
+//!
+//! No adapter is a failure, not a skip, unless `MIDEN_GPU_SKIP_WGPU=1`. Run with `--release`:
+//! on a software adapter (lavapipe) kernels are slow.
+#![cfg(feature = "wgpu")]
+
+mod common;
+
+use common::Case;
+use miden_gpu::{
+    wgpu::{Arithmetic, WgpuCommitter},
+    GpuCommitter, HashFunction,
+};
+
+/// The committer (with the adapter's preferred arithmetic unless one is given), or `None` when
+/// there is no adapter and `MIDEN_GPU_SKIP_WGPU=1`.
+fn committer(arithmetic: Option<Arithmetic>) -> Option<WgpuCommitter> {
+    let committer = match arithmetic {
+        None => WgpuCommitter::new(),
+        Some(arithmetic) => WgpuCommitter::with_arithmetic(arithmetic),
+    };
+    match committer {
+        Ok(committer) => {
+            eprintln!(
+                "wgpu adapter: {} (software: {}, arithmetic: {:?})",
+                committer.device_name(),
+                committer.is_software(),
+                committer.arithmetic()
+            );
+            Some(committer)
+        },
+        Err(e) if std::env::var("MIDEN_GPU_SKIP_WGPU").as_deref() == Ok("1") => {
+            eprintln!("skipping the wgpu parity tests (MIDEN_GPU_SKIP_WGPU=1): {e}");
+            None
+        },
+        Err(e) => panic!("no wgpu adapter: {e}; set MIDEN_GPU_SKIP_WGPU=1 to skip explicitly"),
+    }
+}
+
+#[test]
+fn wgpu_backend_matches_winterfell() {
+    if let Some(committer) = committer(None) {
+        common::run_parity_suite(&committer, 0x3C9D, 36);
+    }
+}
+
+#[test]
+fn wgpu_backend_matches_winterfell_with_small_chunks() {
+    if let Some(committer) = committer(Some(Arithmetic::U32)) {
+        let committer = committer.with_max_chunk_bytes(64 << 10);
+        assert_eq!(committer.max_chunk_bytes(), 64 << 10);
+        common::run_parity_suite(&committer, 0x5A11, 24);
+    }
+}
+
+/// Columns longer than one part: interpolation on the host, coset evaluation by folding.
+#[test]
+fn wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk() {
+    let Some(committer) = committer(Some(Arithmetic::U32)) else {
+        return;
+    };
+    let committer = committer.with_max_chunk_bytes(4 << 10);
+    let cases = [
+        (10, 3, 2, 1, 1, HashFunction::Rpo256, false),
+        (11, 5, 4, 2, 2, HashFunction::Rpx256, false),
+        (9, 2, 8, 3, 4, HashFunction::Rpo256, false),
+        (9, 3, 2, 1, 2, HashFunction::Rpx256, true),
+        (8, 2, 4, 3, 1, HashFunction::Rpo256, true),
+    ];
+    for (i, (log_rows, cols, blowup, extension, partitions, hash, composition)) in
+        cases.into_iter().enumerate()
+    {
+        let case = Case {
+            log_rows,
+            cols,
+            blowup,
+            extension,
+            partitions,
+            hash,
+            composition,
+        };
+        eprintln!("[wgpu, 4 KiB parts] {case:?}");
+        common::check_case(&committer, &case, 0xF01D + i as u64);
+    }
+}
+
+/// Timing of a W1-shaped trace commitment (73 base columns, 2^20 rows unless
+/// `MIDEN_GPU_BENCH_LOG_ROWS` says otherwise, blowup 8, RPO256, whole-row leaves) against the
+/// CPU backend (skipped with `MIDEN_GPU_BENCH_SKIP_CPU=1`), with the results compared. Not part
+/// of the suite: run with `--ignored`; `RUST_LOG=miden_gpu=info` prints the time of each stage.
+#[test]
+#[ignore]
+fn wgpu_w1_timing() {
+    use std::time::Instant;
+
+    use miden_gpu::{CommitRequest, CpuCommitter, Felt, PolyInput, RowHashing};
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let Some(gpu) = committer(None) else { return };
+    let log_rows: u32 = std::env::var("MIDEN_GPU_BENCH_LOG_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let mut rng = StdRng::seed_from_u64(1);
+    let columns: Vec<Vec<Felt>> = (0..73)
+        .map(|_| {
+            (0..1usize << log_rows)
+                .map(|_| Felt::new(rng.random::<u64>() >> 1))
+                .collect()
+        })
+        .collect();
+    let refs: Vec<&[Felt]> = columns.iter().map(|c| c.as_slice()).collect();
+    let request = CommitRequest {
+        input: PolyInput::Trace { columns: &refs },
+        blowup: 8,
+        row_hashing: RowHashing::WholeRow,
+        hash: HashFunction::Rpo256,
+    };
+    let mut times = Vec::new();
+    let mut result = None;
+    for _ in 0..3 {
+        drop(result.take());
+        let start = Instant::now();
+        result = Some(gpu.commit(&request).expect("wgpu commit"));
+        times.push(start.elapsed());
+    }
+    let gpu_result = result.expect("three runs");
+    if std::env::var("MIDEN_GPU_BENCH_SKIP_CPU").as_deref() == Ok("1") {
+        eprintln!(
+            "W1 2^{log_rows} x 73, blowup 8, RPO: wgpu {times:?} ({})",
+            gpu.device_name()
+        );
+        return;
+    }
+    let start = Instant::now();
+    let cpu = CpuCommitter::new().commit(&request).expect("cpu commit");
+    let cpu_time = start.elapsed();
+    eprintln!(
+        "W1 2^{log_rows} x 73, blowup 8, RPO: wgpu {times:?} ({}), cpu {cpu_time:?} ({}); speedup {:.1}x",
+        gpu.device_name(),
+        CpuCommitter::new().device_name(),
+        cpu_time.as_secs_f64() / times[2].as_secs_f64()
+    );
+    assert_eq!(gpu_result.root(), cpu.root(), "roots differ");
+    assert!(gpu_result.polys == cpu.polys, "polynomials differ");
+    assert!(gpu_result.lde.data == cpu.lde.data, "LDE rows differ");
+}

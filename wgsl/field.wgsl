@@ -1,0 +1,23 @@
+// Goldilocks field arithmetic, p = 2^64 - 2^32 + 1, in Montgomery form (R = 2^64 mod p).
+//
+// An element is `vec2<u32>(low word, high word)` of the same u64 that Winterfell's
+// `BaseElement` stores, so host memory is used byte for byte. Representations need not be
+// canonical (any u64 is accepted, as in Winterfell). The primitives (gl_add, gl_sub, gl_mul,
+// gl_square, gl_reduce_96) come from field_u32.wgsl or field_u64.wgsl; this file derives the
+// rest from them.
+
+fn gl_double(a: vec2<u32>) -> vec2<u32> {
+    return gl_add(a, a);
+}
+
+/// `a^7`, the Rescue S-box.
+fn gl_exp7(a: vec2<u32>) -> vec2<u32> {
+    let a2 = gl_square(a);
+    let a4 = gl_square(a2);
+    return gl_mul(gl_mul(a2, a), a4);
+}
+
+/// The Montgomery form of a small integer `k` (k R mod p), as `BaseElement::from(k)`.
+fn gl_from_small(k: u32) -> vec2<u32> {
+    return gl_reduce_96(vec2<u32>(0u, 0u), k);
+}
