@@ -20,7 +20,7 @@ fn log_rows() -> u32 {
 fn stages(c: &mut Criterion) {
     let rows = 1usize << log_rows();
     let lde_rows = rows * BLOWUP;
-    for committer in support::available_backends() {
+    for committer in support::available_backends(None) {
         let name = committer.backend().to_string();
         for cols in [8usize, 73] {
             let columns = support::random_columns(cols as u64, cols, rows);

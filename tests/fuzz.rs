@@ -38,6 +38,9 @@ fn case() -> impl Strategy<Value = Case> {
         })
 }
 
+/// Cases that passed so far (printed every 1000, so a long device run shows its progress).
+static CASES_PASSED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64),
@@ -49,5 +52,9 @@ proptest! {
     fn backend_matches_winterfell(case in case(), seed in any::<u64>()) {
         thread_local!(static COMMITTER: std::sync::Arc<dyn GpuCommitter> = committer());
         COMMITTER.with(|c| common::check_case(c.as_ref(), &case, seed));
+        let done = CASES_PASSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if done % 1000 == 0 {
+            eprintln!("fuzz: {done} cases passed");
+        }
     }
 }

@@ -26,11 +26,13 @@ pub fn trace_request<'a>(columns: &'a [&'a [Felt]], blowup: usize, hash: HashFun
     }
 }
 
-/// Every backend present: the CPU always, wgpu on any adapter (lavapipe too), CUDA if built
-/// and a device is there. Backends that are missing are reported on stderr.
-pub fn available_backends() -> Vec<Arc<dyn GpuCommitter>> {
+/// Every backend present among `wanted` (all three if `None`): the CPU always, wgpu on any
+/// adapter (lavapipe too), CUDA if built and a device is there. Backends that are missing are
+/// reported on stderr.
+pub fn available_backends(wanted: Option<&[Backend]>) -> Vec<Arc<dyn GpuCommitter>> {
     [Backend::Cpu, Backend::Wgpu, Backend::Cuda]
         .into_iter()
+        .filter(|backend| wanted.is_none_or(|w| w.contains(backend)))
         .filter_map(|backend| match backend.create() {
             Ok(committer) => Some(committer),
             Err(error) => {

@@ -26,7 +26,7 @@ pub use commit::StageTimes;
 pub use program::{compile_for_arch, kernel_source, HASH_MIN_BLOCKS_ENV, KERNELS};
 
 use self::{
-    driver::check,
+    driver::{bind, check},
     gpu::{Gpu, GpuState},
 };
 use crate::{
@@ -238,6 +238,18 @@ impl GpuCommitter for CudaCommitter {
         let (commitment, times) = commit::commit(&gpus, &mut state_refs, request, shape)?;
         *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
         Ok(commitment)
+    }
+
+    /// Device memory in use on this committer's GPUs (total minus free, as the driver reports
+    /// it): device-wide, so it also counts other processes on the same GPUs.
+    fn memory_in_use(&self) -> Option<u64> {
+        let mut used = 0;
+        for gpu in &self.gpus {
+            bind(&gpu.ctx).ok()?;
+            let (free, total) = cudarc::driver::result::mem_get_info().ok()?;
+            used += (total - free) as u64;
+        }
+        Some(used)
     }
 
     fn hash_rows(

@@ -15,10 +15,12 @@ use winter_prover::{
 
 use crate::{backend::Backend, committer::GpuCommitter, error::Result, hash::GpuHasher};
 
+mod compare;
 mod constraint_commitment;
 mod segment;
 mod trace_lde;
 
+pub use compare::{compare_proofs, ProofMatch};
 pub use constraint_commitment::GpuConstraintCommitment;
 use segment::CommitterHandle;
 pub use segment::{commit_composition, commit_trace_segment, SegmentCommitment, SegmentLde};

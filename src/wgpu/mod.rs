@@ -184,6 +184,13 @@ impl GpuCommitter for WgpuCommitter {
         crate::committer::check_leaves(leaves)?;
         self.run(|engine| standalone::build_tree(engine, leaves, hash))
     }
+
+    /// Buffer memory allocated on this device, as wgpu-hal counts it (its `counters` feature):
+    /// every buffer this committer made, pooled or in use, and the constant tables.
+    fn memory_in_use(&self) -> Option<u64> {
+        let bytes = self.ctx.device.get_internal_counters().hal.buffer_memory.read();
+        u64::try_from(bytes).ok()
+    }
 }
 
 // ENGINE

@@ -106,8 +106,10 @@ pub fn random_cases(seed: u64, count: usize) -> Vec<Case> {
     cases
 }
 
-/// Runs `count` random cases plus the per-stage checks on `committer`; panics on any difference.
+/// Runs `count` random cases (or `MIDEN_GPU_PARITY_CASES`, for slow runs such as
+/// compute-sanitizer's) plus the per-stage checks on `committer`; panics on any difference.
 pub fn run_parity_suite(committer: &dyn GpuCommitter, seed: u64, count: usize) {
+    let count = std::env::var("MIDEN_GPU_PARITY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(count);
     for (i, case) in random_cases(seed, count).iter().enumerate() {
         eprintln!("[{}] case {i}/{count}: {case:?}", committer.backend());
         check_case(committer, case, seed.wrapping_add(i as u64));
