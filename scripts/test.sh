@@ -41,3 +41,5 @@ if [ "${CI:-}" = "true" ] && ! command -v nvidia-smi >/dev/null 2>&1; then
   echo "test.sh: CI has no NVIDIA GPU: CUDA kernels are compiled by NVRTC, CUDA parity runs on the device (MIDEN_GPU_SKIP_CUDA=1)"
 fi
 cargo test --release --features cuda,miden "$@"
+# Fuzzed parity on the wgpu backend too (lavapipe without a GPU), in bounded time.
+MIDEN_GPU_BACKEND=wgpu PROPTEST_CASES=32 cargo test --release --features cuda,miden --test fuzz

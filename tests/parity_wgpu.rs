@@ -47,6 +47,15 @@ fn wgpu_backend_matches_winterfell() {
     }
 }
 
+/// `GpuProver` on wgpu: proofs byte-identical to Winterfell's (grinding off, so deterministic)
+/// for every field extension and hash, verified; tampered proofs rejected.
+#[test]
+fn wgpu_prover_matches_winterfell() {
+    if let Some(committer) = committer(None) {
+        common::check_proofs(std::sync::Arc::new(committer));
+    }
+}
+
 #[test]
 fn wgpu_backend_matches_winterfell_with_small_chunks() {
     if let Some(committer) = committer(Some(Arithmetic::U32)) {
