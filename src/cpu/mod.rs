@@ -75,8 +75,9 @@ impl GpuCommitter for CpuCommitter {
 // ================================================================================================
 
 /// Interpolates the input into coefficient form (`interpolate_columns` /
-/// `CompositionPoly::new`).
-fn interpolate(input: &PolyInput<'_>) -> Vec<Vec<Felt>> {
+/// `CompositionPoly::new`); also the GPU backends' host path for columns too long to transform
+/// on the device.
+pub(crate) fn interpolate(input: &PolyInput<'_>) -> Vec<Vec<Felt>> {
     match *input {
         PolyInput::Trace { columns } => {
             let matrix = ColMatrix::new(columns.iter().map(|c| c.to_vec()).collect());

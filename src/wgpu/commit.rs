@@ -12,7 +12,7 @@
 use miden_crypto::Felt;
 use rayon::prelude::*;
 use tracing::info_span;
-use winter_math::{fft, FieldElement, StarkField};
+use winter_math::FieldElement;
 
 use super::{
     batch::Batch,
@@ -160,7 +160,7 @@ pub(super) fn commit(engine: &Engine<'_>, request: &CommitRequest<'_>) -> Result
             },
             None => {
                 let polys = info_span!("wgpu.interpolate", on = "host")
-                    .in_scope(|| host_interpolate(&request.input));
+                    .in_scope(|| crate::cpu::interpolate(&request.input));
                 let columns: Vec<&[Felt]> = polys.iter().map(|p| p.as_slice()).collect();
                 let staged = info_span!("wgpu.upload").in_scope(|| {
                     upload(engine, &mut batch, &column_writes(&columns, &coefficients))
@@ -413,44 +413,6 @@ fn record_interpolation(
     }
 }
 
-/// Interpolates on the host (a column too long for one binding), with Winterfell's FFT.
-fn host_interpolate(input: &PolyInput<'_>) -> Vec<Vec<Felt>> {
-    match *input {
-        PolyInput::Trace { columns } => {
-            let inv_twiddles = fft::get_inv_twiddles::<Felt>(columns[0].len());
-            columns
-                .par_iter()
-                .map(|column| {
-                    let mut poly = column.to_vec();
-                    fft::interpolate_poly(&mut poly, &inv_twiddles);
-                    poly
-                })
-                .collect()
-        },
-        PolyInput::Composition {
-            components,
-            column_len,
-            num_columns,
-        } => {
-            let inv_twiddles = fft::get_inv_twiddles::<Felt>(components[0].len());
-            let coefficients: Vec<Vec<Felt>> = components
-                .par_iter()
-                .map(|evaluations| {
-                    let mut values = evaluations.to_vec();
-                    fft::interpolate_poly_with_offset(&mut values, &inv_twiddles, Felt::GENERATOR);
-                    values
-                })
-                .collect();
-            (0..num_columns)
-                .flat_map(|j| {
-                    coefficients
-                        .iter()
-                        .map(move |c| c[j * column_len..(j + 1) * column_len].to_vec())
-                })
-                .collect()
-        },
-    }
-}
 
 // LDE
 // ================================================================================================
