@@ -5,33 +5,36 @@
 
 /// Hashes rows as Winterfell's `commit_to_rows` does, one thread per row.
 ///
-/// Rows are addressed as (k, t) with t = t0 + tt: thread id = k·t_count + tt, row =
-/// t·2^log_blowup + k, and element c of the row is src[k·k_stride + tt·t_stride + c·c_stride]
-/// (`src` points at the chunk). For the device LDE (column major, each column stored coset by
-/// coset) consecutive threads read consecutive addresses; for rows uploaded from the host
-/// (row-major) log_blowup = 0 and t_stride = row width.
+/// Rows are addressed as (k, t) with k = k0 + kk (kk < 2^log_cosets, the cosets at hand) and
+/// t = t0 + tt: thread id = kk·t_count + tt, row = t·2^log_blowup + k, and element c of the row
+/// is src[kk·k_stride + tt·t_stride + c·c_stride] (`src` points at the chunk). For the device LDE
+/// (column major, each column stored coset by coset) consecutive threads read consecutive
+/// addresses; for rows uploaded from the host (row-major) log_blowup = log_cosets = 0 and
+/// t_stride = row width.
 ///
 /// `part` = 0 hashes the whole row with `hash_elements`; otherwise the row is hashed in chunks of
 /// `part` elements and the leaf is `hash_elements` of the concatenated chunk digests. Two sponges
 /// share one permutation call site (the chunk sponge and, for partitions, the digest sponge `o`)
 /// so the permutation is inlined once.
 ///
-/// With `rows_out` set, the row is also written there row-major at row - row0 (`row_width`
-/// elements, canonical, zero padding), which is the layout the host receives: the LDE never
-/// takes a separate transpose pass. Leaves are written at their absolute row.
+/// With `rows_out` set, the row is also written there row-major (`row_width` elements, canonical,
+/// zero padding) at ((t - t_base)·2^log_cosets + kk): with every coset at hand that is row -
+/// t_base·2^log_blowup, the layout the host receives, so the LDE never takes a separate
+/// transpose pass. Leaves are written at their absolute row.
 template <int HASH, bool PARTITIONED>
 __device__ __forceinline__ void hash_rows_impl(const u64* src, u64 k_stride, u64 t_stride,
                                                u64 c_stride, u32 num_cols, u32 part,
-                                               u32 log_blowup, u64 t0, u64 t_count,
-                                               u64* leaves, u64* rows_out, u64 row0,
-                                               u32 row_width) {
+                                               u32 log_blowup, u32 k0, u32 log_cosets, u64 t0,
+                                               u64 t_count, u64* leaves, u64* rows_out,
+                                               u64 t_base, u32 row_width) {
     const u64 id = blockIdx.x * (u64)blockDim.x + threadIdx.x;
-    if (id >= (t_count << log_blowup)) return;
-    const u64 k = id / t_count;
-    const u64 tt = id - k * t_count;
-    const u64 row = ((t0 + tt) << log_blowup) + k;
-    const u64* in = src + k * k_stride + tt * t_stride;
-    u64* out = rows_out ? rows_out + (row - row0) * row_width : nullptr;
+    if (id >= (t_count << log_cosets)) return;
+    const u64 kk = id / t_count;
+    const u64 tt = id - kk * t_count;
+    const u64 row = ((t0 + tt) << log_blowup) + k0 + kk;
+    const u64* in = src + kk * k_stride + tt * t_stride;
+    u64* out =
+        rows_out ? rows_out + (((t0 + tt - t_base) << log_cosets) + kk) * row_width : nullptr;
 
     u64 s[STATE_WIDTH];
     u64 o[STATE_WIDTH];
@@ -117,13 +120,13 @@ __device__ __forceinline__ void hash_rows_impl(const u64* src, u64 k_stride, u64
 }
 
 #define HASH_ROWS_KERNEL(NAME, HASH, PARTITIONED)                                                 \
-    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, HASH_MIN_BLOCKS) NAME(                                \
+    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, HASH_MIN_BLOCKS) NAME(              \
         const u64* src, u64 k_stride, u64 t_stride, u64 c_stride, u32 num_cols, u32 part,         \
-        u32 log_blowup, u64 t0, u64 t_count, u64* leaves, u64* rows_out, u64 row0,                \
-        u32 row_width) {                                                                          \
+        u32 log_blowup, u32 k0, u32 log_cosets, u64 t0, u64 t_count, u64* leaves, u64* rows_out,  \
+        u64 t_base, u32 row_width) {                                                              \
         hash_rows_impl<HASH, PARTITIONED>(src, k_stride, t_stride, c_stride, num_cols, part,      \
-                                          log_blowup, t0, t_count, leaves, rows_out, row0,        \
-                                          row_width);                                             \
+                                          log_blowup, k0, log_cosets, t0, t_count, leaves,        \
+                                          rows_out, t_base, row_width);                           \
     }
 
 HASH_ROWS_KERNEL(hash_rows_rpo, HASH_RPO, false)

@@ -88,6 +88,11 @@ mod w1 {
             hash: a.hash,
         };
 
+        // RUST_LOG=miden_gpu=info prints the per-GPU stage times and the download's host split
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
         let start = Instant::now();
         let cuda = CudaCommitter::new().expect("CUDA backend");
         println!(

@@ -233,15 +233,42 @@ pub fn check_leaves(leaves: &[Digest]) -> Result<()> {
 /// An empty vector with room for `len` elements, or [`GpuError::OutOfMemory`] if the host cannot
 /// provide it: backends allocate their outputs with this so an LDE too large for host memory is
 /// a typed error, not an abort.
+///
+/// On Linux, large vectors are advised to use transparent huge pages: an LDE of gigabytes is
+/// written once, page by page, and with 4 KiB pages the page faults (not the copies) bound how
+/// fast a GPU's results reach the host; 2 MiB pages take 512 times fewer faults, and the vector
+/// is freed as fast.
 pub fn reserve_host<T>(len: usize) -> Result<Vec<T>> {
-    let mut vec = Vec::new();
+    let mut vec = Vec::<T>::new();
     vec.try_reserve_exact(len).map_err(|_| GpuError::OutOfMemory {
         memory: "host",
         needed: (len as u64).saturating_mul(core::mem::size_of::<T>() as u64),
         available: host_available_bytes(),
     })?;
+    advise_huge_pages(vec.as_mut_ptr().cast(), len * core::mem::size_of::<T>());
     Ok(vec)
 }
+
+/// Advises the kernel to back the 2 MiB-aligned part of `ptr..ptr+len` with huge pages. Only
+/// advice: where transparent huge pages are off, or on other systems, nothing changes.
+#[cfg(target_os = "linux")]
+fn advise_huge_pages(ptr: *mut u8, len: usize) {
+    const HUGE_PAGE: usize = 2 << 20;
+    // smaller vectors would gain at most a huge page or two
+    if len < 4 * HUGE_PAGE {
+        return;
+    }
+    let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
+    let end = (ptr as usize + len) / HUGE_PAGE * HUGE_PAGE;
+    if end > start {
+        // SAFETY: the range lies inside the vector's allocation, which is untouched so far;
+        // MADV_HUGEPAGE changes how pages are backed, never their contents.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages(_ptr: *mut u8, _len: usize) {}
 
 /// `MemAvailable` from `/proc/meminfo` (0 where it cannot be read); for error messages only.
 fn host_available_bytes() -> u64 {
@@ -259,7 +286,7 @@ pub fn check_lde_rows(lde: &LdeRows, row_hashing: RowHashing) -> Result<()> {
     if lde.num_cols == 0 {
         return Err(GpuError::ZeroColumns);
     }
-    if lde.row_width < lde.num_cols || lde.data.len() % lde.row_width != 0 {
+    if lde.row_width < lde.num_cols || !lde.data.len().is_multiple_of(lde.row_width) {
         return Err(GpuError::ColumnLengthMismatch {
             column: 0,
             expected: lde.row_width,

@@ -279,3 +279,73 @@ fn gpu_sets_agree() {
         }
     }
 }
+
+// MEMORY CAP
+// ================================================================================================
+
+/// Under a shrinking device memory cap the LDE is streamed in more and more passes (coset
+/// groups), with results equal to the CPU's at every cap, on one GPU and on two; below what one
+/// coset per pass needs, the commitment is a typed out-of-memory error.
+#[test]
+fn memory_cap_streams_the_lde_in_coset_groups() {
+    let Some(all) = committer() else { return };
+    let devices = all.devices();
+    let mut sets = vec![vec![devices[0]]];
+    if devices.len() >= 2 {
+        sets.push(devices[..2].to_vec());
+    }
+    let mut rng = StdRng::seed_from_u64(13);
+    let columns = random_columns(&mut rng, 21, 1 << 14);
+    let refs: Vec<&[Felt]> = columns.iter().map(|c| c.as_slice()).collect();
+    let components = random_columns(&mut rng, 3, 1 << 16);
+    let comp_refs: Vec<&[Felt]> = components.iter().map(|c| c.as_slice()).collect();
+    let requests = [
+        CommitRequest {
+            input: PolyInput::Trace { columns: &refs },
+            blowup: 8,
+            row_hashing: RowHashing::WholeRow,
+            hash: HashFunction::Rpo256,
+        },
+        CommitRequest {
+            input: PolyInput::Composition {
+                components: &comp_refs,
+                column_len: 1 << 13,
+                num_columns: 8,
+            },
+            blowup: 8,
+            row_hashing: RowHashing::Partitioned(5),
+            hash: HashFunction::Rpx256,
+        },
+    ];
+    for request in &requests {
+        let want = CpuCommitter::new().commit(request).unwrap();
+        for set in &sets {
+            let mut limit = 256u64 << 20;
+            let mut passes_seen = Vec::new();
+            loop {
+                let c = CudaCommitter::builder()
+                    .devices(set)
+                    .memory_limit(limit)
+                    .build()
+                    .expect("committer");
+                match c.commit(request) {
+                    Ok(got) => {
+                        let passes = c.last_stage_times()[0].passes;
+                        assert_same(&got, &want, &format!("devices {set:?}, cap {limit} B, {passes} passes"));
+                        if passes_seen.last() != Some(&passes) {
+                            passes_seen.push(passes);
+                        }
+                    }
+                    Err(GpuError::OutOfMemory { memory: "device", needed, available }) => {
+                        assert!(needed > available && available == limit, "{needed} > {available}");
+                        break;
+                    }
+                    Err(e) => panic!("devices {set:?}, cap {limit} B: {e}"),
+                }
+                limit = limit * 7 / 8;
+            }
+            eprintln!("devices {set:?}: passes {passes_seen:?} as the cap shrank");
+            assert!(passes_seen.first() == Some(&1) && passes_seen.len() >= 3, "{passes_seen:?}");
+        }
+    }
+}

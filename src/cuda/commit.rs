@@ -20,12 +20,13 @@ use winter_math::{FieldElement, StarkField};
 use super::{
     driver::{kernel_args, DriverResult, Event},
     gpu::{Gpu, GpuState},
+    memory::{self, Footprint},
     program::{HASH_BLOCK, NTT_BLOCK},
     tables,
     transfer::{self, Download, HostDst, Lane},
 };
 use crate::{
-    committer::{CommitRequest, Commitment, LdeRows, PolyInput, RowHashing, Shape},
+    committer::{reserve_host, CommitRequest, Commitment, LdeRows, PolyInput, RowHashing, Shape},
     error::Result,
     hash::{Digest, HashFunction},
 };
@@ -41,11 +42,15 @@ const UPLOAD_GROUP_COLS: usize = 8;
 pub struct StageTimes {
     /// CUDA ordinal of the GPU.
     pub device: usize,
-    /// Wall time of upload, interpolation and LDE (the transforms overlap the upload).
+    /// Passes over the LDE: 1, or more where the LDE was streamed in coset groups to fit the
+    /// device memory budget.
+    pub passes: usize,
+    /// Wall time of upload, interpolation and the first pass's LDE (the transforms overlap the
+    /// upload).
     pub upload_lde_ms: f32,
     /// Kernel time of the inverse NTTs and the polynomials' scaling.
     pub interpolate_ms: f32,
-    /// Kernel time of the coset scaling and forward NTTs.
+    /// Kernel time of the coset scaling and forward NTTs (all passes).
     pub lde_ms: f32,
     /// Gathering all columns of this GPU's rows from the other GPUs (0 with one GPU).
     pub exchange_ms: f32,
@@ -151,6 +156,58 @@ impl<'a> Plan<'a> {
     }
 }
 
+impl Plan<'_> {
+    /// Element counts of the buffers of the GPU doing `share` (of `gpus`).
+    fn footprint(&self, share: &Share, gpus: usize) -> Footprint {
+        let (n, shape) = (self.shape.poly_len, &self.shape);
+        let t_len = share.t.len();
+        Footprint {
+            source: self.sources_for(&share.cols).len() * self.sources[0].len(),
+            polys: share.cols.len() * n,
+            lde_per_coset: share.cols.len() * n,
+            slab_per_coset: if gpus > 1 { shape.num_cols * t_len } else { 0 },
+            rows_per_coset: t_len * shape.row_width,
+            row_bytes: shape.row_width * 8,
+            digests: shape.lde_len * 4,
+        }
+    }
+
+    /// Power tables of the coset scaling, pass after pass (`cosets` cosets each): pass `p`'s
+    /// tables start at `p · scales · cosets · power_table_len`.
+    fn coset_tables(&self, cosets: usize) -> Vec<u64> {
+        let blowup = 1usize << self.log_blowup;
+        let bases = tables::coset_bases(self.lde_shift, self.log_n + self.log_blowup, blowup);
+        bases
+            .chunks(cosets)
+            .flat_map(|group| tables::power_tables(&self.scales, group, self.log_n))
+            .collect()
+    }
+}
+
+/// How the LDE is walked: `passes` passes of `cosets` cosets each (one pass of every coset
+/// unless the device memory budget asks for streaming).
+#[derive(Debug, Clone, Copy)]
+struct Passes {
+    cosets: usize,
+    log_cosets: u32,
+    count: usize,
+}
+
+impl Passes {
+    fn new(cosets: usize, blowup: usize) -> Self {
+        Self {
+            cosets,
+            log_cosets: cosets.ilog2(),
+            count: blowup / cosets,
+        }
+    }
+
+    /// First coset of pass `p`.
+    fn k0(&self, p: usize) -> usize {
+        p * self.cosets
+    }
+}
+
 /// What one GPU does: its output columns, its LDE rows (as a t-range: rows t·blowup + k) and its
 /// Merkle blocks.
 #[derive(Debug, Clone)]
@@ -180,12 +237,14 @@ fn log_blocks(gpus: usize, log_n: u32) -> u32 {
 // PIPELINE
 // ================================================================================================
 
-/// Commits `request` on `gpus` (with their states); returns the commitment and per-GPU times.
+/// Commits `request` on `gpus` (with their states), within `memory_limit` bytes per GPU if given
+/// (else within each device's free memory); returns the commitment and per-GPU times.
 pub(crate) fn commit(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
     request: &CommitRequest<'_>,
     shape: Shape,
+    memory_limit: Option<u64>,
 ) -> Result<(Commitment, Vec<StageTimes>)> {
     let plan = Plan::new(request, shape);
     let g_count = gpus.len().min(shape.num_cols).max(1);
@@ -204,78 +263,142 @@ pub(crate) fn commit(
             }
         })
         .collect();
-
-    // 1. upload, interpolate, extend
-    let mut lde_done = Vec::with_capacity(g_count);
-    let mut marks = Vec::with_capacity(g_count);
-    for ((gpu, state), share) in gpus.iter().zip(states.iter_mut()).zip(&shares) {
-        let (event, m) = enqueue_lde(gpu, state, &plan, share)?;
-        lde_done.push(event);
-        marks.push(m);
+    let blowup = 1usize << plan.log_blowup;
+    let footprints: Vec<Footprint> = shares.iter().map(|s| plan.footprint(s, g_count)).collect();
+    let cosets = memory::cosets_per_pass(gpus, states, &footprints, blowup, memory_limit)?;
+    let passes = Passes::new(cosets, blowup);
+    if passes.count > 1 {
+        tracing::info!(
+            passes = passes.count,
+            cosets,
+            "cuda: the LDE exceeds the device memory budget; streaming it in coset groups"
+        );
     }
 
-    // 2. gather rows, hash, build subtrees
-    let mut hashed = Vec::with_capacity(g_count);
-    let mut tree_done = Vec::with_capacity(g_count);
+    // results on the host
+    let n = shape.poly_len;
+    let lde_len = shape.lde_len;
+    let mut polys: Vec<Vec<Felt>> = (0..shape.num_cols)
+        .map(|_| reserve_host(n))
+        .collect::<Result<_>>()?;
+    let mut rows: Vec<Felt> = reserve_host(lde_len * shape.row_width)?;
+    let mut leaves: Vec<Digest> = reserve_host(lde_len)?;
+    let mut nodes: Vec<Digest> = reserve_host(lde_len)?;
+
+    // 1. upload, interpolate, and the first pass's LDE
+    let coset_tables = plan.coset_tables(cosets);
+    let mut timelines = Vec::with_capacity(g_count);
+    let mut interpolated = Vec::with_capacity(g_count);
+    let mut lde_done = Vec::with_capacity(g_count);
+    for ((gpu, state), share) in gpus.iter().zip(states.iter_mut()).zip(&shares) {
+        let mut timeline = Timeline::new(gpu)?;
+        let (polys_ready, first_lde) = enqueue_interpolation(
+            gpu,
+            state,
+            &plan,
+            share,
+            &passes,
+            &coset_tables,
+            &mut timeline,
+        )?;
+        timelines.push(timeline);
+        interpolated.push(polys_ready);
+        lde_done.push(first_lde);
+    }
     let lde_ptrs: Vec<u64> = gpus
         .iter()
         .zip(states.iter_mut())
         .map(|(gpu, state)| state.buffers.lde.get(&gpu.ctx, 0))
         .collect::<DriverResult<_>>()?;
-    for (g, ((gpu, state), share)) in gpus.iter().zip(states.iter_mut()).zip(&shares).enumerate() {
-        let _span = tracing::info_span!("cuda.enqueue_hash", gpu = gpu.ordinal).entered();
-        let exchanged = gpu.mark()?;
-        if g_count > 1 {
-            let slab_words = shape.num_cols * (share.t.len() << plan.log_blowup);
-            let slab = state.buffers.slab.get(&gpu.ctx, slab_words * 8)?;
-            gather(gpus, &lde_ptrs, slab, g, &shares, &lde_done, &plan)?;
+
+    // 2. per pass: LDE (the first one is enqueued), gather, hash; the last pass builds the
+    //    subtrees. The rows of one pass download while the next pass runs.
+    let mut tree_done = Vec::with_capacity(g_count);
+    let mut previous: Option<Vec<HashedChunks>> = None;
+    for pass in 0..passes.count {
+        if pass > 0 {
+            let gathered = std::mem::take(&mut lde_done);
+            for (g, ((gpu, state), share)) in
+                gpus.iter().zip(states.iter_mut()).zip(&shares).enumerate()
+            {
+                // the LDE buffer is overwritten: every GPU must have gathered from it
+                for (h, event) in gathered.iter().enumerate() {
+                    if h != g {
+                        gpu.compute.wait(event)?;
+                    }
+                }
+                lde_done.push(enqueue_pass_lde(
+                    gpu,
+                    state,
+                    &plan,
+                    share,
+                    &passes,
+                    pass,
+                    &mut timelines[g],
+                )?);
+            }
         }
-        let gathered = gpu.mark()?;
-        let chunks = enqueue_hash(gpu, state, &plan, share, g_count > 1)?;
-        let hash_end = gpu.mark()?;
-        enqueue_tree(gpu, state, &plan, share, blocks)?;
-        let tree_end = gpu.mark()?;
-        tree_done.push(tree_end);
-        hashed.push(chunks);
-        marks[g].extend([exchanged, gathered, hash_end]);
+        let mut hashed = Vec::with_capacity(g_count);
+        let mut gathered = Vec::with_capacity(g_count);
+        for (g, ((gpu, state), share)) in
+            gpus.iter().zip(states.iter_mut()).zip(&shares).enumerate()
+        {
+            let _span =
+                tracing::info_span!("cuda.enqueue_hash", gpu = gpu.ordinal, pass).entered();
+            if g_count > 1 {
+                let slab_words = shape.num_cols * (share.t.len() << passes.log_cosets);
+                let slab = state.buffers.slab.get(&gpu.ctx, slab_words * 8)?;
+                gather(gpus, &lde_ptrs, slab, g, &shares, &lde_done, &plan, &passes)?;
+            }
+            timelines[g].mark(gpu, Stage::Exchange)?;
+            gathered.push(completion(gpu)?);
+            hashed.push(enqueue_hash(gpu, state, &plan, share, g_count > 1, &passes, pass)?);
+            timelines[g].mark(gpu, Stage::Hash)?;
+            if pass + 1 == passes.count {
+                enqueue_tree(gpu, state, &plan, share, blocks)?;
+                timelines[g].mark(gpu, Stage::Tree)?;
+                tree_done.push(completion(gpu)?);
+            }
+        }
+        // from here on `lde_done` holds "gathered": what the next pass's LDE waits for
+        lde_done = gathered;
+        if let Some(chunks) = previous.take() {
+            let _span = tracing::info_span!("cuda.download_rows", pass = pass - 1).entered();
+            let jobs = gpus
+                .iter()
+                .zip(states.iter_mut())
+                .zip(&shares)
+                .zip(&chunks)
+                .map(|(((gpu, state), share), chunks)| {
+                    row_downloads(gpu, state, &plan, share, &passes, chunks, &mut rows)
+                })
+                .collect::<DriverResult<Vec<_>>>()?;
+            download(gpus, states, jobs)?;
+        }
+        previous = Some(hashed);
     }
 
-    // 3. download into the result vectors
-    let n = shape.poly_len;
-    let lde_len = shape.lde_len;
-    let mut polys: Vec<Vec<Felt>> = (0..shape.num_cols).map(|_| Vec::with_capacity(n)).collect();
-    let mut rows: Vec<Felt> = Vec::with_capacity(lde_len * shape.row_width);
-    let mut leaves: Vec<Digest> = Vec::with_capacity(lde_len);
-    let mut nodes: Vec<Digest> = Vec::with_capacity(lde_len);
+    // 3. download the polynomials, the last pass's rows, the leaves and the subtrees
     {
         let _span = tracing::info_span!("cuda.download", gpus = g_count).entered();
+        let last = previous.expect("at least one pass");
         let mut jobs = Vec::with_capacity(g_count);
         for (g, ((gpu, state), share)) in
             gpus.iter().zip(states.iter_mut()).zip(&shares).enumerate()
         {
+            let mut list = row_downloads(gpu, state, &plan, share, &passes, &last[g], &mut rows)?;
             let bufs = &mut state.buffers;
-            let mut list = Vec::new();
             let polys_ptr = bufs.polys.get(&gpu.ctx, 0)?;
             for (local, c) in share.cols.clone().enumerate() {
                 list.push(Download {
                     src: polys_ptr + (local * n * 8) as u64,
                     dst: spare(&mut polys[c], 0, n),
-                    ready: Some(&lde_done[g]),
-                });
-            }
-            let rows_ptr = bufs.rows.get(&gpu.ctx, 0)?;
-            let row0 = share.t.start << plan.log_blowup;
-            for (range, event) in &hashed[g] {
-                let (r0, r1) = (range.start << plan.log_blowup, range.end << plan.log_blowup);
-                list.push(Download {
-                    src: rows_ptr + ((r0 - row0) * shape.row_width * 8) as u64,
-                    dst: spare(&mut rows, r0 * shape.row_width, (r1 - r0) * shape.row_width),
-                    ready: Some(event),
+                    ready: Some(&interpolated[g]),
                 });
             }
             // the leaves are final after the last hash chunk: their download overlaps the tree
-            if let Some((_, last_chunk)) = hashed[g].last() {
-                let (r0, r1) = (row0, share.t.end << plan.log_blowup);
+            if let Some((_, last_chunk)) = last[g].chunks.last() {
+                let (r0, r1) = (share.t.start << plan.log_blowup, share.t.end << plan.log_blowup);
                 list.push(Download {
                     src: bufs.leaves.get(&gpu.ctx, 0)? + (r0 * 32) as u64,
                     dst: spare(&mut leaves, r0, r1 - r0),
@@ -292,21 +415,12 @@ pub(crate) fn commit(
             }
             jobs.push(list);
         }
-        let mut lanes: Vec<Lane<'_>> = gpus
-            .iter()
-            .zip(states.iter_mut())
-            .map(|(gpu, state)| Lane {
-                ctx: &gpu.ctx,
-                stream: &gpu.copy,
-                ring: &mut state.ring,
-            })
-            .collect();
-        transfer::download(&mut lanes, jobs)?;
+        download(gpus, states, jobs)?;
     }
 
     // 4. the nodes above the subtrees (none with one GPU), then the unused node 0
-    // SAFETY: every element below each length was written by the downloads (the shares cover
-    // all columns, rows and subtree ranges) or is written right here before use.
+    // SAFETY: every element below each length was written by the downloads (the shares and
+    // passes cover all columns, rows and subtree ranges) or is written right here before use.
     unsafe {
         for p in &mut polys {
             p.set_len(n);
@@ -325,10 +439,15 @@ pub(crate) fn commit(
         nodes.set_len(lde_len);
     }
 
-    let times = stage_times(gpus, &marks, &tree_done)?;
+    let times = gpus
+        .iter()
+        .zip(&timelines)
+        .map(|(gpu, timeline)| timeline.stage_times(gpu.ordinal, passes.count))
+        .collect::<DriverResult<Vec<_>>>()?;
     for t in &times {
         tracing::info!(
             gpu = t.device,
+            passes = t.passes,
             upload_lde_ms = t.upload_lde_ms,
             interpolate_ms = t.interpolate_ms,
             lde_ms = t.lde_ms,
@@ -354,6 +473,84 @@ pub(crate) fn commit(
     ))
 }
 
+/// Runs the downloads of every GPU (one list per GPU) through their rings.
+fn download(
+    gpus: &[&Gpu],
+    states: &mut [&mut GpuState],
+    jobs: Vec<Vec<Download<'_>>>,
+) -> DriverResult<()> {
+    let mut lanes: Vec<Lane<'_>> = gpus
+        .iter()
+        .zip(states.iter_mut())
+        .map(|(gpu, state)| Lane {
+            ctx: &gpu.ctx,
+            stream: &gpu.copy,
+            ring: &mut state.ring,
+        })
+        .collect();
+    let stats = transfer::download(&mut lanes, jobs)?;
+    tracing::info!(
+        bytes = stats.bytes,
+        wait_ms = stats.wait.as_secs_f32() * 1e3,
+        copy_ms = stats.copy.as_secs_f32() * 1e3,
+        "cuda download: host time waiting for the GPUs and copying out of pinned memory"
+    );
+    Ok(())
+}
+
+/// The hash chunks of one pass on one GPU: each chunk's t-range and the event after it.
+struct HashedChunks {
+    pass: usize,
+    chunks: Vec<(std::ops::Range<usize>, Event)>,
+}
+
+/// The downloads of one pass's rows on one GPU into the host rows: per hash chunk, the
+/// `(t1 - t0) · cosets` rows of the pass's rows buffer go to rows t·blowup + k0 .. + cosets
+/// (contiguous when the pass holds every coset).
+fn row_downloads<'a>(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    plan: &Plan<'_>,
+    share: &Share,
+    passes: &Passes,
+    hashed: &'a HashedChunks,
+    rows: &mut Vec<Felt>,
+) -> DriverResult<Vec<Download<'a>>> {
+    let rw = plan.shape.row_width;
+    let half = rows_half(gpu, state, plan, share, passes, hashed.pass)?;
+    let k0 = passes.k0(hashed.pass);
+    Ok(hashed
+        .chunks
+        .iter()
+        .map(|(range, event)| Download {
+            src: half + (((range.start - share.t.start) << passes.log_cosets) * rw * 8) as u64,
+            dst: spare_strided(
+                rows,
+                ((range.start << plan.log_blowup) + k0) * rw,
+                rw << passes.log_cosets,
+                rw << plan.log_blowup,
+                range.len(),
+            ),
+            ready: Some(event),
+        })
+        .collect())
+}
+
+/// The device address of the rows buffer half that pass `pass` hashes into.
+fn rows_half(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    plan: &Plan<'_>,
+    share: &Share,
+    passes: &Passes,
+    pass: usize,
+) -> DriverResult<u64> {
+    let half_bytes = (share.t.len() << passes.log_cosets) * plan.shape.row_width * 8;
+    let halves = if passes.count > 1 { 2 } else { 1 };
+    let rows = state.buffers.rows.get(&gpu.ctx, half_bytes * halves)?;
+    Ok(rows + ((pass % halves) * half_bytes) as u64)
+}
+
 /// The host destination of `len` elements of `vec` starting at `start`, in its spare capacity.
 fn spare<T>(vec: &mut Vec<T>, start: usize, len: usize) -> HostDst {
     let spare = vec.spare_capacity_mut();
@@ -366,6 +563,32 @@ fn spare<T>(vec: &mut Vec<T>, start: usize, len: usize) -> HostDst {
         HostDst::new(
             spare.as_mut_ptr().add(start).cast(),
             len * std::mem::size_of::<T>(),
+        )
+    }
+}
+
+/// The host destination of `count` runs of `run` elements of `vec`, `stride` elements apart,
+/// the first at `start`, in its spare capacity.
+fn spare_strided<T>(
+    vec: &mut Vec<T>,
+    start: usize,
+    run: usize,
+    stride: usize,
+    count: usize,
+) -> HostDst {
+    let spare = vec.spare_capacity_mut();
+    assert!(
+        count == 0 || start + (count - 1) * stride + run <= spare.len(),
+        "destination exceeds the reserved capacity"
+    );
+    let size = std::mem::size_of::<T>();
+    // SAFETY: every run lies in the vector's allocation; each is handed to one download.
+    unsafe {
+        HostDst::strided(
+            spare.as_mut_ptr().add(start).cast(),
+            run * size,
+            stride * size,
+            count,
         )
     }
 }
@@ -394,22 +617,23 @@ fn subtree_ranges(
 // STAGES
 // ================================================================================================
 
-/// Uploads this GPU's source columns and enqueues interpolation and LDE; returns the event of
-/// the LDE's completion and the timing marks (phase start, then per column group: after its
-/// upload, after interpolation, after LDE).
+/// Uploads this GPU's source columns and enqueues the interpolation and the first pass's LDE;
+/// returns the events of the polynomials' and of that LDE's completion.
 ///
 /// A trace is processed in groups of columns, each group's kernels waiting only for its own
 /// upload, so the transforms of one group overlap the host staging of the next.
-fn enqueue_lde(
+fn enqueue_interpolation(
     gpu: &Gpu,
     state: &mut GpuState,
     plan: &Plan<'_>,
     share: &Share,
-) -> Result<(Event, Vec<Event>)> {
+    passes: &Passes,
+    coset_tables: &[u64],
+    timeline: &mut Timeline,
+) -> Result<(Event, Event)> {
     let shape = &plan.shape;
     let n = shape.poly_len;
-    let (log_n, log_b) = (plan.log_n, plan.log_blowup);
-    let blowup = 1usize << log_b;
+    let log_n = plan.log_n;
     let m = plan.sources[0].len();
     let sources = plan.sources_for(&share.cols);
     let cols = share.cols.len();
@@ -421,25 +645,19 @@ fn enqueue_lde(
         .flat_map(|c| plan.col_src(c, sources.start))
         .collect();
     let polys_tables = tables::power_tables(&plan.scales, &[plan.polys_base], log_n);
-    let log_lde = log_n + log_b;
-    let lde_tables = tables::power_tables(
-        &plan.scales,
-        &tables::coset_bases(plan.lde_shift, log_lde, blowup),
-        log_n,
-    );
     let twiddles_inv = gpu.twiddles(state, plan.log_src, true)?;
-    let twiddles_fwd = gpu.twiddles(state, log_n, false)?;
+    gpu.twiddles(state, log_n, false)?;
     let bufs = &mut state.buffers;
     let col_src_ptr = bufs.col_src.get(&gpu.ctx, col_src.len() * 4)?;
     gpu.upload_into(col_src_ptr, &col_src)?;
     let polys_tables_ptr = bufs.polys_tables.get(&gpu.ctx, polys_tables.len() * 8)?;
     gpu.upload_into(polys_tables_ptr, &polys_tables)?;
-    let lde_tables_ptr = bufs.lde_tables.get(&gpu.ctx, lde_tables.len() * 8)?;
-    gpu.upload_into(lde_tables_ptr, &lde_tables)?;
+    let lde_tables_ptr = bufs.lde_tables.get(&gpu.ctx, coset_tables.len() * 8)?;
+    gpu.upload_into(lde_tables_ptr, coset_tables)?;
 
     let source = bufs.source.get(&gpu.ctx, sources.len() * m * 8)?;
     let polys = bufs.polys.get(&gpu.ctx, cols * n * 8)?;
-    let lde = bufs.lde.get(&gpu.ctx, cols * blowup * n * 8)?;
+    bufs.lde.get(&gpu.ctx, (cols << passes.log_cosets) * n * 8)?;
 
     // (output columns, source columns) per group; a composition needs every component at once
     let groups: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> =
@@ -459,7 +677,8 @@ fn enqueue_lde(
         groups = groups.len()
     )
     .entered();
-    let mut marks = vec![gpu.mark()?];
+    // re-recorded after each group's polynomials: the last recording is the one waited on
+    let polys_ready = Event::new(&gpu.ctx)?;
     for (group, group_sources) in groups {
         let mut lane = Lane {
             ctx: &gpu.ctx,
@@ -477,7 +696,7 @@ fn enqueue_lde(
         let uploaded = Event::new(&gpu.ctx)?;
         uploaded.record(&gpu.copy)?;
         gpu.compute.wait(&uploaded)?;
-        marks.push(gpu.mark()?);
+        timeline.mark(gpu, Stage::Upload)?;
         let group_source = source + (group_sources.start * m * 8) as u64;
         ntt(
             gpu,
@@ -502,34 +721,77 @@ fn enqueue_lde(
             true,
             group.len(),
         )?;
-        marks.push(gpu.mark()?);
-        let group_lde = lde + (group.start * blowup * n * 8) as u64;
-        scale(
-            gpu,
-            group_lde,
-            source,
-            group_col_src,
-            lde_tables_ptr,
-            log_n,
-            log_b,
-            m,
-            m / n,
-            false,
-            group.len(),
-        )?;
-        ntt(
-            gpu,
-            group_lde,
-            group.len() * blowup,
-            log_n,
-            twiddles_fwd,
-            false,
-        )?;
-        marks.push(gpu.mark()?);
+        timeline.mark(gpu, Stage::Interpolate)?;
+        polys_ready.record(&gpu.compute)?;
+        coset_lde(gpu, state, plan, passes, 0, group)?;
+        timeline.mark(gpu, Stage::Lde)?;
     }
-    let done = Event::new(&gpu.ctx)?;
-    done.record(&gpu.compute)?;
-    Ok((done, marks))
+    timeline.first_lde_done();
+    Ok((polys_ready, completion(gpu)?))
+}
+
+/// Enqueues the LDE of pass `pass` (every column of this GPU); returns its completion event.
+fn enqueue_pass_lde(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    plan: &Plan<'_>,
+    share: &Share,
+    passes: &Passes,
+    pass: usize,
+    timeline: &mut Timeline,
+) -> Result<Event> {
+    timeline.mark(gpu, Stage::Wait)?;
+    coset_lde(gpu, state, plan, passes, pass, 0..share.cols.len())?;
+    timeline.mark(gpu, Stage::Lde)?;
+    completion(gpu)
+}
+
+/// An event recorded now on `gpu`'s compute stream: what other streams wait on.
+fn completion(gpu: &Gpu) -> DriverResult<Event> {
+    let event = Event::new(&gpu.ctx)?;
+    event.record(&gpu.compute)?;
+    Ok(event)
+}
+
+/// Scales the bit-reversed coefficients of local columns `group` by the powers of pass `pass`'s
+/// coset bases and runs their DITs: the LDE buffer then holds those columns over the pass's
+/// cosets (column by column, coset by coset).
+fn coset_lde(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    plan: &Plan<'_>,
+    passes: &Passes,
+    pass: usize,
+    group: std::ops::Range<usize>,
+) -> DriverResult<()> {
+    let n = plan.shape.poly_len;
+    let m = plan.sources[0].len();
+    let table_len = tables::power_table_len(plan.log_n);
+    let pass_tables = (pass * plan.scales.len() * passes.cosets * table_len * 8) as u64;
+    let twiddles_fwd = gpu.twiddles(state, plan.log_n, false)?;
+    let bufs = &mut state.buffers;
+    let group_lde = bufs.lde.get(&gpu.ctx, 0)? + ((group.start << passes.log_cosets) * n * 8) as u64;
+    scale(
+        gpu,
+        group_lde,
+        bufs.source.get(&gpu.ctx, 0)?,
+        bufs.col_src.get(&gpu.ctx, 0)? + (group.start * 12) as u64,
+        bufs.lde_tables.get(&gpu.ctx, 0)? + pass_tables,
+        plan.log_n,
+        passes.log_cosets,
+        m,
+        m / n,
+        false,
+        group.len(),
+    )?;
+    ntt(
+        gpu,
+        group_lde,
+        group.len() << passes.log_cosets,
+        plan.log_n,
+        twiddles_fwd,
+        false,
+    )
 }
 
 /// In-place batched NTT of `segments` contiguous segments of 2^log_n elements.
@@ -595,9 +857,10 @@ fn scale(
     }
 }
 
-/// Copies every column of GPU `me`'s rows from every GPU's LDE into its slab (several GPUs):
-/// for each source GPU, once its LDE is done, one peer copy per (column, coset) of the rows'
-/// t-range, which is contiguous in the coset-major layout.
+/// Copies every column of GPU `me`'s rows over the pass's cosets from every GPU's LDE into its
+/// slab (several GPUs): for each source GPU, once its LDE is done, one peer copy per (column,
+/// coset) of the rows' t-range, which is contiguous in the coset-major layout.
+#[allow(clippy::too_many_arguments)]
 fn gather(
     gpus: &[&Gpu],
     lde_ptrs: &[u64],
@@ -606,16 +869,17 @@ fn gather(
     shares: &[Share],
     lde_done: &[Event],
     plan: &Plan<'_>,
+    passes: &Passes,
 ) -> DriverResult<()> {
-    let (n, blowup) = (plan.shape.poly_len, 1usize << plan.log_blowup);
+    let (n, cosets) = (plan.shape.poly_len, passes.cosets);
     let t = &shares[me].t;
     let gpu = gpus[me];
     for (h, (source, share)) in gpus.iter().zip(shares).enumerate() {
         gpu.compute.wait(&lde_done[h])?;
         for (local, c) in share.cols.clone().enumerate() {
-            for k in 0..blowup {
-                let src = lde_ptrs[h] + (((local * blowup + k) * n + t.start) * 8) as u64;
-                let dst = slab + (((c * blowup + k) * t.len()) * 8) as u64;
+            for k in 0..cosets {
+                let src = lde_ptrs[h] + (((local * cosets + k) * n + t.start) * 8) as u64;
+                let dst = slab + (((c * cosets + k) * t.len()) * 8) as u64;
                 gpu.compute
                     .copy_peer(dst, &gpu.ctx, src, &source.ctx, t.len() * 8)?;
             }
@@ -624,31 +888,31 @@ fn gather(
     Ok(())
 }
 
-/// Enqueues the row hashes of this GPU's rows in chunks; returns each chunk's t-range and the
-/// event after it.
+/// Enqueues the row hashes of this GPU's rows over pass `pass`'s cosets in chunks, into the
+/// pass's half of the rows buffer.
 fn enqueue_hash(
     gpu: &Gpu,
     state: &mut GpuState,
     plan: &Plan<'_>,
     share: &Share,
     from_slab: bool,
-) -> DriverResult<Vec<(std::ops::Range<usize>, Event)>> {
+    passes: &Passes,
+    pass: usize,
+) -> DriverResult<HashedChunks> {
     let shape = &plan.shape;
-    let (n, log_b) = (shape.poly_len, plan.log_blowup);
+    let (n, log_c) = (shape.poly_len, passes.log_cosets);
     let t_len = share.t.len();
+    let rows = rows_half(gpu, state, plan, share, passes, pass)?;
     let bufs = &mut state.buffers;
-    let rows = bufs
-        .rows
-        .get(&gpu.ctx, (t_len << log_b) * shape.row_width * 8)?;
     let leaves = bufs.leaves.get(&gpu.ctx, shape.lde_len * 32)?;
     // Source addressing of element (k, t, c): the LDE itself with one GPU, else the slab.
     let (base, k_stride, c_stride) = if from_slab {
-        (bufs.slab.get(&gpu.ctx, 0)?, t_len, t_len << log_b)
+        (bufs.slab.get(&gpu.ctx, 0)?, t_len, t_len << log_c)
     } else {
-        (bufs.lde.get(&gpu.ctx, 0)?, n, n << log_b)
+        (bufs.lde.get(&gpu.ctx, 0)?, n, n << log_c)
     };
     let kernel = gpu.kernels.hash_rows(plan.hash, plan.part != 0);
-    let chunk_t = (HASH_CHUNK_ROWS >> log_b).max(1);
+    let chunk_t = (HASH_CHUNK_ROWS >> log_c).max(1);
     let mut chunks = Vec::new();
     let mut t0 = share.t.start;
     while t0 < share.t.end {
@@ -660,19 +924,21 @@ fn enqueue_hash(
             1u64,
             c_stride as u64,
         );
-        let (mut num_cols, mut part, mut log_blowup) = (shape.num_cols as u32, plan.part, log_b);
-        let (mut t_start, mut t_count, mut leaves, mut rows_out, mut row0, mut row_width) = (
+        let (mut num_cols, mut part, mut log_blowup) =
+            (shape.num_cols as u32, plan.part, plan.log_blowup);
+        let (mut k0, mut log_cosets) = (passes.k0(pass) as u32, log_c);
+        let (mut t_start, mut t_count, mut leaves, mut rows_out, mut t_base, mut row_width) = (
             t0 as u64,
             (t1 - t0) as u64,
             leaves,
             rows,
-            (share.t.start << log_b) as u64,
+            share.t.start as u64,
             shape.row_width as u32,
         );
-        let threads = (t1 - t0) << log_b;
+        let threads = (t1 - t0) << log_c;
         let mut args = kernel_args!(
-            src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, t_start, t_count,
-            leaves, rows_out, row0, row_width
+            src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, k0, log_cosets,
+            t_start, t_count, leaves, rows_out, t_base, row_width
         );
         // SAFETY: arguments match the hash kernels; every buffer covers the addressed rows.
         unsafe {
@@ -688,7 +954,7 @@ fn enqueue_hash(
         chunks.push((t0..t1, event));
         t0 = t1;
     }
-    Ok(chunks)
+    Ok(HashedChunks { pass, chunks })
 }
 
 /// Enqueues the Merkle levels of this GPU's blocks, from the leaves up to the block roots.
@@ -754,35 +1020,81 @@ pub(crate) fn merkle_levels(
     Ok(())
 }
 
-/// Reads the timing marks once everything is done: marks are the phase start, three per column
-/// group, then (exchange start, gathered, hashed); the tree ends at `tree_done`.
-fn stage_times(
-    gpus: &[&Gpu],
-    marks: &[Vec<Event>],
-    tree_done: &[Event],
-) -> DriverResult<Vec<StageTimes>> {
-    gpus.iter()
-        .zip(marks)
-        .zip(tree_done)
-        .map(|((gpu, m), end)| {
-            end.synchronize()?;
-            let (groups, tail) = m[1..].split_at(m.len() - 4);
-            let (mut interpolate_ms, mut lde_ms) = (0.0, 0.0);
-            for g in groups.chunks_exact(3) {
-                interpolate_ms += g[1].elapsed_since(&g[0])?;
-                lde_ms += g[2].elapsed_since(&g[1])?;
-            }
-            Ok(StageTimes {
-                device: gpu.ordinal,
-                upload_lde_ms: groups[groups.len() - 1].elapsed_since(&m[0])?,
-                interpolate_ms,
-                lde_ms,
-                exchange_ms: tail[1].elapsed_since(&tail[0])?,
-                hash_ms: tail[2].elapsed_since(&tail[1])?,
-                tree_ms: end.elapsed_since(&tail[2])?,
-            })
+// TIMING
+// ================================================================================================
+
+/// What a span of a GPU's compute stream did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Waiting for a group's upload.
+    Upload,
+    /// Waiting for the other GPUs (to have gathered from this one).
+    Wait,
+    Interpolate,
+    Lde,
+    Exchange,
+    Hash,
+    Tree,
+}
+
+/// Timing events on one GPU's compute stream: each mark ends a span of one stage, which began
+/// at the previous mark.
+struct Timeline {
+    start: Event,
+    marks: Vec<(Stage, Event)>,
+    /// Marks up to the end of the first pass's LDE.
+    first_lde: usize,
+}
+
+impl Timeline {
+    fn new(gpu: &Gpu) -> DriverResult<Self> {
+        Ok(Self {
+            start: gpu.mark()?,
+            marks: Vec::new(),
+            first_lde: 0,
         })
-        .collect()
+    }
+
+    /// Ends the current span as `stage`.
+    fn mark(&mut self, gpu: &Gpu, stage: Stage) -> DriverResult<()> {
+        self.marks.push((stage, gpu.mark()?));
+        Ok(())
+    }
+
+    /// Notes that the first pass's LDE is enqueued.
+    fn first_lde_done(&mut self) {
+        self.first_lde = self.marks.len();
+    }
+
+    /// The stage times, once the work is done.
+    fn stage_times(&self, device: usize, passes: usize) -> DriverResult<StageTimes> {
+        let mut times = StageTimes {
+            device,
+            passes,
+            ..StageTimes::default()
+        };
+        let Some((_, end)) = self.marks.last() else {
+            return Ok(times);
+        };
+        end.synchronize()?;
+        let mut previous = &self.start;
+        for (i, (stage, mark)) in self.marks.iter().enumerate() {
+            let ms = mark.elapsed_since(previous)?;
+            match stage {
+                Stage::Interpolate => times.interpolate_ms += ms,
+                Stage::Lde => times.lde_ms += ms,
+                Stage::Exchange => times.exchange_ms += ms,
+                Stage::Hash => times.hash_ms += ms,
+                Stage::Tree => times.tree_ms += ms,
+                Stage::Upload | Stage::Wait => {}
+            }
+            if i + 1 == self.first_lde {
+                times.upload_lde_ms = mark.elapsed_since(&self.start)?;
+            }
+            previous = mark;
+        }
+        Ok(times)
+    }
 }
 
 // SINGLE STAGES (the trait's `hash_rows` and `build_tree`, on the first GPU)
@@ -821,13 +1133,13 @@ pub(crate) fn hash_rows(
     let kernel = gpu.kernels.hash_rows(hash, part != 0);
     let (mut src, mut k_stride, mut t_stride, mut c_stride) =
         (src, 0u64, lde.row_width as u64, 1u64);
-    let (mut num_cols, mut part, mut log_blowup, mut t0, mut t_count) =
-        (lde.num_cols as u32, part, 0u32, 0u64, num_rows as u64);
-    let (mut leaves_ptr, mut rows_out, mut row0, mut row_width) =
+    let (mut num_cols, mut part, mut log_blowup, mut k0, mut log_cosets, mut t0, mut t_count) =
+        (lde.num_cols as u32, part, 0u32, 0u32, 0u32, 0u64, num_rows as u64);
+    let (mut leaves_ptr, mut rows_out, mut t_base, mut row_width) =
         (leaves, 0u64, 0u64, lde.row_width as u32);
     let mut args = kernel_args!(
-        src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, t0, t_count, leaves_ptr,
-        rows_out, row0, row_width
+        src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, k0, log_cosets, t0,
+        t_count, leaves_ptr, rows_out, t_base, row_width
     );
     // SAFETY: arguments match the hash kernels; `src` holds the rows, `leaves` one digest per row.
     unsafe {
@@ -883,7 +1195,7 @@ fn download_digests(
     ready: &Event,
     fix: impl FnOnce(&mut [Digest]),
 ) -> Result<Vec<Digest>> {
-    let mut out: Vec<Digest> = Vec::with_capacity(count);
+    let mut out: Vec<Digest> = reserve_host(count)?;
     let job = Download {
         src,
         dst: spare(&mut out, 0, count),

@@ -124,6 +124,16 @@ impl Scratch {
             }
         }
     }
+
+    /// Bytes held now.
+    pub(crate) fn bytes(&self) -> usize {
+        self.0.as_ref().map_or(0, DeviceBuffer::bytes)
+    }
+
+    /// Frees the buffer (the next `get` allocates anew).
+    pub(crate) fn release(&mut self) {
+        self.0 = None;
+    }
 }
 
 // PINNED HOST MEMORY

@@ -6,6 +6,7 @@ use std::{collections::HashMap, sync::Arc};
 use cudarc::driver::{sys, CudaContext};
 
 use super::{
+    memory::BufferSizes,
     driver::{bind, check, DeviceBuffer, DriverResult, Event, Kernel, Module, Scratch, Stream},
     program::{compile_for_arch, KERNELS},
     tables,
@@ -63,11 +64,13 @@ pub(crate) struct Buffers {
     pub source: Scratch,
     /// Natural-order coefficients of this GPU's columns, for the host.
     pub polys: Scratch,
-    /// LDE of this GPU's columns: column-major, each column coset by coset.
+    /// LDE of this GPU's columns (of the pass's cosets): column-major, each column coset by
+    /// coset.
     pub lde: Scratch,
     /// All columns of this GPU's rows (several GPUs only), gathered from every GPU's LDE.
     pub slab: Scratch,
-    /// This GPU's rows, row-major and padded: what the host receives.
+    /// This GPU's rows, row-major and padded: what the host receives (per pass when the LDE is
+    /// streamed, in two halves that alternate).
     pub rows: Scratch,
     /// Leaves (4 words each), indexed by absolute row.
     pub leaves: Scratch,
@@ -77,6 +80,59 @@ pub(crate) struct Buffers {
     pub polys_tables: Scratch,
     pub lde_tables: Scratch,
     pub col_src: Scratch,
+}
+
+impl Buffers {
+    /// Bytes held by the pipeline buffers (the small tables aside).
+    pub(crate) fn held(&self) -> u64 {
+        self.pipeline().iter().map(|s| s.bytes() as u64).sum()
+    }
+
+    /// Bytes held once a commitment needing `sizes` has grown the buffers (none shrink).
+    pub(crate) fn held_with(&self, sizes: &BufferSizes) -> u64 {
+        let needs = [
+            sizes.source,
+            sizes.polys,
+            sizes.lde,
+            sizes.slab,
+            sizes.rows,
+            sizes.leaves,
+            sizes.nodes,
+        ];
+        self.pipeline()
+            .iter()
+            .zip(needs)
+            .map(|(s, need)| s.bytes().max(need) as u64)
+            .sum()
+    }
+
+    /// Frees every pipeline buffer.
+    pub(crate) fn release(&mut self) {
+        for scratch in [
+            &mut self.source,
+            &mut self.polys,
+            &mut self.lde,
+            &mut self.slab,
+            &mut self.rows,
+            &mut self.leaves,
+            &mut self.nodes,
+        ] {
+            scratch.release();
+        }
+    }
+
+    /// The pipeline buffers, in [`BufferSizes`] order.
+    fn pipeline(&self) -> [&Scratch; 7] {
+        [
+            &self.source,
+            &self.polys,
+            &self.lde,
+            &self.slab,
+            &self.rows,
+            &self.leaves,
+            &self.nodes,
+        ]
+    }
 }
 
 /// Mutable per-GPU state: buffers, twiddle tables and the pinned ring.

@@ -16,6 +16,7 @@
 mod commit;
 mod driver;
 mod gpu;
+mod memory;
 mod program;
 mod tables;
 mod transfer;
@@ -53,6 +54,7 @@ pub const DEVICES_ENV: &str = "MIDEN_GPU_DEVICES";
 /// Commits on one or more NVIDIA GPUs.
 pub struct CudaCommitter {
     gpus: Vec<Gpu>,
+    memory_limit: Option<u64>,
     states: Mutex<Vec<GpuState>>,
     last_times: Mutex<Vec<StageTimes>>,
 }
@@ -90,16 +92,26 @@ impl CudaCommitter {
     }
 }
 
-/// Chooses the GPUs of a [`CudaCommitter`].
+/// Chooses the GPUs of a [`CudaCommitter`] and the device memory it may use.
 #[derive(Debug, Clone, Default)]
 pub struct CudaCommitterBuilder {
     devices: Option<Vec<usize>>,
+    memory_limit: Option<u64>,
 }
 
 impl CudaCommitterBuilder {
     /// Uses exactly these CUDA ordinals (overrides `MIDEN_GPU_DEVICES`).
     pub fn devices(mut self, ordinals: &[usize]) -> Self {
         self.devices = Some(ordinals.to_vec());
+        self
+    }
+
+    /// Caps the device memory each GPU's commitment buffers may take, in bytes (default: the
+    /// device's free memory at each call). A commitment whose LDE does not fit is streamed in
+    /// coset groups, as many passes as needed; one that does not fit even one coset at a time
+    /// is [`GpuError::OutOfMemory`]. Results are the same for any cap.
+    pub fn memory_limit(mut self, bytes: u64) -> Self {
+        self.memory_limit = Some(bytes);
         self
     }
 
@@ -142,6 +154,7 @@ impl CudaCommitterBuilder {
         }
         Ok(CudaCommitter {
             gpus,
+            memory_limit: self.memory_limit,
             states: Mutex::new(states),
             last_times: Mutex::new(Vec::new()),
         })
@@ -235,7 +248,8 @@ impl GpuCommitter for CudaCommitter {
         let mut states = self.states();
         let gpus: Vec<&Gpu> = self.gpus.iter().collect();
         let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
-        let (commitment, times) = commit::commit(&gpus, &mut state_refs, request, shape)?;
+        let (commitment, times) =
+            commit::commit(&gpus, &mut state_refs, request, shape, self.memory_limit)?;
         *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
         Ok(commitment)
     }

@@ -7,7 +7,7 @@
 //! is busy at once, and a piece may wait on a device event (e.g. "rows of this chunk hashed"),
 //! so the LDE download overlaps hashing.
 
-use std::{collections::VecDeque, sync::Arc};
+use std::{collections::VecDeque, sync::Arc, time::Instant};
 
 use cudarc::driver::{sys, CudaContext};
 use rayon::prelude::*;
@@ -46,11 +46,14 @@ impl Ring {
     }
 }
 
-/// A host destination: `len` writable bytes at `ptr`, exclusively owned by one transfer.
+/// A host destination, exclusively owned by one transfer: `len` bytes in runs of `run` bytes
+/// placed `stride` bytes apart (one run, `run == stride == len`, for a contiguous range).
 #[derive(Clone, Copy)]
 pub(crate) struct HostDst {
     ptr: *mut u8,
     len: usize,
+    run: usize,
+    stride: usize,
 }
 
 // SAFETY: a HostDst is a unique range of a live allocation (see `HostDst::new`).
@@ -62,17 +65,63 @@ impl HostDst {
     /// `ptr..ptr+len` must be writable, stay valid until the transfer completes, and not be
     /// accessed by anything else meanwhile.
     pub(crate) unsafe fn new(ptr: *mut u8, len: usize) -> Self {
-        Self { ptr, len }
+        Self {
+            ptr,
+            len,
+            run: len,
+            stride: len,
+        }
     }
 
+    /// `count` runs of `run` bytes, the first at `ptr`, each `stride` bytes after the last.
+    ///
+    /// # Safety
+    /// Every run must be writable, stay valid until the transfer completes, and not be accessed
+    /// by anything else meanwhile.
+    pub(crate) unsafe fn strided(ptr: *mut u8, run: usize, stride: usize, count: usize) -> Self {
+        if run == stride {
+            return Self::new(ptr, run * count);
+        }
+        Self {
+            ptr,
+            len: run * count,
+            run,
+            stride,
+        }
+    }
+
+    fn is_contiguous(&self) -> bool {
+        self.run == self.stride
+    }
+
+    /// Bytes per transfer piece: a slot, or as many whole runs as a slot holds.
+    fn piece_bytes(&self) -> usize {
+        if self.is_contiguous() {
+            SLOT_BYTES
+        } else {
+            (SLOT_BYTES / self.run).max(1) * self.run
+        }
+    }
+
+    /// The destination of source bytes `by..by + len` (whole runs unless contiguous).
     fn offset(self, by: usize, len: usize) -> Self {
         debug_assert!(by + len <= self.len);
+        if self.is_contiguous() {
+            // SAFETY: inside the range handed to `new`.
+            return unsafe { Self::new(self.ptr.add(by), len) };
+        }
+        debug_assert!(by.is_multiple_of(self.run) && len.is_multiple_of(self.run));
         Self {
-            ptr: unsafe { self.ptr.add(by) },
+            // SAFETY: run `by / run` lies inside the runs handed to `strided`.
+            ptr: unsafe { self.ptr.add(by / self.run * self.stride) },
             len,
+            ..self
         }
     }
 }
+
+/// Longest run of a strided download (one slot): longer runs are the caller's to avoid.
+pub(crate) const MAX_RUN_BYTES: usize = SLOT_BYTES;
 
 /// One device range to download into a host range of the same length.
 pub(crate) struct Download<'a> {
@@ -112,9 +161,25 @@ pub(crate) fn upload(lane: &mut Lane<'_>, dst: sys::CUdeviceptr, src: &[u8]) -> 
     Ok(())
 }
 
+/// Where the host thread spent a download: waiting for the GPUs (kernels the pieces depend on,
+/// and the DMA) or copying out of the pinned slots. Copy time close to the whole means the host
+/// copies, not the GPUs, bound the commitment.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct DownloadStats {
+    /// Bytes delivered to the host.
+    pub bytes: usize,
+    /// Time blocked on slot events.
+    pub wait: std::time::Duration,
+    /// Time copying from slots to the destinations.
+    pub copy: std::time::Duration,
+}
+
 /// Runs every lane's downloads, interleaving the lanes piece by piece; returns when all bytes
 /// are on the host.
-pub(crate) fn download(lanes: &mut [Lane<'_>], jobs: Vec<Vec<Download<'_>>>) -> DriverResult<()> {
+pub(crate) fn download(
+    lanes: &mut [Lane<'_>],
+    jobs: Vec<Vec<Download<'_>>>,
+) -> DriverResult<DownloadStats> {
     struct Piece<'a> {
         src: sys::CUdeviceptr,
         dst: HostDst,
@@ -127,9 +192,10 @@ pub(crate) fn download(lanes: &mut [Lane<'_>], jobs: Vec<Vec<Download<'_>>>) -> 
                 .into_iter()
                 .flat_map(|job| {
                     let len = job.dst.len;
-                    (0..len.div_ceil(SLOT_BYTES)).map(move |p| {
-                        let at = p * SLOT_BYTES;
-                        let bytes = SLOT_BYTES.min(len - at);
+                    let piece = job.dst.piece_bytes();
+                    (0..len.div_ceil(piece)).map(move |p| {
+                        let at = p * piece;
+                        let bytes = piece.min(len - at);
                         Piece {
                             src: job.src + at as u64,
                             dst: job.dst.offset(at, bytes),
@@ -143,6 +209,7 @@ pub(crate) fn download(lanes: &mut [Lane<'_>], jobs: Vec<Vec<Download<'_>>>) -> 
         .collect();
     let mut in_flight: Vec<VecDeque<(usize, HostDst)>> =
         lanes.iter().map(|_| VecDeque::new()).collect();
+    let mut stats = DownloadStats::default();
 
     // Issue round-robin; when a lane's ring is full, finish its oldest piece first.
     while queues.iter().any(|q| !q.is_empty()) {
@@ -151,7 +218,7 @@ pub(crate) fn download(lanes: &mut [Lane<'_>], jobs: Vec<Vec<Download<'_>>>) -> 
                 continue;
             };
             if in_flight[lane_index].len() == SLOTS {
-                finish_oldest(lane, &mut in_flight[lane_index])?;
+                finish_oldest(lane, &mut in_flight[lane_index], &mut stats)?;
             }
             bind(lane.ctx)?;
             let slot = lane.ring.next;
@@ -174,20 +241,54 @@ pub(crate) fn download(lanes: &mut [Lane<'_>], jobs: Vec<Vec<Download<'_>>>) -> 
     }
     for (lane, queue) in lanes.iter_mut().zip(in_flight.iter_mut()) {
         while !queue.is_empty() {
-            finish_oldest(lane, queue)?;
+            finish_oldest(lane, queue, &mut stats)?;
         }
     }
-    Ok(())
+    Ok(stats)
 }
 
 /// Waits for the lane's oldest download piece and copies it to its host destination.
-fn finish_oldest(lane: &mut Lane<'_>, queue: &mut VecDeque<(usize, HostDst)>) -> DriverResult<()> {
+fn finish_oldest(
+    lane: &mut Lane<'_>,
+    queue: &mut VecDeque<(usize, HostDst)>,
+    stats: &mut DownloadStats,
+) -> DriverResult<()> {
     let (slot, dst) = queue.pop_front().expect("caller checks non-empty");
     bind(lane.ctx)?;
+    let start = Instant::now();
     lane.ring.done[slot].synchronize()?;
+    let synced = Instant::now();
     // SAFETY: the DMA into the slot is complete; dst is exclusively ours (HostDst::new).
-    unsafe { par_copy(dst.ptr, lane.ring.slots[slot].as_mut_ptr(), dst.len) };
+    unsafe { par_scatter(dst, lane.ring.slots[slot].as_mut_ptr()) };
+    stats.wait += synced - start;
+    stats.copy += synced.elapsed();
+    stats.bytes += dst.len;
     Ok(())
+}
+
+/// Copies `dst.len` bytes from `src` into the runs of `dst`, with all cores.
+///
+/// # Safety
+/// `src` must be valid for `dst.len` bytes and overlap none of `dst`'s runs.
+unsafe fn par_scatter(dst: HostDst, src: *const u8) {
+    if dst.is_contiguous() {
+        return par_copy(dst.ptr, src, dst.len);
+    }
+    let (to, from) = (dst.ptr as usize, src as usize);
+    let runs_per_task = (HOST_COPY_CHUNK / dst.run).max(1);
+    (0..dst.len / dst.run)
+        .into_par_iter()
+        .with_min_len(runs_per_task)
+        .for_each(|i| {
+            // SAFETY: run i of the source and of the destination (see the function's contract).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    (from + i * dst.run) as *const u8,
+                    (to + i * dst.stride) as *mut u8,
+                    dst.run,
+                )
+            }
+        });
 }
 
 /// memcpy with all cores.

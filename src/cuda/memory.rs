@@ -1,0 +1,159 @@
+//! Device memory budget: how many LDE cosets one pass of the pipeline holds.
+//!
+//! The whole LDE of a commitment (`columns · n · blowup` elements, plus its row-major copy) is by
+//! far the largest thing on a GPU. When it does not fit the budget (the committer's memory limit,
+//! else the device's free memory), the pipeline streams it: each pass extends the polynomials
+//! over a group of `c` cosets (`c` a power of two dividing the blowup), hashes those rows and
+//! downloads them, and the next pass reuses the buffers. Polynomials, leaves and Merkle nodes
+//! stay whole. Results do not depend on `c`.
+
+use super::{
+    driver::{bind, check, DriverResult},
+    gpu::{Buffers, GpuState},
+    transfer::MAX_RUN_BYTES,
+    Gpu,
+};
+use crate::error::{GpuError, Result};
+
+/// Device memory left to the driver, the compiled module and the small tables when the budget
+/// is the device's free memory.
+const DRIVER_RESERVE: u64 = 512 << 20;
+
+/// Room kept for the small tables (twiddles, power tables, column sources).
+const TABLES: u64 = 64 << 20;
+
+// FOOTPRINT
+// ================================================================================================
+
+/// Element counts of one GPU's buffers for a commitment, from which the bytes of any pass size
+/// follow.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Footprint {
+    /// Uploaded source evaluations.
+    pub source: usize,
+    /// This GPU's polynomials.
+    pub polys: usize,
+    /// This GPU's LDE columns, per coset.
+    pub lde_per_coset: usize,
+    /// Gathered rows (all columns of this GPU's rows; several GPUs only), per coset.
+    pub slab_per_coset: usize,
+    /// Row-major rows of this GPU, per coset.
+    pub rows_per_coset: usize,
+    /// Bytes of one coset's row-major row run on the host (its row width, in bytes).
+    pub row_bytes: usize,
+    /// Leaves and nodes (digests of the whole LDE domain), each.
+    pub digests: usize,
+}
+
+/// Bytes of each pipeline buffer on one GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BufferSizes {
+    pub source: usize,
+    pub polys: usize,
+    pub lde: usize,
+    pub slab: usize,
+    /// One pass's rows, twice over when there are several passes (the rows of one pass
+    /// download while the next pass hashes into the other half).
+    pub rows: usize,
+    pub leaves: usize,
+    pub nodes: usize,
+}
+
+impl BufferSizes {
+    fn total(&self) -> u64 {
+        [
+            self.source,
+            self.polys,
+            self.lde,
+            self.slab,
+            self.rows,
+            self.leaves,
+            self.nodes,
+        ]
+        .iter()
+        .map(|&b| b as u64)
+        .sum()
+    }
+}
+
+impl Footprint {
+    /// Buffer bytes with `cosets` cosets per pass out of `blowup`.
+    pub(crate) fn sizes(&self, cosets: usize, blowup: usize) -> BufferSizes {
+        let halves = if cosets < blowup { 2 } else { 1 };
+        BufferSizes {
+            source: self.source * 8,
+            polys: self.polys * 8,
+            lde: self.lde_per_coset * cosets * 8,
+            slab: self.slab_per_coset * cosets * 8,
+            rows: self.rows_per_coset * cosets * 8 * halves,
+            leaves: self.digests * 32,
+            nodes: self.digests * 32,
+        }
+    }
+}
+
+// PASSES
+// ================================================================================================
+
+/// The most cosets per pass (a power of two up to `blowup`) whose buffers fit every GPU's budget:
+/// `limit` bytes per GPU, or the device's free memory plus what the committer already holds.
+/// Buffers kept from earlier, larger commitments are freed where keeping them would exceed the
+/// budget. [`GpuError::OutOfMemory`] if even one coset per pass does not fit.
+pub(crate) fn cosets_per_pass(
+    gpus: &[&Gpu],
+    states: &mut [&mut GpuState],
+    footprints: &[Footprint],
+    blowup: usize,
+    limit: Option<u64>,
+) -> Result<usize> {
+    let budgets = gpus
+        .iter()
+        .zip(states.iter())
+        .map(|(gpu, state)| budget(gpu, &state.buffers, limit))
+        .collect::<DriverResult<Vec<u64>>>()?;
+    let fits = |cosets: usize| {
+        footprints.iter().zip(&budgets).all(|(f, &budget)| {
+            let streamed = cosets < blowup;
+            f.sizes(cosets, blowup).total() + TABLES <= budget
+                && !(streamed && f.row_bytes * cosets > MAX_RUN_BYTES)
+        })
+    };
+    let mut cosets = blowup;
+    while !fits(cosets) {
+        if cosets == 1 {
+            let needs = footprints
+                .iter()
+                .zip(&budgets)
+                .map(|(f, &budget)| (f.sizes(1, blowup).total() + TABLES, budget));
+            let (needed, available) = needs
+                .clone()
+                .find(|(needed, budget)| needed > budget)
+                .or(needs.max())
+                .expect("at least one GPU");
+            return Err(GpuError::OutOfMemory {
+                memory: "device",
+                needed,
+                available,
+            });
+        }
+        cosets /= 2;
+    }
+    for ((state, f), &budget) in states.iter_mut().zip(footprints).zip(&budgets) {
+        let sizes = f.sizes(cosets, blowup);
+        if state.buffers.held_with(&sizes) + TABLES > budget {
+            state.buffers.release();
+        }
+    }
+    Ok(cosets)
+}
+
+/// One GPU's budget: `limit`, or its free memory plus the pipeline buffers already held, less
+/// [`DRIVER_RESERVE`].
+fn budget(gpu: &Gpu, buffers: &Buffers, limit: Option<u64>) -> DriverResult<u64> {
+    if let Some(limit) = limit {
+        return Ok(limit);
+    }
+    bind(&gpu.ctx)?;
+    let (free, _) = check(cudarc::driver::result::mem_get_info(), "cuMemGetInfo")?;
+    Ok((free as u64 + buffers.held()).saturating_sub(DRIVER_RESERVE))
+}
