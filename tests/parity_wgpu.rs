@@ -96,6 +96,55 @@ fn wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk() {
     }
 }
 
+/// Stage times from timestamp queries: reported after each commitment where the adapter has
+/// `TIMESTAMP_QUERY` (every stage that ran takes some time; no device interpolation when the
+/// columns are longer than a part), never otherwise; the single-stage calls leave them alone.
+#[test]
+fn wgpu_stage_times() {
+    use miden_gpu::{CommitRequest, Felt, PolyInput, RowHashing};
+
+    let Some(committer) = committer(None) else { return };
+    assert_eq!(committer.last_stage_times(), None, "no commitment yet");
+    let columns: Vec<Vec<Felt>> = (0..11u64)
+        .map(|c| (0..1u64 << 10).map(|i| Felt::new(c * 4096 + i + 1)).collect())
+        .collect();
+    let refs: Vec<&[Felt]> = columns.iter().map(|c| c.as_slice()).collect();
+    let request = CommitRequest {
+        input: PolyInput::Trace { columns: &refs },
+        blowup: 4,
+        row_hashing: RowHashing::WholeRow,
+        hash: HashFunction::Rpx256,
+    };
+    let commitment = committer.commit(&request).expect("commit");
+    let times = committer.last_stage_times();
+    eprintln!("stage times (can time: {}): {times:?}", committer.can_time_stages());
+    if !committer.can_time_stages() {
+        assert_eq!(times, None);
+        return;
+    }
+    let times = times.expect("stage times");
+    for (stage, ms) in [
+        ("interpolate", times.interpolate_ms),
+        ("lde", times.lde_ms),
+        ("rows", times.rows_ms),
+        ("hash", times.hash_ms),
+        ("tree", times.tree_ms),
+    ] {
+        assert!(ms.is_finite() && ms > 0.0, "{stage}: {ms} ms");
+    }
+    committer
+        .hash_rows(&commitment.lde, RowHashing::WholeRow, HashFunction::Rpo256)
+        .expect("hash rows");
+    assert_eq!(committer.last_stage_times(), Some(times));
+
+    // Columns longer than a part: interpolated on the host.
+    let committer = committer.with_max_chunk_bytes(4 << 10);
+    committer.commit(&request).expect("commit");
+    let times = committer.last_stage_times().expect("stage times");
+    assert_eq!(times.interpolate_ms, 0.0);
+    assert!(times.lde_ms > 0.0 && times.hash_ms > 0.0, "{times:?}");
+}
+
 /// Timing of a W1-shaped trace commitment (73 base columns, 2^20 rows unless
 /// `MIDEN_GPU_BENCH_LOG_ROWS` says otherwise, blowup 8, RPO256, whole-row leaves) against the
 /// CPU backend (skipped with `MIDEN_GPU_BENCH_SKIP_CPU=1`), with the results compared. Not part

@@ -1,6 +1,8 @@
 //! Recording of device work: dispatches, copies and clears are collected into a [`Batch`],
 //! then encoded into one command buffer with one parameter arena (a uniform buffer bound
 //! with dynamic offsets) and submitted at once, so a whole stage costs one submission.
+//! Consecutive dispatches of one [`Stage`] share a compute pass; a pass is timed when a
+//! commitment is (see `timestamps`).
 
 use bytemuck::Pod;
 
@@ -9,6 +11,7 @@ use super::{
     constants::RescueConstants,
     context::Context,
     pipelines::{Kernel, Pipelines, PARAMS_BYTES},
+    timestamps::{Stage, Timer},
 };
 
 /// Invocations per workgroup of every kernel (`WORKGROUP_SIZE` in common.wgsl).
@@ -20,6 +23,7 @@ enum Op {
         buffers: Vec<::wgpu::Buffer>,
         params_offset: u32,
         groups: (u32, u32),
+        stage: Option<Stage>,
     },
     Copy {
         src: ::wgpu::Buffer,
@@ -31,6 +35,8 @@ enum Op {
     Clear {
         buffer: ::wgpu::Buffer,
     },
+    /// Resolve of the commitment's timestamps (a no-op when nothing is timed).
+    ResolveTimestamps,
 }
 
 /// Device work recorded for one submission.
@@ -41,6 +47,8 @@ pub(super) struct Batch {
     align: u64,
     /// Largest workgroup count per grid dimension.
     max_groups: u64,
+    /// Stage of the dispatches recorded from now on.
+    stage: Option<Stage>,
 }
 
 impl Batch {
@@ -50,7 +58,18 @@ impl Batch {
             params: Vec::new(),
             align: (ctx.limits.min_uniform_buffer_offset_alignment as u64).max(PARAMS_BYTES),
             max_groups: ctx.limits.max_compute_workgroups_per_dimension as u64,
+            stage: None,
         }
+    }
+
+    /// Tags the dispatches recorded from now on with `stage` (`None`: untimed).
+    pub fn set_stage(&mut self, stage: Option<Stage>) {
+        self.stage = stage;
+    }
+
+    /// The stage of the dispatches being recorded.
+    pub fn stage(&self) -> Option<Stage> {
+        self.stage
     }
 
     /// Runs `kernel` with `params` over `workgroups` workgroups (a 2-D grid when needed; the
@@ -79,6 +98,7 @@ impl Batch {
             buffers: buffers.iter().map(|&b| b.clone()).collect(),
             params_offset,
             groups: (x as u32, y as u32),
+            stage: self.stage,
         });
     }
 
@@ -118,14 +138,22 @@ impl Batch {
         });
     }
 
-    /// Encodes everything into one command buffer and submits it. (The parameter arena goes
-    /// back to the pool at once: a later `write_buffer` to it is ordered after this submission.)
+    /// Records the resolve of the timestamps of every pass encoded before it (the end of a
+    /// timed commitment).
+    pub fn resolve_timestamps(&mut self) {
+        self.ops.push(Op::ResolveTimestamps);
+    }
+
+    /// Encodes everything into one command buffer and submits it, timing the passes of staged
+    /// dispatches if `timer` is recording. (The parameter arena goes back to the pool at once: a
+    /// later `write_buffer` to it is ordered after this submission.)
     pub fn submit(
         self,
         ctx: &Context,
         pipelines: &Pipelines,
         rescue: &RescueConstants,
         pool: &BufferPool,
+        timer: Option<&Timer>,
     ) -> Option<::wgpu::SubmissionIndex> {
         if self.ops.is_empty() {
             return None;
@@ -142,14 +170,19 @@ impl Batch {
         let mut ops = self.ops.iter().peekable();
         while let Some(op) = ops.next() {
             match op {
-                Op::Dispatch { .. } => {
-                    let mut pass = encoder.begin_compute_pass(&Default::default());
+                Op::Dispatch { stage, .. } => {
+                    let pass_stage = *stage;
+                    let mut pass = encoder.begin_compute_pass(&::wgpu::ComputePassDescriptor {
+                        label: None,
+                        timestamp_writes: timer.and_then(|t| t.pass(pass_stage)),
+                    });
                     let mut next = Some(op);
                     while let Some(Op::Dispatch {
                         kernel,
                         buffers,
                         params_offset,
                         groups,
+                        ..
                     }) = next
                     {
                         let pipeline = pipelines.get(*kernel);
@@ -160,7 +193,9 @@ impl Batch {
                             pass.set_bind_group(1, rescue.group(hash), &[]);
                         }
                         pass.dispatch_workgroups(groups.0, groups.1, 1);
-                        next = ops.next_if(|op| matches!(op, Op::Dispatch { .. }));
+                        next = ops.next_if(
+                            |op| matches!(op, Op::Dispatch { stage, .. } if *stage == pass_stage),
+                        );
                     }
                 },
                 Op::Copy {
@@ -173,6 +208,11 @@ impl Batch {
                     encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
                 },
                 Op::Clear { buffer } => encoder.clear_buffer(buffer, 0, None),
+                Op::ResolveTimestamps => {
+                    if let Some(timer) = timer {
+                        timer.encode_resolve(&mut encoder);
+                    }
+                },
             }
         }
         Some(ctx.queue.submit([encoder.finish()]))

@@ -7,7 +7,8 @@
 //! forward NTT, and for each chunk of rows: transposition into RowMatrix rows, row hashing
 //! into the leaves, download of the rows; finally all Merkle levels and their download.
 //! Everything goes through one [`Stream`], so the device never waits for the host except
-//! when both staging buffers are full.
+//! when both staging buffers are full. Dispatches are tagged with their [`Stage`]; where the
+//! device has timestamp queries, the stages' device times come back with the commitment.
 
 use miden_crypto::Felt;
 use rayon::prelude::*;
@@ -28,6 +29,7 @@ use super::{
     merkle::{download_levels, push_level_sinks, record_tree, tree_levels, Layout},
     ntt::record_dif,
     sizes::{Sizes, DIGEST_BYTES, FELT_BYTES},
+    timestamps::{Stage, StageTimes},
     upload::{upload, Write},
     Engine,
 };
@@ -88,8 +90,11 @@ impl Plan {
     }
 }
 
-/// Computes a [`Commitment`] on the device.
-pub(super) fn commit(engine: &Engine<'_>, request: &CommitRequest<'_>) -> Result<Commitment> {
+/// Computes a [`Commitment`] on the device, and its stage times where the device can tell.
+pub(super) fn commit(
+    engine: &Engine<'_>,
+    request: &CommitRequest<'_>,
+) -> Result<(Commitment, Option<StageTimes>)> {
     let shape = request.validate()?;
     let plan = Plan::new(shape, &request.input, &engine.sizes)?;
     let (n, cols, rw) = (shape.poly_len, shape.num_cols, shape.row_width);
@@ -138,7 +143,11 @@ pub(super) fn commit(engine: &Engine<'_>, request: &CommitRequest<'_>) -> Result
             info_span!("wgpu.host_alloc").in_scope(|| commit_sinks(&shape, with_polys, layout))
         });
 
+        if let Some(timer) = engine.timer {
+            timer.begin();
+        }
         let mut batch = Batch::new(engine.ctx);
+        batch.set_stage(Some(Stage::Interpolate));
         let (host_polys, staged) = match &values {
             Some(values) => {
                 let writes = column_writes(input_columns(&request.input), values);
@@ -191,6 +200,7 @@ pub(super) fn commit(engine: &Engine<'_>, request: &CommitRequest<'_>) -> Result
         let twiddles = engine.tables().twiddles(device, &engine.ctx.queue, plan.unit.ilog2(), false);
         for coset in 0..plan.units {
             let batch = stream.batch();
+            batch.set_stage(Some(Stage::Lde));
             record_coset_input(batch, &plan, coset, &coefficients, &work, &powers, tables);
             for p in 0..work.num_parts() {
                 let (_, len) = work.part_range(p);
@@ -198,6 +208,7 @@ pub(super) fn commit(engine: &Engine<'_>, request: &CommitRequest<'_>) -> Result
             }
             for row0 in (0..plan.unit).step_by(plan.rows as usize) {
                 let batch = stream.batch();
+                batch.set_stage(Some(Stage::Rows));
                 for p in 0..work.num_parts() {
                     let (first, len) = work.part_range(p);
                     let num_cols = len / plan.unit;
@@ -217,6 +228,7 @@ pub(super) fn commit(engine: &Engine<'_>, request: &CommitRequest<'_>) -> Result
                 let (leaf_buffer, leaf_offset) = leaf_array.locate(leaf);
                 let block = RowBlock { num_rows: plan.rows, row_width: rw, num_cols: cols, src_offset: 0, dst_offset: leaf_offset };
                 let buffers = RowBuffers { rows: &row_buffer, leaves: leaf_buffer, sponges: &sponges };
+                batch.set_stage(Some(Stage::Hash));
                 record_hash_rows(batch, request.hash, request.row_hashing, block, buffers, engine.sizes.hash_events);
                 let bytes = plan.rows * rw as u64 * FELT_BYTES;
                 stream.download(&row_buffer, 0, bytes, rw as u64 * FELT_BYTES, Target::Records { sink: LDE_SINK, first: leaf as usize })?;
@@ -225,8 +237,10 @@ pub(super) fn commit(engine: &Engine<'_>, request: &CommitRequest<'_>) -> Result
         Ok::<_, GpuError>(())
     })?;
 
-        info_span!("wgpu.tree")
-            .in_scope(|| record_tree(stream.batch(), request.hash, &leaf_array, layout, &levels));
+        info_span!("wgpu.tree").in_scope(|| {
+            stream.batch().set_stage(Some(Stage::Tree));
+            record_tree(stream.batch(), request.hash, &leaf_array, layout, &levels)
+        });
         let mut sinks = info_span!("wgpu.download").in_scope(|| {
             download_array(&mut stream, &leaf_array, DIGEST_BYTES, |first| {
                 Target::Records {
@@ -235,13 +249,18 @@ pub(super) fn commit(engine: &Engine<'_>, request: &CommitRequest<'_>) -> Result
                 }
             })?;
             download_levels(&mut stream, &levels, LEVEL_SINK)?;
+            stream.batch().resolve_timestamps();
             stream.finish()
         })?;
+        let times = match engine.timer {
+            Some(timer) => timer.finish(engine.ctx)?,
+            None => None,
+        };
         let nodes = sinks.digests.pop().unwrap_or_default();
         let leaves = sinks.digests.pop().unwrap_or_default();
         let lde = sinks.felts.pop().unwrap_or_default();
         let polys = host_polys.unwrap_or(sinks.columns);
-        Ok(Commitment {
+        let commitment = Commitment {
             polys,
             lde: LdeRows {
                 data: lde,
@@ -250,7 +269,8 @@ pub(super) fn commit(engine: &Engine<'_>, request: &CommitRequest<'_>) -> Result
             },
             leaves,
             nodes,
-        })
+        };
+        Ok((commitment, times))
     })
 }
 

@@ -10,6 +10,9 @@ use crate::{backend::Backend, error::GpuError, error::Result};
 /// `MIDEN_GPU_WGPU_INT64=0` turns the 64-bit-integer kernels off.
 const INT64_ENV: &str = "MIDEN_GPU_WGPU_INT64";
 
+/// `MIDEN_GPU_WGPU_TIMESTAMPS=0` leaves `TIMESTAMP_QUERY` off (no stage times).
+const TIMESTAMPS_ENV: &str = "MIDEN_GPU_WGPU_TIMESTAMPS";
+
 // CONTEXT
 // ================================================================================================
 
@@ -21,13 +24,16 @@ pub(super) struct Context {
     pub limits: ::wgpu::Limits,
     /// The device has `SHADER_INT64`: kernels use native 32x32 -> 64-bit products.
     pub int64: bool,
+    /// The device has `TIMESTAMP_QUERY`: commitments report their stage times.
+    pub timestamps: bool,
     /// The first error wgpu reported outside an error scope, or the reason the device was lost.
     fault: Arc<Mutex<Option<String>>>,
 }
 
 impl Context {
     /// Finds an adapter (`WGPU_ADAPTER_NAME` picks one by name, `WGPU_BACKEND` the APIs) and
-    /// opens a device with the adapter's best limits. `int64`: use 64-bit integers if the
+    /// opens a device with the adapter's best limits, and `TIMESTAMP_QUERY` where the adapter
+    /// has it (unless `MIDEN_GPU_WGPU_TIMESTAMPS=0`). `int64`: use 64-bit integers if the
     /// adapter has them (`None`, unless `MIDEN_GPU_WGPU_INT64=0`), never (`Some(false)`), or
     /// always (`Some(true)`: an error without them).
     pub fn new(int64: Option<bool>) -> Result<Self> {
@@ -65,11 +71,15 @@ impl Context {
             Some(wanted) => wanted,
             None => has_int64 && std::env::var(INT64_ENV).map_or(true, |v| v.trim() != "0"),
         };
-        let required_features = if int64 {
-            ::wgpu::Features::SHADER_INT64
-        } else {
-            ::wgpu::Features::empty()
-        };
+        let timestamps = adapter.features().contains(::wgpu::Features::TIMESTAMP_QUERY)
+            && std::env::var(TIMESTAMPS_ENV).map_or(true, |v| v.trim() != "0");
+        let mut required_features = ::wgpu::Features::empty();
+        if int64 {
+            required_features |= ::wgpu::Features::SHADER_INT64;
+        }
+        if timestamps {
+            required_features |= ::wgpu::Features::TIMESTAMP_QUERY;
+        }
         let limits = adapter.limits();
         let (device, queue) =
             pollster::block_on(adapter.request_device(&::wgpu::DeviceDescriptor {
@@ -97,6 +107,7 @@ impl Context {
             backend = ?info.backend,
             device_type = ?info.device_type,
             int64,
+            timestamps,
             max_binding = limits.max_storage_buffer_binding_size,
             max_buffer = limits.max_buffer_size,
             "wgpu device opened"
@@ -107,6 +118,7 @@ impl Context {
             info,
             limits,
             int64,
+            timestamps,
             fault,
         })
     }

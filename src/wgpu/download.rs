@@ -236,7 +236,10 @@ impl<'e, 's> Stream<'e, 's> {
     /// Submits what is recorded, starts mapping its staging buffer, and delivers the previous
     /// one meanwhile.
     pub fn flush(&mut self) -> Result<()> {
-        let batch = std::mem::replace(&mut self.batch, Batch::new(self.engine.ctx));
+        // The next batch goes on with the stage being recorded.
+        let mut next = Batch::new(self.engine.ctx);
+        next.set_stage(self.batch.stage());
+        let batch = std::mem::replace(&mut self.batch, next);
         let submission = self.engine.submit(batch);
         let pieces = std::mem::take(&mut self.pieces);
         let started = if pieces.is_empty() {

@@ -9,6 +9,7 @@
 //! - `batch`, `upload`, `download`: recording submissions, uploads, pipelined downloads;
 //! - `ntt`, `lde`, `hash`, `merkle`: the dispatches of each kernel family;
 //! - `sizes`: how work is split to fit the device;
+//! - `timestamps`: device times of a commitment's stages ([`StageTimes`]) from timestamp queries;
 //! - `commit`, `standalone`: the orchestration of a whole commitment, and of the per-stage
 //!   calls.
 //!
@@ -42,6 +43,7 @@ mod pipelines;
 mod shaders;
 mod sizes;
 mod standalone;
+mod timestamps;
 mod upload;
 
 use buffers::BufferPool;
@@ -50,6 +52,8 @@ use context::{device_error, Context};
 use pipelines::Pipelines;
 pub use shaders::{composed_shaders, Arithmetic, ComposedShader};
 use sizes::Sizes;
+pub use timestamps::StageTimes;
+use timestamps::Timer;
 
 // COMMITTER
 // ================================================================================================
@@ -65,6 +69,10 @@ pub struct WgpuCommitter {
     pool: BufferPool,
     tables: Mutex<Tables>,
     sizes: Sizes,
+    /// Timestamp queries, where the device has them.
+    timer: Option<Timer>,
+    /// Stage times of the last commitment.
+    last_times: Mutex<Option<StageTimes>>,
     /// Held for the whole of a call.
     exclusive: Mutex<()>,
 }
@@ -98,6 +106,7 @@ impl WgpuCommitter {
             Ok((pipelines, rescue))
         })?;
         let sizes = Sizes::new(&ctx.limits, ctx.is_software(), None);
+        let timer = Timer::new(&ctx);
         Ok(Self {
             ctx,
             pipelines,
@@ -105,6 +114,8 @@ impl WgpuCommitter {
             pool: BufferPool::default(),
             tables: Mutex::new(Tables::default()),
             sizes,
+            timer,
+            last_times: Mutex::new(None),
             exclusive: Mutex::new(()),
         })
     }
@@ -138,6 +149,26 @@ impl WgpuCommitter {
         }
     }
 
+    /// Whether commitments can be timed on this device: the adapter has `TIMESTAMP_QUERY` (and
+    /// `MIDEN_GPU_WGPU_TIMESTAMPS=0` did not turn it off).
+    pub fn can_time_stages(&self) -> bool {
+        self.timer.is_some()
+    }
+
+    /// Device times of the stages of the last [`GpuCommitter::commit`] (kernel time from GPU
+    /// timestamp queries; also logged as the `info` event "wgpu stage times"). `None` if the
+    /// device cannot time stages ([`Self::can_time_stages`]), before the first commitment, after
+    /// a failed one, or if a commitment ran more compute passes than one query set holds (2048).
+    pub fn last_stage_times(&self) -> Option<StageTimes> {
+        *self.times()
+    }
+
+    fn times(&self) -> MutexGuard<'_, Option<StageTimes>> {
+        self.last_times
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Runs `work` alone on the device, with errors checked.
     fn run<T>(&self, work: impl FnOnce(&Engine<'_>) -> Result<T>) -> Result<T> {
         let _exclusive = self
@@ -151,6 +182,7 @@ impl WgpuCommitter {
             pool: &self.pool,
             tables: &self.tables,
             sizes: self.sizes,
+            timer: self.timer.as_ref(),
         };
         self.ctx.checked(|| work(&engine))
     }
@@ -167,7 +199,20 @@ impl GpuCommitter for WgpuCommitter {
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
         request.validate()?;
-        self.run(|engine| commit::commit(engine, request))
+        *self.times() = None;
+        let (commitment, times) = self.run(|engine| commit::commit(engine, request))?;
+        if let Some(t) = &times {
+            tracing::info!(
+                interpolate_ms = t.interpolate_ms,
+                lde_ms = t.lde_ms,
+                rows_ms = t.rows_ms,
+                hash_ms = t.hash_ms,
+                tree_ms = t.tree_ms,
+                "wgpu stage times"
+            );
+        }
+        *self.times() = times;
+        Ok(commitment)
     }
 
     fn hash_rows(
@@ -204,12 +249,14 @@ pub(super) struct Engine<'a> {
     pool: &'a BufferPool,
     tables: &'a Mutex<Tables>,
     sizes: Sizes,
+    /// Timestamp queries, where the device has them.
+    timer: Option<&'a Timer>,
 }
 
 impl Engine<'_> {
     /// Submits a batch.
     fn submit(&self, batch: batch::Batch) -> Option<::wgpu::SubmissionIndex> {
-        batch.submit(self.ctx, self.pipelines, self.rescue, self.pool)
+        batch.submit(self.ctx, self.pipelines, self.rescue, self.pool, self.timer)
     }
 
     /// The table caches.
