@@ -342,10 +342,10 @@ fn memory_cap_streams_the_lde_in_coset_groups() {
                     }
                     Err(e) => panic!("devices {set:?}, cap {limit} B: {e}"),
                 }
-                limit = limit * 7 / 8;
+                limit = limit * 15 / 16;
             }
             eprintln!("devices {set:?}: passes {passes_seen:?} as the cap shrank");
-            assert!(passes_seen.first() == Some(&1) && passes_seen.len() >= 3, "{passes_seen:?}");
+            assert!(passes_seen.first() == Some(&1) && passes_seen.len() >= 2, "{passes_seen:?}");
         }
     }
 }

@@ -26,13 +26,20 @@ use super::{
     transfer::{self, Download, HostDst, Lane},
 };
 use crate::{
-    committer::{reserve_host, CommitRequest, Commitment, LdeRows, PolyInput, RowHashing, Shape},
+    committer::{
+        prefault, reserve_host, spare_bytes, CommitRequest, Commitment, LdeRows, PolyInput,
+        RowHashing, Shape,
+    },
     error::Result,
     hash::{Digest, HashFunction},
 };
 
 /// Rows hashed per launch (the LDE download of one chunk overlaps the hashing of the next).
 const HASH_CHUNK_ROWS: usize = 1 << 20;
+
+/// The last `HASH_CHUNK_ROWS` rows of a GPU are hashed in this many launches, so less is left to
+/// download once the hashing ends.
+const LAST_CHUNK_SPLIT: usize = 4;
 
 /// Trace columns uploaded per group (each group's transforms start once its upload is done).
 const UPLOAD_GROUP_COLS: usize = 8;
@@ -284,26 +291,45 @@ pub(crate) fn commit(
     let mut rows: Vec<Felt> = reserve_host(lde_len * shape.row_width)?;
     let mut leaves: Vec<Digest> = reserve_host(lde_len)?;
     let mut nodes: Vec<Digest> = reserve_host(lde_len)?;
+    // the page faults of the large results happen while the GPUs compute; joined on drop,
+    // before the vectors are
+    let _prefault = prefault(&[
+        spare_bytes(&mut rows),
+        spare_bytes(&mut leaves),
+        spare_bytes(&mut nodes),
+    ]);
 
-    // 1. upload, interpolate, and the first pass's LDE
+    // 1. upload, interpolate, and the first pass's LDE, column group by column group, the GPUs
+    //    taking turns so that all of them start early
     let coset_tables = plan.coset_tables(cosets);
     let mut timelines = Vec::with_capacity(g_count);
-    let mut interpolated = Vec::with_capacity(g_count);
-    let mut lde_done = Vec::with_capacity(g_count);
+    let mut uploads = Vec::with_capacity(g_count);
     for ((gpu, state), share) in gpus.iter().zip(states.iter_mut()).zip(&shares) {
-        let mut timeline = Timeline::new(gpu)?;
-        let (polys_ready, first_lde) = enqueue_interpolation(
+        timelines.push(Timeline::new(gpu)?);
+        uploads.push(Upload::new(
             gpu,
             state,
             &plan,
             share,
             &passes,
             &coset_tables,
-            &mut timeline,
-        )?;
-        timelines.push(timeline);
-        interpolated.push(polys_ready);
-        lde_done.push(first_lde);
+        )?);
+    }
+    {
+        let _span = tracing::info_span!("cuda.upload_and_lde", gpus = g_count).entered();
+        let rounds = uploads.iter().map(|u| u.groups.len()).max().unwrap_or(0);
+        for round in 0..rounds {
+            for (g, (gpu, state)) in gpus.iter().zip(states.iter_mut()).enumerate() {
+                uploads[g].enqueue_group(gpu, state, &plan, &passes, round, &mut timelines[g])?;
+            }
+        }
+    }
+    let mut interpolated = Vec::with_capacity(g_count);
+    let mut lde_done = Vec::with_capacity(g_count);
+    for ((gpu, upload), timeline) in gpus.iter().zip(uploads).zip(&mut timelines) {
+        timeline.first_lde_done();
+        interpolated.push(upload.polys_ready);
+        lde_done.push(completion(gpu)?);
     }
     let lde_ptrs: Vec<u64> = gpus
         .iter()
@@ -343,8 +369,7 @@ pub(crate) fn commit(
         for (g, ((gpu, state), share)) in
             gpus.iter().zip(states.iter_mut()).zip(&shares).enumerate()
         {
-            let _span =
-                tracing::info_span!("cuda.enqueue_hash", gpu = gpu.ordinal, pass).entered();
+            let _span = tracing::info_span!("cuda.enqueue_hash", gpu = gpu.ordinal, pass).entered();
             if g_count > 1 {
                 let slab_words = shape.num_cols * (share.t.len() << passes.log_cosets);
                 let slab = state.buffers.slab.get(&gpu.ctx, slab_words * 8)?;
@@ -352,7 +377,15 @@ pub(crate) fn commit(
             }
             timelines[g].mark(gpu, Stage::Exchange)?;
             gathered.push(completion(gpu)?);
-            hashed.push(enqueue_hash(gpu, state, &plan, share, g_count > 1, &passes, pass)?);
+            hashed.push(enqueue_hash(
+                gpu,
+                state,
+                &plan,
+                share,
+                g_count > 1,
+                &passes,
+                pass,
+            )?);
             timelines[g].mark(gpu, Stage::Hash)?;
             if pass + 1 == passes.count {
                 enqueue_tree(gpu, state, &plan, share, blocks)?;
@@ -386,19 +419,28 @@ pub(crate) fn commit(
         for (g, ((gpu, state), share)) in
             gpus.iter().zip(states.iter_mut()).zip(&shares).enumerate()
         {
-            let mut list = row_downloads(gpu, state, &plan, share, &passes, &last[g], &mut rows)?;
-            let bufs = &mut state.buffers;
-            let polys_ptr = bufs.polys.get(&gpu.ctx, 0)?;
-            for (local, c) in share.cols.clone().enumerate() {
-                list.push(Download {
+            // the polynomials are ready first: they download while the last pass hashes
+            let polys_ptr = state.buffers.polys.get(&gpu.ctx, 0)?;
+            let mut list: Vec<Download<'_>> = share
+                .cols
+                .clone()
+                .enumerate()
+                .map(|(local, c)| Download {
                     src: polys_ptr + (local * n * 8) as u64,
                     dst: spare(&mut polys[c], 0, n),
                     ready: Some(&interpolated[g]),
-                });
-            }
+                })
+                .collect();
+            list.extend(row_downloads(
+                gpu, state, &plan, share, &passes, &last[g], &mut rows,
+            )?);
+            let bufs = &mut state.buffers;
             // the leaves are final after the last hash chunk: their download overlaps the tree
             if let Some((_, last_chunk)) = last[g].chunks.last() {
-                let (r0, r1) = (share.t.start << plan.log_blowup, share.t.end << plan.log_blowup);
+                let (r0, r1) = (
+                    share.t.start << plan.log_blowup,
+                    share.t.end << plan.log_blowup,
+                );
                 list.push(Download {
                     src: bufs.leaves.get(&gpu.ctx, 0)? + (r0 * 32) as u64,
                     dst: spare(&mut leaves, r0, r1 - r0),
@@ -617,51 +659,52 @@ fn subtree_ranges(
 // STAGES
 // ================================================================================================
 
-/// Uploads this GPU's source columns and enqueues the interpolation and the first pass's LDE;
-/// returns the events of the polynomials' and of that LDE's completion.
-///
-/// A trace is processed in groups of columns, each group's kernels waiting only for its own
-/// upload, so the transforms of one group overlap the host staging of the next.
-fn enqueue_interpolation(
-    gpu: &Gpu,
-    state: &mut GpuState,
-    plan: &Plan<'_>,
-    share: &Share,
-    passes: &Passes,
-    coset_tables: &[u64],
-    timeline: &mut Timeline,
-) -> Result<(Event, Event)> {
-    let shape = &plan.shape;
-    let n = shape.poly_len;
-    let log_n = plan.log_n;
-    let m = plan.sources[0].len();
-    let sources = plan.sources_for(&share.cols);
-    let cols = share.cols.len();
+/// One GPU's upload, interpolation and first-pass LDE, enqueued column group by column group:
+/// each group's kernels wait only for its own upload, so the transforms of one group overlap the
+/// host staging of the next (a composition is one group: it needs every component at once).
+struct Upload {
+    /// (output columns, source columns) per group, local to this GPU.
+    groups: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+    /// First source column of this GPU.
+    first_source: usize,
+    /// Recorded after each group's polynomials: the last recording is the one waited on.
+    polys_ready: Event,
+}
 
-    // small tables: column sources, power tables for the polynomials and for the cosets
-    let col_src: Vec<u32> = share
-        .cols
-        .clone()
-        .flat_map(|c| plan.col_src(c, sources.start))
-        .collect();
-    let polys_tables = tables::power_tables(&plan.scales, &[plan.polys_base], log_n);
-    let twiddles_inv = gpu.twiddles(state, plan.log_src, true)?;
-    gpu.twiddles(state, log_n, false)?;
-    let bufs = &mut state.buffers;
-    let col_src_ptr = bufs.col_src.get(&gpu.ctx, col_src.len() * 4)?;
-    gpu.upload_into(col_src_ptr, &col_src)?;
-    let polys_tables_ptr = bufs.polys_tables.get(&gpu.ctx, polys_tables.len() * 8)?;
-    gpu.upload_into(polys_tables_ptr, &polys_tables)?;
-    let lde_tables_ptr = bufs.lde_tables.get(&gpu.ctx, coset_tables.len() * 8)?;
-    gpu.upload_into(lde_tables_ptr, coset_tables)?;
-
-    let source = bufs.source.get(&gpu.ctx, sources.len() * m * 8)?;
-    let polys = bufs.polys.get(&gpu.ctx, cols * n * 8)?;
-    bufs.lde.get(&gpu.ctx, (cols << passes.log_cosets) * n * 8)?;
-
-    // (output columns, source columns) per group; a composition needs every component at once
-    let groups: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> =
-        match plan.composition_components {
+impl Upload {
+    /// Uploads the small tables (column sources, power tables) and sizes the buffers.
+    fn new(
+        gpu: &Gpu,
+        state: &mut GpuState,
+        plan: &Plan<'_>,
+        share: &Share,
+        passes: &Passes,
+        coset_tables: &[u64],
+    ) -> Result<Self> {
+        let n = plan.shape.poly_len;
+        let m = plan.sources[0].len();
+        let sources = plan.sources_for(&share.cols);
+        let cols = share.cols.len();
+        let col_src: Vec<u32> = share
+            .cols
+            .clone()
+            .flat_map(|c| plan.col_src(c, sources.start))
+            .collect();
+        let polys_tables = tables::power_tables(&plan.scales, &[plan.polys_base], plan.log_n);
+        gpu.twiddles(state, plan.log_src, true)?;
+        gpu.twiddles(state, plan.log_n, false)?;
+        let bufs = &mut state.buffers;
+        let col_src_ptr = bufs.col_src.get(&gpu.ctx, col_src.len() * 4)?;
+        gpu.upload_into(col_src_ptr, &col_src)?;
+        let polys_tables_ptr = bufs.polys_tables.get(&gpu.ctx, polys_tables.len() * 8)?;
+        gpu.upload_into(polys_tables_ptr, &polys_tables)?;
+        let lde_tables_ptr = bufs.lde_tables.get(&gpu.ctx, coset_tables.len() * 8)?;
+        gpu.upload_into(lde_tables_ptr, coset_tables)?;
+        bufs.source.get(&gpu.ctx, sources.len() * m * 8)?;
+        bufs.polys.get(&gpu.ctx, cols * n * 8)?;
+        bufs.lde
+            .get(&gpu.ctx, (cols << passes.log_cosets) * n * 8)?;
+        let groups = match plan.composition_components {
             Some(_) => vec![(0..cols, 0..sources.len())],
             None => (0..cols)
                 .step_by(UPLOAD_GROUP_COLS)
@@ -671,22 +714,37 @@ fn enqueue_interpolation(
                 })
                 .collect(),
         };
-    let _span = tracing::info_span!(
-        "cuda.upload_and_lde",
-        gpu = gpu.ordinal,
-        groups = groups.len()
-    )
-    .entered();
-    // re-recorded after each group's polynomials: the last recording is the one waited on
-    let polys_ready = Event::new(&gpu.ctx)?;
-    for (group, group_sources) in groups {
+        Ok(Self {
+            groups,
+            first_source: sources.start,
+            polys_ready: Event::new(&gpu.ctx)?,
+        })
+    }
+
+    /// Uploads group `index` (if this GPU has it), interpolates it and extends it over the
+    /// first pass's cosets.
+    fn enqueue_group(
+        &self,
+        gpu: &Gpu,
+        state: &mut GpuState,
+        plan: &Plan<'_>,
+        passes: &Passes,
+        index: usize,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let Some((group, group_sources)) = self.groups.get(index).cloned() else {
+            return Ok(());
+        };
+        let n = plan.shape.poly_len;
+        let m = plan.sources[0].len();
+        let source = state.buffers.source.get(&gpu.ctx, 0)?;
         let mut lane = Lane {
             ctx: &gpu.ctx,
             stream: &gpu.copy,
             ring: &mut state.ring,
         };
         for i in group_sources.clone() {
-            let column = plan.sources[sources.start + i];
+            let column = plan.sources[self.first_source + i];
             transfer::upload(
                 &mut lane,
                 source + (i * m * 8) as u64,
@@ -697,24 +755,22 @@ fn enqueue_interpolation(
         uploaded.record(&gpu.copy)?;
         gpu.compute.wait(&uploaded)?;
         timeline.mark(gpu, Stage::Upload)?;
-        let group_source = source + (group_sources.start * m * 8) as u64;
         ntt(
             gpu,
-            group_source,
+            source + (group_sources.start * m * 8) as u64,
             group_sources.len(),
             plan.log_src,
-            twiddles_inv,
+            gpu.twiddles(state, plan.log_src, true)?,
             true,
         )?;
-        let group_col_src = col_src_ptr + (group.start * 12) as u64;
-        let group_polys = polys + (group.start * n * 8) as u64;
+        let bufs = &mut state.buffers;
         scale(
             gpu,
-            group_polys,
+            bufs.polys.get(&gpu.ctx, 0)? + (group.start * n * 8) as u64,
             source,
-            group_col_src,
-            polys_tables_ptr,
-            log_n,
+            bufs.col_src.get(&gpu.ctx, 0)? + (group.start * 12) as u64,
+            bufs.polys_tables.get(&gpu.ctx, 0)?,
+            plan.log_n,
             0,
             m,
             m / n,
@@ -722,12 +778,11 @@ fn enqueue_interpolation(
             group.len(),
         )?;
         timeline.mark(gpu, Stage::Interpolate)?;
-        polys_ready.record(&gpu.compute)?;
+        self.polys_ready.record(&gpu.compute)?;
         coset_lde(gpu, state, plan, passes, 0, group)?;
         timeline.mark(gpu, Stage::Lde)?;
+        Ok(())
     }
-    timeline.first_lde_done();
-    Ok((polys_ready, completion(gpu)?))
 }
 
 /// Enqueues the LDE of pass `pass` (every column of this GPU); returns its completion event.
@@ -770,7 +825,8 @@ fn coset_lde(
     let pass_tables = (pass * plan.scales.len() * passes.cosets * table_len * 8) as u64;
     let twiddles_fwd = gpu.twiddles(state, plan.log_n, false)?;
     let bufs = &mut state.buffers;
-    let group_lde = bufs.lde.get(&gpu.ctx, 0)? + ((group.start << passes.log_cosets) * n * 8) as u64;
+    let group_lde =
+        bufs.lde.get(&gpu.ctx, 0)? + ((group.start << passes.log_cosets) * n * 8) as u64;
     scale(
         gpu,
         group_lde,
@@ -916,7 +972,13 @@ fn enqueue_hash(
     let mut chunks = Vec::new();
     let mut t0 = share.t.start;
     while t0 < share.t.end {
-        let t1 = (t0 + chunk_t).min(share.t.end);
+        // the rows of the last chunks download after the hashing ends: keep them short
+        let size = if share.t.end - t0 <= chunk_t {
+            (chunk_t / LAST_CHUNK_SPLIT).max(1)
+        } else {
+            chunk_t
+        };
+        let t1 = (t0 + size).min(share.t.end);
         let local = t0 - share.t.start;
         let (mut src, mut k_stride, mut t_stride, mut c_stride) = (
             base + (local * 8) as u64,
@@ -937,8 +999,8 @@ fn enqueue_hash(
         );
         let threads = (t1 - t0) << log_c;
         let mut args = kernel_args!(
-            src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, k0, log_cosets,
-            t_start, t_count, leaves, rows_out, t_base, row_width
+            src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, k0, log_cosets, t_start,
+            t_count, leaves, rows_out, t_base, row_width
         );
         // SAFETY: arguments match the hash kernels; every buffer covers the addressed rows.
         unsafe {
@@ -1133,13 +1195,20 @@ pub(crate) fn hash_rows(
     let kernel = gpu.kernels.hash_rows(hash, part != 0);
     let (mut src, mut k_stride, mut t_stride, mut c_stride) =
         (src, 0u64, lde.row_width as u64, 1u64);
-    let (mut num_cols, mut part, mut log_blowup, mut k0, mut log_cosets, mut t0, mut t_count) =
-        (lde.num_cols as u32, part, 0u32, 0u32, 0u32, 0u64, num_rows as u64);
+    let (mut num_cols, mut part, mut log_blowup, mut k0, mut log_cosets, mut t0, mut t_count) = (
+        lde.num_cols as u32,
+        part,
+        0u32,
+        0u32,
+        0u32,
+        0u64,
+        num_rows as u64,
+    );
     let (mut leaves_ptr, mut rows_out, mut t_base, mut row_width) =
         (leaves, 0u64, 0u64, lde.row_width as u32);
     let mut args = kernel_args!(
-        src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, k0, log_cosets, t0,
-        t_count, leaves_ptr, rows_out, t_base, row_width
+        src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, k0, log_cosets, t0, t_count,
+        leaves_ptr, rows_out, t_base, row_width
     );
     // SAFETY: arguments match the hash kernels; `src` holds the rows, `leaves` one digest per row.
     unsafe {

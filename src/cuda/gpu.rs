@@ -6,8 +6,8 @@ use std::{collections::HashMap, sync::Arc};
 use cudarc::driver::{sys, CudaContext};
 
 use super::{
-    memory::BufferSizes,
     driver::{bind, check, DeviceBuffer, DriverResult, Event, Kernel, Module, Scratch, Stream},
+    memory::BufferSizes,
     program::{compile_for_arch, KERNELS},
     tables,
     transfer::Ring,
