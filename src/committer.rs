@@ -252,6 +252,14 @@ pub(crate) fn spare_bytes<T>(vec: &mut Vec<T>) -> (usize, usize) {
     (spare.as_mut_ptr() as usize, std::mem::size_of_val(spare))
 }
 
+/// The environment variable that sets how many threads [`prefault`] uses (0: none).
+pub const PREFAULT_THREADS_ENV: &str = "MIDEN_GPU_PREFAULT_THREADS";
+
+/// Threads of [`prefault`] unless [`PREFAULT_THREADS_ENV`] says otherwise: on two H200s (32
+/// cores) 4 gave W1 its steadiest times (0.439-0.449 s medians), 8 and 16 as fast medians with
+/// outliers up to 0.56-0.81 s, none 0.48-0.53 s.
+const DEFAULT_PREFAULT_THREADS: usize = 4;
+
 /// Background threads faulting in memory; joined on drop.
 pub(crate) struct Prefault(Vec<std::thread::JoinHandle<()>>);
 
@@ -269,11 +277,14 @@ impl Drop for Prefault {
 ///
 /// A GPU backend's results (gigabytes of LDE rows) reach the host through copies whose speed is
 /// bound by the page faults and zeroing of fresh memory; done while the GPUs compute, they
-/// leave the copies at memory speed: W1 on two H200s went from 0.505 s to 0.464 s. The guard
-/// must be dropped before the vectors are freed.
+/// leave the copies at memory speed: W1 on two H200s went from 0.48-0.53 s to 0.44-0.45 s.
+/// The guard must be dropped before the vectors are freed.
 pub(crate) fn prefault(ranges: &[(usize, usize)]) -> Prefault {
-    const THREADS: usize = 8;
     const STEP: usize = 64 << 20;
+    let threads = std::env::var(PREFAULT_THREADS_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_PREFAULT_THREADS);
     let steps: Vec<(usize, usize)> = ranges
         .iter()
         .flat_map(|&(start, len)| {
@@ -281,11 +292,11 @@ pub(crate) fn prefault(ranges: &[(usize, usize)]) -> Prefault {
         })
         .collect();
     let steps = std::sync::Arc::new(steps);
-    let threads = (0..THREADS)
+    let threads = (0..threads)
         .map(|i| {
             let steps = steps.clone();
             std::thread::spawn(move || {
-                for &(start, len) in steps.iter().skip(i).step_by(THREADS) {
+                for &(start, len) in steps.iter().skip(i).step_by(threads) {
                     populate(start, len);
                 }
             })
