@@ -13,6 +13,12 @@
 //! columns, scaling into natural-order polynomials (for the host) and into bit-reversed coset
 //! inputs, the coset DITs (the LDE), the gather, the row hashes in chunks (each chunk's
 //! row-major rows are downloaded while later chunks hash), and the Merkle levels.
+//!
+//! Where the whole LDE does not fit the device memory budget (see `memory`), the LDE, gather
+//! and hashing run in passes over groups of cosets, each pass's rows downloading (scattered to
+//! their strided host rows) while the next pass runs; polynomials, leaves and the tree are
+//! whole. On the host, the result vectors are faulted in by background threads while the GPUs
+//! compute, since with several GPUs the page faults of fresh memory bound the download.
 
 use miden_crypto::Felt;
 use winter_math::{FieldElement, StarkField};
