@@ -9,6 +9,7 @@
 use std::{borrow::Cow, marker::PhantomData, sync::Arc};
 
 use miden_crypto::{Felt, Word};
+use rayon::prelude::*;
 use tracing::{info_span, warn};
 use winter_air::PartitionOptions;
 use winter_crypto::MerkleTree;
@@ -76,8 +77,8 @@ impl<E> SegmentCommitment<E> {
     /// The Merkle tree as Winterfell's type.
     pub fn tree<H: GpuHasher>(&self) -> MerkleTree<H> {
         MerkleTree::from_raw_parts(
-            self.nodes.iter().copied().map(Word::new).collect(),
-            self.leaves.iter().copied().map(Word::new).collect(),
+            self.nodes.par_iter().copied().map(Word::new).collect(),
+            self.leaves.par_iter().copied().map(Word::new).collect(),
         )
         .expect("a validated LDE domain has at least 4 rows, a power of two")
     }
@@ -92,7 +93,9 @@ pub fn commit_trace_segment<E: FieldElement<BaseField = Felt>>(
     partitions: PartitionOptions,
     hash: HashFunction,
 ) -> Result<SegmentCommitment<E>> {
-    let components: Vec<Cow<'_, [Felt]>> = trace.columns().flat_map(base_components).collect();
+    let trace_columns: Vec<&[E]> = trace.columns().collect();
+    let components: Vec<Cow<'_, [Felt]>> =
+        trace_columns.par_iter().flat_map_iter(|c| base_components(c)).collect();
     let columns: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
     let request = CommitRequest {
         input: PolyInput::Trace { columns: &columns },
@@ -185,11 +188,15 @@ fn base_components<E: FieldElement<BaseField = Felt>>(values: &[E]) -> Vec<Cow<'
     (0..k).map(|c| Cow::Owned(flat.iter().skip(c).step_by(k).copied().collect())).collect()
 }
 
-/// Joins groups of `k` base component columns back into `E` columns.
+/// Joins groups of `k` base component columns back into `E` columns, one column per task (a
+/// main segment's polynomials are hundreds of megabytes).
 fn join_components<E: FieldElement<BaseField = Felt>>(base: Vec<Vec<Felt>>) -> Vec<Vec<E>> {
     let k = E::EXTENSION_DEGREE;
-    base.chunks(k)
+    base.par_chunks(k)
         .map(|group| {
+            if k == 1 {
+                return E::slice_from_base_elements(&group[0]).to_vec();
+            }
             let n = group[0].len();
             let flat: Vec<Felt> = (0..n).flat_map(|i| group.iter().map(move |c| c[i])).collect();
             E::slice_from_base_elements(&flat).to_vec()
