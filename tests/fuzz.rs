@@ -53,7 +53,7 @@ proptest! {
         thread_local!(static COMMITTER: std::sync::Arc<dyn GpuCommitter> = committer());
         COMMITTER.with(|c| common::check_case(c.as_ref(), &case, seed));
         let done = CASES_PASSED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        if done % 1000 == 0 {
+        if done.is_multiple_of(1000) {
             eprintln!("fuzz: {done} cases passed");
         }
     }

@@ -134,14 +134,16 @@ pub struct FibTrace {
 impl FibTrace {
     /// Runs `pairs` sequences for `length` steps (a power of two, at least 8).
     pub fn new(pairs: usize, length: usize) -> Self {
-        let mut columns = vec![vec![Felt::ZERO; length]; 2 * pairs];
+        let mut columns = Vec::with_capacity(2 * pairs);
         for j in 0..pairs {
             let (mut a, mut b) = (Felt::ONE, Felt::new(j as u64 + 1));
-            for i in 0..length {
-                columns[2 * j][i] = a;
-                columns[2 * j + 1][i] = b;
+            let (mut first, mut second) = (Vec::with_capacity(length), Vec::with_capacity(length));
+            for _ in 0..length {
+                first.push(a);
+                second.push(b);
                 (a, b) = (a + b, a + b + b);
             }
+            columns.extend([first, second]);
         }
         let info = TraceInfo::new_multi_segment(2 * pairs, 1, 1, length, vec![]);
         Self {

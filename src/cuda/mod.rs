@@ -11,6 +11,7 @@
 //!
 //! Module layout: `driver` (RAII over the driver API), `program` (sources, generated constants,
 //! NVRTC), `tables` (twiddles and power tables), `transfer` (pinned rings), `gpu` (one device),
+//! `memory` (the device memory budget: cosets per pass), `timeline` (stage times from events),
 //! `commit` (the pipeline). The CUDA sources live in `cuda/` at the crate root.
 
 mod commit;
@@ -19,11 +20,12 @@ mod gpu;
 mod memory;
 mod program;
 mod tables;
+mod timeline;
 mod transfer;
 
 use std::sync::Mutex;
 
-pub use commit::StageTimes;
+pub use timeline::StageTimes;
 pub use program::{compile_for_arch, kernel_source, HASH_MIN_BLOCKS_ENV, KERNELS};
 
 use self::{
