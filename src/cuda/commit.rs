@@ -24,7 +24,7 @@ use miden_crypto::Felt;
 use winter_math::{FieldElement, StarkField};
 
 use super::{
-    driver::{kernel_args, DriverResult, Event},
+    driver::{kernel_args, DriverResult, Event, Kernel},
     gpu::{Gpu, GpuState},
     memory::{self, Footprint},
     program::{HASH_BLOCK, NTT_BLOCK},
@@ -106,10 +106,7 @@ impl<'a> Plan<'a> {
                 )
             }
         };
-        let part = match request.row_hashing {
-            RowHashing::WholeRow => 0,
-            RowHashing::Partitioned(size) => size.min(u32::MAX as usize) as u32,
-        };
+        let part = partition_size(request.row_hashing);
         Self {
             shape,
             log_n,
@@ -738,7 +735,7 @@ impl Upload {
         let uploaded = Event::new(&gpu.ctx)?;
         uploaded.record(&gpu.copy)?;
         gpu.compute.wait(&uploaded)?;
-        timeline.mark(gpu, Stage::Upload)?;
+        timeline.mark(gpu, Stage::Wait)?;
         ntt(
             gpu,
             source + (group_sources.start * m * 8) as u64,
@@ -963,44 +960,96 @@ fn enqueue_hash(
             chunk_t
         };
         let t1 = (t0 + size).min(share.t.end);
-        let local = t0 - share.t.start;
-        let (mut src, mut k_stride, mut t_stride, mut c_stride) = (
-            base + (local * 8) as u64,
-            k_stride as u64,
-            1u64,
-            c_stride as u64,
-        );
-        let (mut num_cols, mut part, mut log_blowup) =
-            (shape.num_cols as u32, plan.part, plan.log_blowup);
-        let (mut k0, mut log_cosets) = (passes.k0(pass) as u32, log_c);
-        let (mut t_start, mut t_count, mut leaves, mut rows_out, mut t_base, mut row_width) = (
-            t0 as u64,
-            (t1 - t0) as u64,
+        HashRowsArgs {
+            src: base + ((t0 - share.t.start) * 8) as u64,
+            k_stride: k_stride as u64,
+            t_stride: 1,
+            c_stride: c_stride as u64,
+            num_cols: shape.num_cols as u32,
+            part: plan.part,
+            log_blowup: plan.log_blowup,
+            k0: passes.k0(pass) as u32,
+            log_cosets: log_c,
+            t0: t0 as u64,
+            t_count: (t1 - t0) as u64,
             leaves,
-            rows,
-            share.t.start as u64,
-            shape.row_width as u32,
-        );
-        let threads = (t1 - t0) << log_c;
-        let mut args = kernel_args!(
-            src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, k0, log_cosets, t_start,
-            t_count, leaves, rows_out, t_base, row_width
-        );
-        // SAFETY: arguments match the hash kernels; every buffer covers the addressed rows.
-        unsafe {
-            kernel.launch(
-                &gpu.compute,
-                threads.div_ceil(HASH_BLOCK as usize) as u32,
-                HASH_BLOCK,
-                &mut args,
-            )?
-        };
+            rows_out: rows,
+            t_base: share.t.start as u64,
+            row_width: shape.row_width as u32,
+        }
+        .launch(gpu, kernel)?;
         let event = Event::new(&gpu.ctx)?;
         event.record(&gpu.compute)?;
         chunks.push((t0..t1, event));
         t0 = t1;
     }
     Ok(HashedChunks { pass, chunks })
+}
+
+/// The `hash_rows_*` kernels' parameters (cuda/hash.cu), in their order.
+struct HashRowsArgs {
+    src: u64,
+    k_stride: u64,
+    t_stride: u64,
+    c_stride: u64,
+    num_cols: u32,
+    part: u32,
+    log_blowup: u32,
+    k0: u32,
+    log_cosets: u32,
+    t0: u64,
+    t_count: u64,
+    leaves: u64,
+    rows_out: u64,
+    t_base: u64,
+    row_width: u32,
+}
+
+impl HashRowsArgs {
+    /// Launches `kernel` on `gpu`'s compute stream, one thread per row (`t_count` rows of each of
+    /// the `2^log_cosets` cosets).
+    fn launch(self, gpu: &Gpu, kernel: &Kernel) -> DriverResult<()> {
+        let Self {
+            mut src,
+            mut k_stride,
+            mut t_stride,
+            mut c_stride,
+            mut num_cols,
+            mut part,
+            mut log_blowup,
+            mut k0,
+            mut log_cosets,
+            mut t0,
+            mut t_count,
+            mut leaves,
+            mut rows_out,
+            mut t_base,
+            mut row_width,
+        } = self;
+        let threads = (t_count as usize) << log_cosets;
+        let mut args = kernel_args!(
+            src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, k0, log_cosets, t0,
+            t_count, leaves, rows_out, t_base, row_width
+        );
+        // SAFETY: the arguments are the kernels' parameters in order; callers size the buffers
+        // for the addressed rows.
+        unsafe {
+            kernel.launch(
+                &gpu.compute,
+                threads.div_ceil(HASH_BLOCK as usize) as u32,
+                HASH_BLOCK,
+                &mut args,
+            )
+        }
+    }
+}
+
+/// The kernels' `part`: 0 for whole rows, else the partition size in base elements.
+fn partition_size(row_hashing: RowHashing) -> u32 {
+    match row_hashing {
+        RowHashing::WholeRow => 0,
+        RowHashing::Partitioned(size) => size.min(u32::MAX as usize) as u32,
+    }
 }
 
 /// Enqueues the Merkle levels of this GPU's blocks, from the leaves up to the block roots.
@@ -1095,37 +1144,25 @@ pub(crate) fn hash_rows(
     let uploaded = Event::new(&gpu.ctx)?;
     uploaded.record(&gpu.copy)?;
     gpu.compute.wait(&uploaded)?;
-    let part = match row_hashing {
-        RowHashing::WholeRow => 0,
-        RowHashing::Partitioned(size) => size.min(u32::MAX as usize) as u32,
-    };
-    let kernel = gpu.kernels.hash_rows(hash, part != 0);
-    let (mut src, mut k_stride, mut t_stride, mut c_stride) =
-        (src, 0u64, lde.row_width as u64, 1u64);
-    let (mut num_cols, mut part, mut log_blowup, mut k0, mut log_cosets, mut t0, mut t_count) = (
-        lde.num_cols as u32,
+    let part = partition_size(row_hashing);
+    HashRowsArgs {
+        src,
+        k_stride: 0,
+        t_stride: lde.row_width as u64,
+        c_stride: 1,
+        num_cols: lde.num_cols as u32,
         part,
-        0u32,
-        0u32,
-        0u32,
-        0u64,
-        num_rows as u64,
-    );
-    let (mut leaves_ptr, mut rows_out, mut t_base, mut row_width) =
-        (leaves, 0u64, 0u64, lde.row_width as u32);
-    let mut args = kernel_args!(
-        src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, k0, log_cosets, t0, t_count,
-        leaves_ptr, rows_out, t_base, row_width
-    );
-    // SAFETY: arguments match the hash kernels; `src` holds the rows, `leaves` one digest per row.
-    unsafe {
-        kernel.launch(
-            &gpu.compute,
-            num_rows.div_ceil(HASH_BLOCK as usize) as u32,
-            HASH_BLOCK,
-            &mut args,
-        )?
-    };
+        log_blowup: 0,
+        k0: 0,
+        log_cosets: 0,
+        t0: 0,
+        t_count: num_rows as u64,
+        leaves,
+        rows_out: 0,
+        t_base: 0,
+        row_width: lde.row_width as u32,
+    }
+    .launch(gpu, gpu.kernels.hash_rows(hash, part != 0))?;
     let done = Event::new(&gpu.ctx)?;
     done.record(&gpu.compute)?;
     download_digests(gpu, state, leaves, num_rows, &done, |_| {})
@@ -1177,12 +1214,7 @@ fn download_digests(
         dst: spare(&mut out, 0, count),
         ready: Some(ready),
     };
-    let mut lanes = [Lane {
-        ctx: &gpu.ctx,
-        stream: &gpu.copy,
-        ring: &mut state.ring,
-    }];
-    transfer::download(&mut lanes, vec![vec![job]])?;
+    download(&[gpu], &mut [state], vec![vec![job]])?;
     // SAFETY: the download wrote all `count` digests.
     unsafe { out.set_len(count) };
     fix(&mut out);

@@ -90,18 +90,9 @@ impl Buffers {
 
     /// Bytes held once a commitment needing `sizes` has grown the buffers (none shrink).
     pub(crate) fn held_with(&self, sizes: &BufferSizes) -> u64 {
-        let needs = [
-            sizes.source,
-            sizes.polys,
-            sizes.lde,
-            sizes.slab,
-            sizes.rows,
-            sizes.leaves,
-            sizes.nodes,
-        ];
         self.pipeline()
             .iter()
-            .zip(needs)
+            .zip(sizes.in_order())
             .map(|(s, need)| s.bytes().max(need) as u64)
             .sum()
     }
@@ -121,7 +112,7 @@ impl Buffers {
         }
     }
 
-    /// The pipeline buffers, in [`BufferSizes`] order.
+    /// The pipeline buffers, in [`BufferSizes::in_order`] order.
     fn pipeline(&self) -> [&Scratch; 7] {
         [
             &self.source,

@@ -60,7 +60,8 @@ pub(crate) struct BufferSizes {
 }
 
 impl BufferSizes {
-    fn total(&self) -> u64 {
+    /// The sizes in the order of [`Buffers`]' pipeline buffers.
+    pub(crate) fn in_order(&self) -> [usize; 7] {
         [
             self.source,
             self.polys,
@@ -70,9 +71,10 @@ impl BufferSizes {
             self.leaves,
             self.nodes,
         ]
-        .iter()
-        .map(|&b| b as u64)
-        .sum()
+    }
+
+    fn total(&self) -> u64 {
+        self.in_order().iter().map(|&b| b as u64).sum()
     }
 }
 

@@ -34,9 +34,7 @@ pub struct StageTimes {
 /// What a span of a GPU's compute stream did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stage {
-    /// Waiting for a group's upload.
-    Upload,
-    /// Waiting for the other GPUs (to have gathered from this one).
+    /// Waiting: for a group's upload, or for the other GPUs to have gathered from this one.
     Wait,
     Interpolate,
     Lde,
@@ -94,7 +92,7 @@ impl Timeline {
                 Stage::Exchange => times.exchange_ms += ms,
                 Stage::Hash => times.hash_ms += ms,
                 Stage::Tree => times.tree_ms += ms,
-                Stage::Upload | Stage::Wait => {}
+                Stage::Wait => {}
             }
             if i + 1 == self.first_lde {
                 times.upload_lde_ms = mark.elapsed_since(&self.start)?;
