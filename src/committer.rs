@@ -16,6 +16,7 @@ use crate::{
     backend::Backend,
     error::{GpuError, Result},
     hash::{Digest, HashFunction},
+    host,
 };
 
 /// Width of one segment of Winterfell's `RowMatrix` (`DEFAULT_SEGMENT_WIDTH`): LDE rows are
@@ -47,6 +48,21 @@ pub enum PolyInput<'a> {
         /// Number of composition columns.
         num_columns: usize,
     },
+}
+
+impl PolyInput<'_> {
+    /// The polynomials' coefficients, computed on the host with Winterfell's FFT: the CPU
+    /// backend's interpolation, and a GPU backend's for inputs its device cannot transform.
+    pub fn interpolate_on_host(&self) -> Vec<Vec<Felt>> {
+        match *self {
+            PolyInput::Trace { columns } => host::interpolate_columns(columns),
+            PolyInput::Composition {
+                components,
+                column_len,
+                num_columns,
+            } => host::interpolate_composition(components, column_len, num_columns),
+        }
+    }
 }
 
 /// How each LDE row is hashed into its Merkle leaf (Winterfell's `commit_to_rows`).
@@ -96,7 +112,11 @@ impl CommitRequest<'_> {
         }
         let (poly_len, num_cols) = match self.input {
             PolyInput::Trace { columns } => (check_columns(columns)?, columns.len()),
-            PolyInput::Composition { components, column_len, num_columns } => {
+            PolyInput::Composition {
+                components,
+                column_len,
+                num_columns,
+            } => {
                 let m = check_columns(components)?;
                 if column_len < 2 || !column_len.is_power_of_two() {
                     return Err(GpuError::TraceLengthNotPowerOfTwo(column_len));
@@ -109,7 +129,7 @@ impl CommitRequest<'_> {
                     });
                 }
                 (column_len, num_columns * components.len())
-            },
+            }
         };
         let lde_len = poly_len * self.blowup;
         if lde_len.ilog2() > 32 {
@@ -129,7 +149,11 @@ fn check_columns(columns: &[&[Felt]]) -> Result<usize> {
     let first = columns.first().ok_or(GpuError::ZeroColumns)?;
     let n = first.len();
     if let Some((column, c)) = columns.iter().enumerate().find(|(_, c)| c.len() != n) {
-        return Err(GpuError::ColumnLengthMismatch { column, expected: n, actual: c.len() });
+        return Err(GpuError::ColumnLengthMismatch {
+            column,
+            expected: n,
+            actual: c.len(),
+        });
     }
     if n < 2 || !n.is_power_of_two() {
         return Err(GpuError::TraceLengthNotPowerOfTwo(n));
@@ -228,109 +252,6 @@ pub fn check_leaves(leaves: &[Digest]) -> Result<()> {
         return Err(GpuError::TraceLengthNotPowerOfTwo(leaves.len()));
     }
     Ok(())
-}
-
-/// An empty vector with room for `len` elements, or [`GpuError::OutOfMemory`] if the host cannot
-/// provide it: backends allocate their outputs with this so an LDE too large for host memory is
-/// a typed error, not an abort.
-pub fn reserve_host<T>(len: usize) -> Result<Vec<T>> {
-    let mut vec = Vec::<T>::new();
-    vec.try_reserve_exact(len).map_err(|_| GpuError::OutOfMemory {
-        memory: "host",
-        needed: (len as u64).saturating_mul(core::mem::size_of::<T>() as u64),
-        available: host_available_bytes(),
-    })?;
-    Ok(vec)
-}
-
-// PREFAULTING
-// ================================================================================================
-
-/// The spare capacity of `vec` as a byte range (start address, length), for [`prefault`].
-pub(crate) fn spare_bytes<T>(vec: &mut Vec<T>) -> (usize, usize) {
-    let spare = vec.spare_capacity_mut();
-    (spare.as_mut_ptr() as usize, std::mem::size_of_val(spare))
-}
-
-/// The environment variable that sets how many threads [`prefault`] uses (0: none).
-pub const PREFAULT_THREADS_ENV: &str = "MIDEN_GPU_PREFAULT_THREADS";
-
-/// Threads of [`prefault`] unless [`PREFAULT_THREADS_ENV`] says otherwise: on two H200s (32
-/// cores) 4 gave W1 its steadiest times (0.439-0.449 s medians), 8 and 16 as fast medians with
-/// outliers up to 0.56-0.81 s, none 0.48-0.53 s.
-const DEFAULT_PREFAULT_THREADS: usize = 4;
-
-/// Background threads faulting in memory; joined on drop.
-pub(crate) struct Prefault(Vec<std::thread::JoinHandle<()>>);
-
-impl Drop for Prefault {
-    fn drop(&mut self) {
-        for thread in self.0.drain(..) {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// Starts faulting in the byte `ranges` (of freshly reserved result vectors) from background
-/// threads, front first, with Linux's `MADV_POPULATE_WRITE`: the kernel maps zeroed pages and
-/// no byte is written from user space, so copies into the ranges may run meanwhile.
-///
-/// A GPU backend's results (gigabytes of LDE rows) reach the host through copies whose speed is
-/// bound by the page faults and zeroing of fresh memory; done while the GPUs compute, they
-/// leave the copies at memory speed: W1 on two H200s went from 0.48-0.53 s to 0.44-0.45 s.
-/// The guard must be dropped before the vectors are freed.
-pub(crate) fn prefault(ranges: &[(usize, usize)]) -> Prefault {
-    const STEP: usize = 64 << 20;
-    let threads = std::env::var(PREFAULT_THREADS_ENV)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_PREFAULT_THREADS);
-    let steps: Vec<(usize, usize)> = ranges
-        .iter()
-        .flat_map(|&(start, len)| {
-            (0..len.div_ceil(STEP)).map(move |i| (start + i * STEP, STEP.min(len - i * STEP)))
-        })
-        .collect();
-    let steps = std::sync::Arc::new(steps);
-    let threads = (0..threads)
-        .map(|i| {
-            let steps = steps.clone();
-            std::thread::spawn(move || {
-                for &(start, len) in steps.iter().skip(i).step_by(threads) {
-                    populate(start, len);
-                }
-            })
-        })
-        .collect();
-    Prefault(threads)
-}
-
-#[cfg(target_os = "linux")]
-fn populate(start: usize, len: usize) {
-    const PAGE: usize = 4096;
-    let first = start.next_multiple_of(PAGE);
-    let end = (start + len) / PAGE * PAGE;
-    if end > first {
-        // SAFETY: a page-aligned range inside a live allocation (see `prefault`);
-        // MADV_POPULATE_WRITE only maps pages, zero-filled where new, and changes no contents.
-        unsafe {
-            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_POPULATE_WRITE)
-        };
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn populate(_start: usize, _len: usize) {}
-
-/// `MemAvailable` from `/proc/meminfo` (0 where it cannot be read); for error messages only.
-fn host_available_bytes() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|info| {
-            let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-            line.split_whitespace().nth(1)?.parse::<u64>().ok()
-        })
-        .map_or(0, |kib| kib * 1024)
 }
 
 /// Checks an [`LdeRows`] handed to [`GpuCommitter::hash_rows`].

@@ -28,14 +28,16 @@ pub mod cuda;
 pub mod error;
 pub mod faults;
 pub mod hash;
+pub mod host;
 #[cfg(feature = "miden")]
 pub mod miden;
 pub mod prover;
+pub mod select;
 pub mod timing;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 
-pub use backend::{Backend, BACKEND_ENV};
+pub use backend::Backend;
 pub use committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput, RowHashing};
 pub use cpu::CpuCommitter;
 pub use error::{GpuError, Result};
@@ -45,3 +47,4 @@ pub use prover::{
     commit_composition, commit_trace_segment, compare_proofs, GpuConstraintCommitment, GpuProver,
     GpuTraceLde, ProofMatch, SegmentCommitment, SegmentLde,
 };
+pub use select::BACKEND_ENV;

@@ -1,53 +1,55 @@
 //! The shared parity harness on the CUDA backend, plus field arithmetic, a multi-chunk
 //! commitment and multi-GPU checks.
 //!
-//! A missing driver or GPU fails these tests unless `MIDEN_GPU_SKIP_CUDA=1` is set.
-
-#![cfg(feature = "cuda")]
+//! Without an NVIDIA driver or GPU they are reported as ignored, with the reason, unless
+//! `MIDEN_GPU_REQUIRE` names `cuda` (see `common/device.rs`).
 
 mod common;
+
+use common::device::{tests, DeviceTests};
 
 use cudarc::{
     driver::{CudaContext, LaunchConfig, PushKernelArg},
     nvrtc::{compile_ptx_with_opts, CompileOptions},
 };
 use miden_gpu::{
-    cuda::{kernel_source, CudaCommitter},
+    cuda::{device_count, kernel_source, CudaCommitter},
     CommitRequest, CpuCommitter, Felt, GpuCommitter, GpuError, HashFunction, PolyInput, RowHashing,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use winter_math::FieldElement;
 
-fn skip() -> bool {
-    std::env::var("MIDEN_GPU_SKIP_CUDA").is_ok_and(|v| v == "1")
+/// The committer on all visible GPUs (the device is known to be present).
+fn committer() -> CudaCommitter {
+    let committer = CudaCommitter::new().expect("CUDA backend");
+    eprintln!("CUDA backend on {}", committer.device_name());
+    committer
 }
 
-/// The committer on all visible GPUs, or `None` when skipping is asked for.
-fn committer() -> Option<CudaCommitter> {
-    match CudaCommitter::new() {
-        Ok(c) => {
-            eprintln!("CUDA backend on {}", c.device_name());
-            Some(c)
-        }
-        Err(e) if skip() => {
-            eprintln!("skipping CUDA tests: {e}");
-            None
-        }
-        Err(e) => panic!("CUDA backend unavailable ({e}); set MIDEN_GPU_SKIP_CUDA=1 to skip"),
-    }
+fn main() {
+    let absent = device_count().err().map(|e| e.to_string());
+    DeviceTests::new("cuda", absent)
+        .on_device(tests![
+            cuda_backend_matches_winterfell,
+            cuda_prover_matches_winterfell,
+            cuda_field_arithmetic_matches_felt,
+            cuda_multi_chunk_commitment_matches_cpu,
+            invalid_device_lists_are_rejected,
+            gpu_sets_agree,
+            memory_cap_streams_the_lde_in_coset_groups
+        ])
+        .run()
 }
 
-#[test]
 fn cuda_backend_matches_winterfell() {
-    let Some(c) = committer() else { return };
+    let c = committer();
     common::run_parity_suite(&c, 0xC0DA, 60);
 }
 
 /// `GpuProver` on CUDA: proofs byte-identical to Winterfell's for every field extension and
 /// hash, verified; tampered proofs rejected.
-#[test]
 fn cuda_prover_matches_winterfell() {
-    let Some(c) = committer() else { return };
+    let c = committer();
     common::check_proofs(std::sync::Arc::new(c));
 }
 
@@ -67,9 +69,8 @@ extern "C" __global__ void field_ops(const u64* a, const u64* b, u64* out, u32 n
 
 /// Montgomery multiply, square, add and subtract on the device against `Felt`, on random and
 /// edge-case words (non-canonical ones included).
-#[test]
 fn cuda_field_arithmetic_matches_felt() {
-    let Some(_) = committer() else { return };
+    committer();
     let ctx = CudaContext::new(0).expect("CUDA context");
     let (major, minor) = ctx.compute_capability().expect("compute capability");
     let opts = CompileOptions {
@@ -186,9 +187,8 @@ fn assert_same(got: &miden_gpu::Commitment, want: &miden_gpu::Commitment, what: 
 }
 
 /// Several hash chunks and pinned-ring rounds: 2^18 rows x 19 columns, blowup 8 (2M LDE rows).
-#[test]
 fn cuda_multi_chunk_commitment_matches_cpu() {
-    let Some(c) = committer() else { return };
+    let c = committer();
     let mut rng = StdRng::seed_from_u64(7);
     let columns = random_columns(&mut rng, 19, 1 << 18);
     let refs: Vec<&[Felt]> = columns.iter().map(|c| c.as_slice()).collect();
@@ -211,9 +211,8 @@ fn cuda_multi_chunk_commitment_matches_cpu() {
 // MULTI-GPU
 // ================================================================================================
 
-#[test]
 fn invalid_device_lists_are_rejected() {
-    let Some(c) = committer() else { return };
+    let c = committer();
     let count = c.devices().len();
     let err = CudaCommitter::builder().devices(&[count + 7]).build().err();
     assert!(
@@ -229,9 +228,8 @@ fn invalid_device_lists_are_rejected() {
 
 /// 2 GPUs, 1 GPU and a subset give the CPU's results, with 73 columns (an uneven split) and a
 /// composition input.
-#[test]
 fn gpu_sets_agree() {
-    let Some(all) = committer() else { return };
+    let all = committer();
     let devices = all.devices();
     let mut sets: Vec<Vec<usize>> = vec![vec![devices[0]]];
     if devices.len() >= 2 {
@@ -286,9 +284,8 @@ fn gpu_sets_agree() {
 /// Under a shrinking device memory cap the LDE is streamed in more and more passes (coset
 /// groups), with results equal to the CPU's at every cap, on one GPU and on two; below what one
 /// coset per pass needs, the commitment is a typed out-of-memory error.
-#[test]
 fn memory_cap_streams_the_lde_in_coset_groups() {
-    let Some(all) = committer() else { return };
+    let all = committer();
     let devices = all.devices();
     let mut sets = vec![vec![devices[0]]];
     if devices.len() >= 2 {
@@ -331,13 +328,24 @@ fn memory_cap_streams_the_lde_in_coset_groups() {
                 match c.commit(request) {
                     Ok(got) => {
                         let passes = c.last_stage_times()[0].passes;
-                        assert_same(&got, &want, &format!("devices {set:?}, cap {limit} B, {passes} passes"));
+                        assert_same(
+                            &got,
+                            &want,
+                            &format!("devices {set:?}, cap {limit} B, {passes} passes"),
+                        );
                         if passes_seen.last() != Some(&passes) {
                             passes_seen.push(passes);
                         }
                     }
-                    Err(GpuError::OutOfMemory { memory: "device", needed, available }) => {
-                        assert!(needed > available && available == limit, "{needed} > {available}");
+                    Err(GpuError::OutOfMemory {
+                        memory: "device",
+                        needed,
+                        available,
+                    }) => {
+                        assert!(
+                            needed > available && available == limit,
+                            "{needed} > {available}"
+                        );
                         break;
                     }
                     Err(e) => panic!("devices {set:?}, cap {limit} B: {e}"),
@@ -345,7 +353,10 @@ fn memory_cap_streams_the_lde_in_coset_groups() {
                 limit = limit * 15 / 16;
             }
             eprintln!("devices {set:?}: passes {passes_seen:?} as the cap shrank");
-            assert!(passes_seen.first() == Some(&1) && passes_seen.len() >= 2, "{passes_seen:?}");
+            assert!(
+                passes_seen.first() == Some(&1) && passes_seen.len() >= 2,
+                "{passes_seen:?}"
+            );
         }
     }
 }

@@ -3,74 +3,73 @@
 //! arithmetic and small forced chunks so that every multi-part path runs (arrays in many parts,
 //! many row chunks and staging rounds, columns longer than a part).
 //!
-//! No adapter is a failure, not a skip, unless `MIDEN_GPU_SKIP_WGPU=1`. Run with `--release`:
-//! on a software adapter (lavapipe) kernels are slow.
-#![cfg(feature = "wgpu")]
+//! Without an adapter they are reported as ignored, with the reason, unless `MIDEN_GPU_REQUIRE`
+//! names `wgpu` (see `common/device.rs`). Run with `--release`: on a software adapter
+//! (lavapipe) kernels are slow.
 
 mod common;
 
+use common::device::{tests, DeviceTests};
+
 use common::Case;
 use miden_gpu::{
-    wgpu::{Arithmetic, WgpuCommitter},
+    wgpu::{AdapterSummary, Arithmetic, WgpuCommitter},
     GpuCommitter, HashFunction,
 };
 
-/// The committer (with the adapter's preferred arithmetic unless one is given), or `None` when
-/// there is no adapter and `MIDEN_GPU_SKIP_WGPU=1`.
-fn committer(arithmetic: Option<Arithmetic>) -> Option<WgpuCommitter> {
+/// The committer, with the adapter's preferred arithmetic unless one is given (the adapter is
+/// known to be present).
+fn committer(arithmetic: Option<Arithmetic>) -> WgpuCommitter {
     let committer = match arithmetic {
         None => WgpuCommitter::new(),
         Some(arithmetic) => WgpuCommitter::with_arithmetic(arithmetic),
-    };
-    match committer {
-        Ok(committer) => {
-            eprintln!(
-                "wgpu adapter: {} (software: {}, arithmetic: {:?})",
-                committer.device_name(),
-                committer.is_software(),
-                committer.arithmetic()
-            );
-            Some(committer)
-        },
-        Err(e) if std::env::var("MIDEN_GPU_SKIP_WGPU").as_deref() == Ok("1") => {
-            eprintln!("skipping the wgpu parity tests (MIDEN_GPU_SKIP_WGPU=1): {e}");
-            None
-        },
-        Err(e) => panic!("no wgpu adapter: {e}; set MIDEN_GPU_SKIP_WGPU=1 to skip explicitly"),
     }
+    .expect("wgpu backend");
+    eprintln!(
+        "wgpu adapter: {} (software: {}, arithmetic: {:?})",
+        committer.device_name(),
+        committer.is_software(),
+        committer.arithmetic()
+    );
+    committer
 }
 
-#[test]
+fn main() {
+    let absent = AdapterSummary::find().err().map(|e| e.to_string());
+    DeviceTests::new("wgpu", absent)
+        .on_device(tests![
+            wgpu_backend_matches_winterfell,
+            wgpu_prover_matches_winterfell,
+            wgpu_backend_matches_winterfell_with_small_chunks,
+            wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk,
+            wgpu_stage_times
+        ])
+        .on_device_when_asked(tests![wgpu_w1_timing])
+        .run()
+}
+
 fn wgpu_backend_matches_winterfell() {
-    if let Some(committer) = committer(None) {
-        common::run_parity_suite(&committer, 0x3C9D, 36);
-    }
+    let committer = committer(None);
+    common::run_parity_suite(&committer, 0x3C9D, 36);
 }
 
 /// `GpuProver` on wgpu: proofs byte-identical to Winterfell's (grinding off, so deterministic)
 /// for every field extension and hash, verified; tampered proofs rejected.
-#[test]
 fn wgpu_prover_matches_winterfell() {
-    if let Some(committer) = committer(None) {
-        common::check_proofs(std::sync::Arc::new(committer));
-    }
+    let committer = committer(None);
+    common::check_proofs(std::sync::Arc::new(committer));
 }
 
-#[test]
 fn wgpu_backend_matches_winterfell_with_small_chunks() {
-    if let Some(committer) = committer(Some(Arithmetic::U32)) {
-        let committer = committer.with_max_chunk_bytes(64 << 10);
-        assert_eq!(committer.max_chunk_bytes(), 64 << 10);
-        common::run_parity_suite(&committer, 0x5A11, 24);
-    }
+    let committer = committer(Some(Arithmetic::U32));
+    let committer = committer.with_max_chunk_bytes(64 << 10);
+    assert_eq!(committer.max_chunk_bytes(), 64 << 10);
+    common::run_parity_suite(&committer, 0x5A11, 24);
 }
 
 /// Columns longer than one part: interpolation on the host, coset evaluation by folding.
-#[test]
 fn wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk() {
-    let Some(committer) = committer(Some(Arithmetic::U32)) else {
-        return;
-    };
+    let committer = committer(Some(Arithmetic::U32));
     let committer = committer.with_max_chunk_bytes(4 << 10);
     let cases = [
         (10, 3, 2, 1, 1, HashFunction::Rpo256, false),
@@ -99,14 +98,17 @@ fn wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk() {
 /// Stage times from timestamp queries: reported after each commitment where the adapter has
 /// `TIMESTAMP_QUERY` (every stage that ran takes some time; no device interpolation when the
 /// columns are longer than a part), never otherwise; the single-stage calls leave them alone.
-#[test]
 fn wgpu_stage_times() {
     use miden_gpu::{CommitRequest, Felt, PolyInput, RowHashing};
 
-    let Some(committer) = committer(None) else { return };
+    let committer = committer(None);
     assert_eq!(committer.last_stage_times(), None, "no commitment yet");
     let columns: Vec<Vec<Felt>> = (0..11u64)
-        .map(|c| (0..1u64 << 10).map(|i| Felt::new(c * 4096 + i + 1)).collect())
+        .map(|c| {
+            (0..1u64 << 10)
+                .map(|i| Felt::new(c * 4096 + i + 1))
+                .collect()
+        })
         .collect();
     let refs: Vec<&[Felt]> = columns.iter().map(|c| c.as_slice()).collect();
     let request = CommitRequest {
@@ -117,7 +119,10 @@ fn wgpu_stage_times() {
     };
     let commitment = committer.commit(&request).expect("commit");
     let times = committer.last_stage_times();
-    eprintln!("stage times (can time: {}): {times:?}", committer.can_time_stages());
+    eprintln!(
+        "stage times (can time: {}): {times:?}",
+        committer.can_time_stages()
+    );
     if !committer.can_time_stages() {
         assert_eq!(times, None);
         return;
@@ -149,8 +154,6 @@ fn wgpu_stage_times() {
 /// `MIDEN_GPU_BENCH_LOG_ROWS` says otherwise, blowup 8, RPO256, whole-row leaves) against the
 /// CPU backend (skipped with `MIDEN_GPU_BENCH_SKIP_CPU=1`), with the results compared. Not part
 /// of the suite: run with `--ignored`; `RUST_LOG=miden_gpu=info` prints the time of each stage.
-#[test]
-#[ignore]
 fn wgpu_w1_timing() {
     use std::time::Instant;
 
@@ -162,7 +165,7 @@ fn wgpu_w1_timing() {
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .with_writer(std::io::stderr)
         .try_init();
-    let Some(gpu) = committer(None) else { return };
+    let gpu = committer(None);
     let log_rows: u32 = std::env::var("MIDEN_GPU_BENCH_LOG_ROWS")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -16,11 +16,12 @@ use winter_prover::{
 use crate::{
     backend::Backend,
     committer::{
-        check_leaves, check_lde_rows, reserve_host, CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput,
-        RowHashing, Shape, SEGMENT_WIDTH,
+        check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing,
+        Shape, SEGMENT_WIDTH,
     },
     error::Result,
     hash::{Digest, HashFunction},
+    host::reserve_host,
 };
 
 /// The multi-threaded CPU backend.
@@ -45,14 +46,23 @@ impl GpuCommitter for CpuCommitter {
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
         let shape = request.validate()?;
-        let polys = info_span!("cpu.interpolate", cols = shape.num_cols, rows = shape.poly_len)
-            .in_scope(|| interpolate(&request.input));
+        let polys = info_span!(
+            "cpu.interpolate",
+            cols = shape.num_cols,
+            rows = shape.poly_len
+        )
+        .in_scope(|| request.input.interpolate_on_host());
         let lde = info_span!("cpu.lde", lde_rows = shape.lde_len)
             .in_scope(|| extend(polys.clone(), &shape, request.blowup))?;
         let leaves = info_span!("cpu.hash_leaves", hash = %request.hash)
             .in_scope(|| hash_rows(&lde, request.row_hashing, request.hash));
         let nodes = info_span!("cpu.tree").in_scope(|| build_tree(&leaves, request.hash));
-        Ok(Commitment { polys, lde, leaves, nodes })
+        Ok(Commitment {
+            polys,
+            lde,
+            leaves,
+            nodes,
+        })
     }
 
     fn hash_rows(
@@ -74,36 +84,6 @@ impl GpuCommitter for CpuCommitter {
 // STAGES
 // ================================================================================================
 
-/// Interpolates the input into coefficient form (`interpolate_columns` /
-/// `CompositionPoly::new`); also the GPU backends' host path for columns too long to transform
-/// on the device.
-pub(crate) fn interpolate(input: &PolyInput<'_>) -> Vec<Vec<Felt>> {
-    match *input {
-        PolyInput::Trace { columns } => {
-            let matrix = ColMatrix::new(columns.iter().map(|c| c.to_vec()).collect());
-            matrix.interpolate_columns().into_columns()
-        },
-        PolyInput::Composition { components, column_len, num_columns } => {
-            let inv_twiddles = fft::get_inv_twiddles::<Felt>(components[0].len());
-            let coefficients: Vec<Vec<Felt>> = components
-                .par_iter()
-                .map(|evaluations| {
-                    let mut values = evaluations.to_vec();
-                    fft::interpolate_poly_with_offset(&mut values, &inv_twiddles, Felt::GENERATOR);
-                    values
-                })
-                .collect();
-            (0..num_columns)
-                .flat_map(|j| {
-                    coefficients
-                        .iter()
-                        .map(move |c| c[j * column_len..(j + 1) * column_len].to_vec())
-                })
-                .collect()
-        },
-    }
-}
-
 /// Evaluates the polynomials over the LDE domain into `RowMatrix` layout, with Winterfell's own
 /// `RowMatrix::evaluate_polys_over`.
 fn extend(polys: Vec<Vec<Felt>>, shape: &Shape, blowup: usize) -> Result<LdeRows> {
@@ -113,10 +93,13 @@ fn extend(polys: Vec<Vec<Felt>>, shape: &Shape, blowup: usize) -> Result<LdeRows
         blowup,
         Felt::GENERATOR,
     );
-    let matrix =
-        RowMatrix::evaluate_polys_over::<SEGMENT_WIDTH>(&ColMatrix::new(polys), &domain);
+    let matrix = RowMatrix::evaluate_polys_over::<SEGMENT_WIDTH>(&ColMatrix::new(polys), &domain);
     data.extend_from_slice(matrix.data());
-    Ok(LdeRows { data, row_width: shape.row_width, num_cols: shape.num_cols })
+    Ok(LdeRows {
+        data,
+        row_width: shape.row_width,
+        num_cols: shape.num_cols,
+    })
 }
 
 /// Hashes every row into its leaf, as `RowMatrix::commit_to_rows` does.
@@ -133,10 +116,12 @@ pub(crate) fn hash_row(row: &[Felt], row_hashing: RowHashing, hash: HashFunction
     match row_hashing {
         RowHashing::WholeRow => hash.hash_elements(row),
         RowHashing::Partitioned(size) => {
-            let digests: Vec<Felt> =
-                row.chunks(size).flat_map(|chunk| hash.hash_elements(chunk)).collect();
+            let digests: Vec<Felt> = row
+                .chunks(size)
+                .flat_map(|chunk| hash.hash_elements(chunk))
+                .collect();
             hash.hash_elements(&digests)
-        },
+        }
     }
 }
 
@@ -144,16 +129,24 @@ pub(crate) fn hash_row(row: &[Felt], row_hashing: RowHashing, hash: HashFunction
 pub(crate) fn build_tree(leaves: &[Digest], hash: HashFunction) -> Vec<Digest> {
     let n = leaves.len();
     let mut nodes = vec![[Felt::ZERO; 4]; n];
-    nodes[n / 2..].par_iter_mut().enumerate().with_min_len(256).for_each(|(i, node)| {
-        *node = hash.merge(&[leaves[2 * i], leaves[2 * i + 1]]);
-    });
+    nodes[n / 2..]
+        .par_iter_mut()
+        .enumerate()
+        .with_min_len(256)
+        .for_each(|(i, node)| {
+            *node = hash.merge(&[leaves[2 * i], leaves[2 * i + 1]]);
+        });
     let mut start = n / 2;
     while start > 1 {
         let half = start / 2;
         let (upper, lower) = nodes.split_at_mut(start);
-        upper[half..].par_iter_mut().enumerate().with_min_len(256).for_each(|(i, node)| {
-            *node = hash.merge(&[lower[2 * i], lower[2 * i + 1]]);
-        });
+        upper[half..]
+            .par_iter_mut()
+            .enumerate()
+            .with_min_len(256)
+            .for_each(|(i, node)| {
+                *node = hash.merge(&[lower[2 * i], lower[2 * i + 1]]);
+            });
         start = half;
     }
     nodes

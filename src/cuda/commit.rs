@@ -33,12 +33,10 @@ use super::{
     transfer::{self, Download, HostDst, Lane},
 };
 use crate::{
-    committer::{
-        prefault, reserve_host, spare_bytes, CommitRequest, Commitment, LdeRows, PolyInput,
-        RowHashing, Shape,
-    },
+    committer::{CommitRequest, Commitment, LdeRows, PolyInput, RowHashing, Shape},
     error::Result,
     hash::{Digest, HashFunction},
+    host::{prefault, reserve_host, spare_bytes},
 };
 
 /// Rows hashed per launch (the LDE download of one chunk overlaps the hashing of the next).

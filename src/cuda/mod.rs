@@ -25,8 +25,8 @@ mod transfer;
 
 use std::sync::Mutex;
 
-pub use timeline::StageTimes;
 pub use program::{compile_for_arch, kernel_source, HASH_MIN_BLOCKS_ENV, KERNELS};
+pub use timeline::StageTimes;
 
 use self::{
     driver::{bind, check},
@@ -119,7 +119,7 @@ impl CudaCommitterBuilder {
 
     /// Opens the GPUs and compiles the kernels for each architecture (once per process).
     pub fn build(self) -> Result<CudaCommitter> {
-        let count = visible_devices()?;
+        let count = device_count()?;
         let ordinals = match self.devices {
             Some(list) => {
                 let text = list
@@ -163,8 +163,9 @@ impl CudaCommitterBuilder {
     }
 }
 
-/// Number of CUDA devices, or [`GpuError::BackendUnavailable`] if there is no driver or GPU.
-fn visible_devices() -> Result<usize> {
+/// Number of CUDA devices, or [`GpuError::BackendUnavailable`] if there is no NVIDIA driver or
+/// GPU. Opens no device and compiles nothing.
+pub fn device_count() -> Result<usize> {
     // dynamic loading panics on a missing library: look for it first
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return Err(program::unavailable(

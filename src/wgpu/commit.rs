@@ -166,16 +166,16 @@ pub(super) fn commit(
                     )
                 });
                 (None, staged)
-            },
+            }
             None => {
                 let polys = info_span!("wgpu.interpolate", on = "host")
-                    .in_scope(|| crate::cpu::interpolate(&request.input));
+                    .in_scope(|| request.input.interpolate_on_host());
                 let columns: Vec<&[Felt]> = polys.iter().map(|p| p.as_slice()).collect();
                 let staged = info_span!("wgpu.upload").in_scope(|| {
                     upload(engine, &mut batch, &column_writes(&columns, &coefficients))
                 })?;
                 (Some(polys), staged)
-            },
+            }
         };
         engine.submit(batch);
         drop((staged, values));
@@ -393,7 +393,7 @@ fn record_interpolation(
                     powers,
                 );
             }
-        },
+        }
         PolyInput::Composition {
             components,
             num_columns,
@@ -429,10 +429,9 @@ fn record_interpolation(
                     c = end;
                 }
             }
-        },
+        }
     }
 }
-
 
 // LDE
 // ================================================================================================

@@ -13,6 +13,55 @@ const INT64_ENV: &str = "MIDEN_GPU_WGPU_INT64";
 /// `MIDEN_GPU_WGPU_TIMESTAMPS=0` leaves `TIMESTAMP_QUERY` off (no stage times).
 const TIMESTAMPS_ENV: &str = "MIDEN_GPU_WGPU_TIMESTAMPS";
 
+// ADAPTER
+// ================================================================================================
+
+/// What backend selection needs to know of the adapter a committer would open, read without
+/// opening a device or building a pipeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdapterSummary {
+    /// The adapter's name, API and driver.
+    pub name: String,
+    /// Whether it is a software rasterizer (lavapipe, llvmpipe, WARP).
+    pub software: bool,
+}
+
+impl AdapterSummary {
+    /// Finds the adapter [`super::WgpuCommitter::new`] would open; `BackendUnavailable` if none.
+    pub fn find() -> Result<Self> {
+        let info = find_adapter()?.get_info();
+        Ok(Self {
+            name: adapter_name(&info),
+            software: info.device_type == ::wgpu::DeviceType::Cpu,
+        })
+    }
+}
+
+/// The adapter to open: `WGPU_ADAPTER_NAME` picks one by name, `WGPU_BACKEND` the APIs, which
+/// are otherwise Vulkan, Metal and DX12 (the compute APIs; OpenGL only when asked for), and the
+/// high-performance adapter is preferred.
+fn find_adapter() -> Result<::wgpu::Adapter> {
+    let descriptor = ::wgpu::InstanceDescriptor {
+        backends: ::wgpu::Backends::PRIMARY.with_env(),
+        ..::wgpu::InstanceDescriptor::from_env_or_default()
+    };
+    let instance = ::wgpu::Instance::new(&descriptor);
+    if let Ok(adapter) = ::wgpu::util::initialize_adapter_from_env(&instance, None) {
+        return Ok(adapter);
+    }
+    pollster::block_on(instance.request_adapter(&::wgpu::RequestAdapterOptions {
+        power_preference: ::wgpu::PowerPreference::HighPerformance,
+        force_fallback_adapter: false,
+        compatible_surface: None,
+    }))
+    .map_err(|e| unavailable(format!("no adapter: {e}")))
+}
+
+/// A human-readable name of an adapter.
+fn adapter_name(info: &::wgpu::AdapterInfo) -> String {
+    format!("{} ({:?}, {})", info.name, info.backend, info.driver_info)
+}
+
 // CONTEXT
 // ================================================================================================
 
@@ -31,24 +80,12 @@ pub(super) struct Context {
 }
 
 impl Context {
-    /// Finds an adapter (`WGPU_ADAPTER_NAME` picks one by name, `WGPU_BACKEND` the APIs) and
-    /// opens a device with the adapter's best limits, and `TIMESTAMP_QUERY` where the adapter
+    /// Opens a device on the adapter [`find_adapter`] finds, with the adapter's best limits, and `TIMESTAMP_QUERY` where the adapter
     /// has it (unless `MIDEN_GPU_WGPU_TIMESTAMPS=0`). `int64`: use 64-bit integers if the
     /// adapter has them (`None`, unless `MIDEN_GPU_WGPU_INT64=0`), never (`Some(false)`), or
     /// always (`Some(true)`: an error without them).
     pub fn new(int64: Option<bool>) -> Result<Self> {
-        let instance = ::wgpu::Instance::new(&::wgpu::InstanceDescriptor::from_env_or_default());
-        let adapter = match ::wgpu::util::initialize_adapter_from_env(&instance, None) {
-            Ok(adapter) => adapter,
-            Err(_) => {
-                pollster::block_on(instance.request_adapter(&::wgpu::RequestAdapterOptions {
-                    power_preference: ::wgpu::PowerPreference::HighPerformance,
-                    force_fallback_adapter: false,
-                    compatible_surface: None,
-                }))
-                .map_err(|e| unavailable(format!("no adapter: {e}")))?
-            },
-        };
+        let adapter = find_adapter()?;
         let info = adapter.get_info();
         let downlevel = adapter.get_downlevel_capabilities();
         if !downlevel
@@ -67,11 +104,13 @@ impl Context {
                     "adapter {} has no 64-bit integers",
                     info.name
                 )))
-            },
+            }
             Some(wanted) => wanted,
             None => has_int64 && std::env::var(INT64_ENV).map_or(true, |v| v.trim() != "0"),
         };
-        let timestamps = adapter.features().contains(::wgpu::Features::TIMESTAMP_QUERY)
+        let timestamps = adapter
+            .features()
+            .contains(::wgpu::Features::TIMESTAMP_QUERY)
             && std::env::var(TIMESTAMPS_ENV).map_or(true, |v| v.trim() != "0");
         let mut required_features = ::wgpu::Features::empty();
         if int64 {
@@ -130,10 +169,7 @@ impl Context {
 
     /// A human-readable name of the adapter.
     pub fn name(&self) -> String {
-        format!(
-            "{} ({:?}, {})",
-            self.info.name, self.info.backend, self.info.driver_info
-        )
+        adapter_name(&self.info)
     }
 
     /// Runs `work` inside error scopes for validation, out-of-memory and internal errors, and
@@ -156,7 +192,7 @@ impl Context {
             return Err(match error {
                 ::wgpu::Error::OutOfMemory { .. } => {
                     device_error(format!("out of memory: {error}"))
-                },
+                }
                 other => device_error(other.to_string()),
             });
         }

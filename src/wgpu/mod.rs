@@ -48,6 +48,7 @@ mod upload;
 
 use buffers::BufferPool;
 use constants::{RescueConstants, Tables};
+pub use context::AdapterSummary;
 use context::{device_error, Context};
 use pipelines::Pipelines;
 pub use shaders::{composed_shaders, Arithmetic, ComposedShader};
@@ -233,7 +234,13 @@ impl GpuCommitter for WgpuCommitter {
     /// Buffer memory allocated on this device, as wgpu-hal counts it (its `counters` feature):
     /// every buffer this committer made, pooled or in use, and the constant tables.
     fn memory_in_use(&self) -> Option<u64> {
-        let bytes = self.ctx.device.get_internal_counters().hal.buffer_memory.read();
+        let bytes = self
+            .ctx
+            .device
+            .get_internal_counters()
+            .hal
+            .buffer_memory
+            .read();
         u64::try_from(bytes).ok()
     }
 }

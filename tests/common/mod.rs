@@ -9,6 +9,8 @@
 
 #![allow(dead_code)]
 
+pub mod device;
+
 use miden_crypto::{
     hash::{rpo::Rpo256, rpx::Rpx256},
     Felt, Word,
@@ -109,7 +111,10 @@ pub fn random_cases(seed: u64, count: usize) -> Vec<Case> {
 /// Runs `count` random cases (or `MIDEN_GPU_PARITY_CASES`, for slow runs such as
 /// compute-sanitizer's) plus the per-stage checks on `committer`; panics on any difference.
 pub fn run_parity_suite(committer: &dyn GpuCommitter, seed: u64, count: usize) {
-    let count = std::env::var("MIDEN_GPU_PARITY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(count);
+    let count = std::env::var("MIDEN_GPU_PARITY_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(count);
     for (i, case) in random_cases(seed, count).iter().enumerate() {
         eprintln!("[{}] case {i}/{count}: {case:?}", committer.backend());
         check_case(committer, case, seed.wrapping_add(i as u64));
@@ -125,16 +130,16 @@ pub fn check_case(committer: &dyn GpuCommitter, case: &Case, seed: u64) {
         (1, HashFunction::Rpx256) => check_typed::<Felt, Rpx256>(committer, case, seed),
         (2, HashFunction::Rpo256) => {
             check_typed::<QuadExtension<Felt>, Rpo256>(committer, case, seed)
-        },
+        }
         (2, HashFunction::Rpx256) => {
             check_typed::<QuadExtension<Felt>, Rpx256>(committer, case, seed)
-        },
+        }
         (3, HashFunction::Rpo256) => {
             check_typed::<CubeExtension<Felt>, Rpo256>(committer, case, seed)
-        },
+        }
         (3, HashFunction::Rpx256) => {
             check_typed::<CubeExtension<Felt>, Rpx256>(committer, case, seed)
-        },
+        }
         (k, _) => panic!("unsupported extension degree {k}"),
     }
 }
@@ -304,7 +309,7 @@ pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64) {
                             let d: Vec<Felt> =
                                 row.chunks(s).flat_map(|c| hash.hash_elements(c)).collect();
                             hash.hash_elements(&d)
-                        },
+                        }
                     };
                     assert_eq!(
                         *digest, want,

@@ -1,0 +1,16 @@
+//! Host-side helpers that every backend shares: polynomial interpolation on the CPU (for inputs
+//! a device cannot transform, and for the CPU backend itself) and host memory for results.
+//!
+//! Nothing here knows of the committer trait or any backend.
+
+mod interpolate;
+mod memory;
+#[cfg(feature = "cuda")]
+mod prefault;
+
+pub(crate) use interpolate::{interpolate_columns, interpolate_composition};
+pub use memory::reserve_host;
+#[cfg(feature = "cuda")]
+pub use prefault::PREFAULT_THREADS_ENV;
+#[cfg(feature = "cuda")]
+pub(crate) use prefault::{prefault, spare_bytes};
