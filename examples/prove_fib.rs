@@ -9,13 +9,15 @@
 
 mod fib;
 
-use std::{sync::Arc, time::Instant};
+use std::{io::IsTerminal, sync::Arc, time::Instant};
 
 use clap::{Parser, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
 use fib::{FibAir, FibProver, FibTrace};
 use miden_crypto::hash::{rpo::Rpo256, rpx::Rpx256};
 use miden_gpu::{
-    compare_proofs, timing::stages, timing::StageTimes, Backend, GpuCommitter, GpuHasher, GpuProver,
+    compare_proofs, progress::ProofProgress, timing::stages, timing::StageTimes, Backend,
+    GpuCommitter, GpuHasher, GpuProver,
 };
 use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer};
 use winter_air::{proof::Proof, BatchingMethod, FieldExtension, ProofOptions};
@@ -65,32 +67,57 @@ enum FieldArg {
 }
 
 fn main() {
+    let args = Args::parse();
     let times = StageTimes::new();
+    let spinner = spinner();
+    let on_step = spinner.clone();
+    // Tracing lines only where RUST_LOG asks for them; a spinner shows the proof step otherwise.
+    let log = EnvFilter::try_from_default_env()
+        .ok()
+        .map(|filter| tracing_subscriber::fmt::layer().with_filter(filter));
     tracing_subscriber::registry()
         .with(times.clone())
-        .with(tracing_subscriber::fmt::layer().with_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("miden_gpu=info")),
-        ))
+        .with(ProofProgress::new(move |step| on_step.set_message(step)))
+        .with(log)
         .init();
-    if let Err(message) = run(Args::parse(), &times) {
+    let result = run(args, &times, &spinner);
+    spinner.finish_and_clear();
+    if let Err(message) = result {
         eprintln!("error: {message}");
         std::process::exit(1);
     }
 }
 
-fn run(args: Args, times: &StageTimes) -> Result<(), String> {
+/// A spinner on stderr naming the running step, where stderr is a terminal.
+fn spinner() -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let spinner = ProgressBar::new_spinner().with_style(
+        ProgressStyle::with_template("{spinner} {prefix}: {msg} ({elapsed})")
+            .expect("a valid template"),
+    );
+    spinner.enable_steady_tick(std::time::Duration::from_millis(100));
+    spinner
+}
+
+fn run(args: Args, times: &StageTimes, spinner: &ProgressBar) -> Result<(), String> {
     let backend = match &args.backend {
         Some(name) => name.parse().map_err(|e| format!("{e}"))?,
         None => Backend::from_env().map_err(|e| format!("{e}"))?,
     };
+    spinner.set_prefix("set-up");
+    spinner.set_message(format!("opening the {backend} backend"));
     let committer = backend.create().map_err(|e| format!("{e}"))?;
     let on_gpu = committer.backend() != Backend::Cpu;
     let log_steps = args.log_steps.unwrap_or(if on_gpu { GPU_LOG_STEPS } else { CPU_LOG_STEPS });
     if !on_gpu {
-        println!("No GPU backend available: running on the CPU backend ({}).", committer.device_name());
-        if args.log_steps.is_none() {
-            println!("Using a smaller default trace of 2^{CPU_LOG_STEPS} steps (pass --log-steps to change it).");
-        }
+        spinner.suspend(|| {
+            println!("No GPU backend available: running on the CPU backend ({}).", committer.device_name());
+            if args.log_steps.is_none() {
+                println!("Using a smaller default trace of 2^{CPU_LOG_STEPS} steps (pass --log-steps to change it).");
+            }
+        });
     }
     let field = match args.field {
         FieldArg::None => FieldExtension::None,
@@ -99,8 +126,8 @@ fn run(args: Args, times: &StageTimes) -> Result<(), String> {
     };
     let options = ProofOptions::new(27, args.blowup, 16, field, 8, 127, BatchingMethod::Linear, BatchingMethod::Linear);
     match args.hash {
-        HashArg::Rpo => prove::<Rpo256>(committer, options, log_steps, args.pairs, times),
-        HashArg::Rpx => prove::<Rpx256>(committer, options, log_steps, args.pairs, times),
+        HashArg::Rpo => prove::<Rpo256>(committer, options, log_steps, args.pairs, times, spinner),
+        HashArg::Rpx => prove::<Rpx256>(committer, options, log_steps, args.pairs, times, spinner),
     }
 }
 
@@ -110,9 +137,10 @@ fn prove<H: GpuHasher>(
     log_steps: u32,
     pairs: usize,
     times: &StageTimes,
+    spinner: &ProgressBar,
 ) -> Result<(), String> {
     let steps = 1usize << log_steps;
-    println!(
+    spinner.suspend(|| println!(
         "Fibonacci: 2^{log_steps} steps x {} columns, {} blowup {}, {:?} field; backend {} on {}",
         2 * pairs,
         H::FUNCTION,
@@ -120,17 +148,21 @@ fn prove<H: GpuHasher>(
         options.field_extension(),
         committer.backend(),
         committer.device_name()
-    );
+    ));
     let cpu = FibProver::<H>::new(options.clone());
     let gpu = GpuProver::with_committer(FibProver::<H>::new(options.clone()), committer);
 
     // Warm-up: kernel compilation, pipelines and device buffers stay out of the timings.
+    spinner.set_prefix("warm-up proof");
     gpu.prove(FibTrace::new(pairs, 1 << 10)).map_err(|e| format!("warm-up proof: {e}"))?;
 
     let trace = FibTrace::new(pairs, steps);
     let inputs = trace.inputs();
+    spinner.set_prefix("Winterfell's proof");
     let (cpu_proof, cpu_times) = timed(times, || cpu.prove(trace))?;
+    spinner.set_prefix("GPU proof");
     let (gpu_proof, gpu_times) = timed(times, || gpu.prove(FibTrace::new(pairs, steps)))?;
+    spinner.finish_and_clear();
 
     let agreement = compare_proofs(&cpu_proof, &gpu_proof);
     println!("GPU proof vs Winterfell's: {agreement} ({} bytes).", gpu_proof.to_bytes().len());

@@ -31,6 +31,7 @@ pub mod hash;
 pub mod host;
 #[cfg(feature = "miden")]
 pub mod miden;
+pub mod progress;
 pub mod prover;
 pub mod select;
 pub mod timing;

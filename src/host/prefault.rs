@@ -7,7 +7,8 @@ pub(crate) fn spare_bytes<T>(vec: &mut Vec<T>) -> (usize, usize) {
     (spare.as_mut_ptr() as usize, std::mem::size_of_val(spare))
 }
 
-/// The environment variable that sets how many threads [`prefault`] uses (0: none).
+/// The environment variable that sets how many host threads fault in the CUDA backend's result
+/// vectors while the GPUs compute (0: none).
 pub const PREFAULT_THREADS_ENV: &str = "MIDEN_GPU_PREFAULT_THREADS";
 
 /// Threads of [`prefault`] unless [`PREFAULT_THREADS_ENV`] says otherwise: on two H200s (32

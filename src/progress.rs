@@ -1,0 +1,46 @@
+//! Which step of a proof is running, as it starts: a `tracing` layer for progress displays.
+//!
+//! Winterfell wraps each step of `Prover::prove` in a span. [`ProofProgress`] calls a function
+//! with a readable name of the step each time one begins, so a command line can keep a spinner
+//! up to date without printing tracing lines.
+
+use std::sync::Arc;
+
+use tracing::{span, Subscriber};
+use tracing_subscriber::{layer::Context, registry::LookupSpan, Layer};
+
+/// Winterfell's proof steps, by span name, with what a progress display calls them.
+pub const PROOF_STEPS: &[(&str, &str)] = &[
+    ("commit_to_main_trace_segment", "committing to the main trace"),
+    ("build_aux_trace", "building the auxiliary trace"),
+    ("commit_to_aux_trace_segment", "committing to the auxiliary trace"),
+    ("evaluate_constraints", "evaluating the constraints"),
+    ("commit_to_constraint_evaluations", "committing to the constraint evaluations"),
+    ("build_deep_composition_poly", "building the DEEP composition polynomial"),
+    ("evaluate_deep_composition_poly", "evaluating the DEEP composition polynomial"),
+    ("compute_fri_layers", "computing the FRI layers"),
+    ("determine_query_positions", "grinding and drawing the queries"),
+    ("build_proof_object", "assembling the proof"),
+];
+
+/// A layer that reports each of [`PROOF_STEPS`] as it starts.
+#[derive(Clone)]
+pub struct ProofProgress {
+    on_step: Arc<dyn Fn(&'static str) + Send + Sync>,
+}
+
+impl ProofProgress {
+    /// Calls `on_step` with the readable name of every proof step as it starts.
+    pub fn new(on_step: impl Fn(&'static str) + Send + Sync + 'static) -> Self {
+        Self { on_step: Arc::new(on_step) }
+    }
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for ProofProgress {
+    fn on_new_span(&self, attrs: &span::Attributes<'_>, _id: &span::Id, _ctx: Context<'_, S>) {
+        let name = attrs.metadata().name();
+        if let Some(&(_, step)) = PROOF_STEPS.iter().find(|(span, _)| *span == name) {
+            (self.on_step)(step);
+        }
+    }
+}
