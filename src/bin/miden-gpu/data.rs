@@ -53,13 +53,13 @@ pub struct InputFile {
 enum MerkleData {
     /// The leaves of a full binary tree, as hex words.
     #[serde(rename = "merkle_tree")]
-    MerkleTree(Vec<String>),
+    Full(Vec<String>),
     /// `(leaf index, hex word)` pairs of a sparse Merkle tree of depth 64.
     #[serde(rename = "sparse_merkle_tree")]
-    SparseMerkleTree(Vec<(u64, String)>),
+    Sparse(Vec<(u64, String)>),
     /// `((depth, index), hex word)` nodes of a partial Merkle tree.
     #[serde(rename = "partial_merkle_tree")]
-    PartialMerkleTree(Vec<((u8, u64), String)>),
+    Partial(Vec<((u8, u64), String)>),
 }
 
 /// The parsed content of an inputs file, and the path it came from (for error messages).
@@ -121,30 +121,32 @@ impl Inputs {
         let word = |i: usize, hex: &String| self.word(&format!("{at}[{i}]"), hex);
         let bad_tree = |e: &dyn std::fmt::Display| self.invalid(format!("{at}: {e}"));
         match tree {
-            MerkleData::MerkleTree(leaves) => {
-                let leaves = leaves.iter().enumerate().map(|(i, v)| word(i, v));
-                let tree = MerkleTree::new(leaves.collect::<Result<Vec<_>, _>>()?)
+            MerkleData::Full(leaves) => {
+                let leaves: Vec<Word> =
+                    leaves.iter().enumerate().map(|(i, v)| word(i, v)).collect::<Result<_, _>>()?;
+                let tree = MerkleTree::new(leaves).map_err(|e| bad_tree(&e))?;
+                store.extend(tree.inner_nodes());
+            },
+            MerkleData::Sparse(entries) => {
+                let entries: Vec<(u64, Word)> = entries
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (index, v))| Ok((*index, word(i, v)?)))
+                    .collect::<Result<_, CliError>>()?;
+                let tree = SimpleSmt::<SIMPLE_SMT_DEPTH>::with_leaves(entries)
                     .map_err(|e| bad_tree(&e))?;
                 store.extend(tree.inner_nodes());
             },
-            MerkleData::SparseMerkleTree(entries) => {
-                let entries =
-                    entries.iter().enumerate().map(|(i, (index, v))| Ok((*index, word(i, v)?)));
-                let tree =
-                    SimpleSmt::<SIMPLE_SMT_DEPTH>::with_leaves(
-                        entries.collect::<Result<Vec<_>, CliError>>()?,
-                    )
-                    .map_err(|e| bad_tree(&e))?;
-                store.extend(tree.inner_nodes());
-            },
-            MerkleData::PartialMerkleTree(entries) => {
-                let entries = entries.iter().enumerate().map(|(i, ((depth, index), v))| {
-                    let node = NodeIndex::new(*depth, *index).map_err(|e| bad_tree(&e))?;
-                    Ok((node, word(i, v)?))
-                });
-                let tree =
-                    PartialMerkleTree::with_leaves(entries.collect::<Result<Vec<_>, CliError>>()?)
-                        .map_err(|e| bad_tree(&e))?;
+            MerkleData::Partial(entries) => {
+                let entries: Vec<(NodeIndex, Word)> = entries
+                    .iter()
+                    .enumerate()
+                    .map(|(i, ((depth, index), v))| {
+                        let node = NodeIndex::new(*depth, *index).map_err(|e| bad_tree(&e))?;
+                        Ok((node, word(i, v)?))
+                    })
+                    .collect::<Result<_, CliError>>()?;
+                let tree = PartialMerkleTree::with_leaves(entries).map_err(|e| bad_tree(&e))?;
                 store.extend(tree.inner_nodes());
             },
         }

@@ -45,7 +45,7 @@ use verify::VerifyCmd;
 
 /// Prove and verify Miden VM programs with the STARK commitments on a GPU.
 #[derive(Debug, Parser)]
-#[command(name = "miden-gpu", version, about, rename_all = "kebab-case")]
+#[command(name = "miden-gpu", version, rename_all = "kebab-case")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

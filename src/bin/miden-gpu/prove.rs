@@ -117,7 +117,6 @@ impl ProveCmd {
         let committer = backend.create()?;
         let started = start.elapsed();
 
-        times.take();
         let (outputs, proof) = prove_with_committer(
             &loaded.program,
             stack_inputs,
