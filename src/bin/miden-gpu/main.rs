@@ -83,7 +83,8 @@ fn main() -> ExitCode {
 }
 
 /// Log lines as `RUST_LOG` asks (default: this crate's warnings, such as a fallback to the CPU),
-/// written around the spinner; the spinner and the stage times see every span and no event.
+/// written around the spinner; the spinner's proof steps and the stage times see every span and
+/// no event.
 fn init_tracing(progress: &Progress, times: &StageTimes) {
     let log_filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("miden_gpu=warn"));
@@ -94,7 +95,7 @@ fn init_tracing(progress: &Progress, times: &StageTimes) {
     let spans = || filter_fn(|metadata| metadata.is_span());
     tracing_subscriber::registry()
         .with(log)
-        .with(progress.clone().with_filter(spans()))
+        .with(progress.proof_steps().with_filter(spans()))
         .with(times.clone().with_filter(spans()))
         .init();
 }

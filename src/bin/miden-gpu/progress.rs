@@ -1,5 +1,5 @@
-//! The terminal spinner: the current stage of a command, including the prover's own stages, which
-//! it learns from their `tracing` spans. Hidden unless both stdout and stderr are terminals.
+//! The terminal spinner: the current stage of a command, including the prover's own steps (from
+//! [`ProofProgress`]). Hidden unless both stdout and stderr are terminals.
 
 use std::{
     borrow::Cow,
@@ -8,24 +8,8 @@ use std::{
 };
 
 use indicatif::{ProgressBar, ProgressStyle};
-use miden_gpu::timing::stages;
-use tracing::{span, Subscriber};
-use tracing_subscriber::{fmt::MakeWriter, layer::Context, registry::LookupSpan, Layer};
-
-/// Span names of execution, proof and verification steps, and the stage each one shows.
-const SPAN_STAGES: [(&str, &str); 11] = [
-    ("execute_program", "executing the program"),
-    (stages::MAIN_TRACE, "proving: main trace commitment"),
-    ("build_aux_trace", "proving: auxiliary trace"),
-    (stages::AUX_TRACE, "proving: auxiliary trace commitment"),
-    ("evaluate_constraints", "proving: constraint evaluation"),
-    (stages::CONSTRAINTS, "proving: constraint commitment"),
-    ("build_deep_composition_poly", "proving: DEEP composition"),
-    ("compute_fri_layers", "proving: FRI layers"),
-    ("determine_query_positions", "proving: proof of work and queries"),
-    ("build_proof_object", "proving: proof object"),
-    ("verify_program", "verifying the proof"),
-];
+use miden_gpu::progress::ProofProgress;
+use tracing_subscriber::fmt::MakeWriter;
 
 /// A spinner with the current stage and the elapsed time; cheap to clone (shared).
 #[derive(Clone)]
@@ -60,15 +44,11 @@ impl Progress {
 // TRACING INTEGRATION
 // ================================================================================================
 
-/// Entering a known span shows its stage.
-impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Progress {
-    fn on_enter(&self, id: &span::Id, ctx: Context<'_, S>) {
-        let Some(name) = ctx.metadata(id).map(|metadata| metadata.name()) else {
-            return;
-        };
-        if let Some((_, stage)) = SPAN_STAGES.iter().find(|(span, _)| *span == name) {
-            self.stage(*stage);
-        }
+impl Progress {
+    /// A `tracing` layer that shows each step of a proof as it starts.
+    pub fn proof_steps(&self) -> ProofProgress {
+        let bar = self.bar.clone();
+        ProofProgress::new(move |step| bar.set_message(format!("proving: {step}")))
     }
 }
 

@@ -28,15 +28,15 @@ pub struct ProveCmd {
     /// Path to a .masm assembly file or a .masp package file
     program_file: PathBuf,
 
-    /// Path to the inputs file [default: <program>.inputs if it exists]
+    /// Path to the inputs file [default: the program file with extension .inputs, if it exists]
     #[arg(short = 'i', long = "input")]
     input_file: Option<PathBuf>,
 
-    /// Path to the outputs file [default: <program>.outputs]
+    /// Path to the outputs file [default: the program file with extension .outputs]
     #[arg(short = 'o', long = "output")]
     output_file: Option<PathBuf>,
 
-    /// Path to the proof file [default: <program>.proof]
+    /// Path to the proof file [default: the program file with extension .proof]
     #[arg(short = 'p', long = "proof")]
     proof_file: Option<PathBuf>,
 
@@ -117,6 +117,7 @@ impl ProveCmd {
         let committer = backend.create()?;
         let started = start.elapsed();
 
+        progress.stage("executing the program");
         let (outputs, proof) = prove_with_committer(
             &loaded.program,
             stack_inputs,

@@ -20,11 +20,11 @@ use crate::{
 /// Verify a proof of a Miden program (made by `miden-gpu prove` or miden-vm's `miden prove`).
 #[derive(Debug, Clone, Args)]
 pub struct VerifyCmd {
-    /// Path to the inputs file [default: <proof>.inputs if it exists]
+    /// Path to the inputs file [default: the proof file with extension .inputs, if it exists]
     #[arg(short = 'i', long = "input")]
     input_file: Option<PathBuf>,
 
-    /// Path to the outputs file [default: <proof>.outputs]
+    /// Path to the outputs file [default: the proof file with extension .outputs]
     #[arg(short = 'o', long = "output")]
     output_file: Option<PathBuf>,
 
@@ -54,6 +54,7 @@ impl VerifyCmd {
             self.output_file.clone().unwrap_or_else(|| self.proof_file.with_extension("outputs"));
         let stack_outputs = OutputFile::read(&output_path)?;
 
+        progress.stage("verifying the proof");
         let start = Instant::now();
         let program = ProgramInfo::new(program_hash, Kernel::default());
         let registry = CoreLibrary::default().verifier_registry();
