@@ -1,0 +1,101 @@
+//! `miden-gpu`: the Miden VM's `prove` and `verify` commands with the trace and constraint
+//! commitments of the STARK prover on a GPU (CUDA or wgpu), through [`miden_gpu::miden`].
+//!
+//! ```text
+//! miden-gpu prove program.masm [-i program.inputs] [-p program.proof] [-o program.outputs]
+//!     [--backend auto|cpu|wgpu|cuda] [--hasher rpo|rpx] [--security 96|128]
+//!     [-l lib.masl ...] [-e expected-cycles] [-m max-cycles] [-n num-outputs] [--release]
+//! miden-gpu verify --program-hash <hex> --proof program.proof [-i program.inputs]
+//!     [-o program.outputs]
+//! ```
+//!
+//! Arguments, defaults and files are those of miden-vm 0.20's `miden prove` and `miden verify`
+//! (the formats are listed in the `data` module): a proof made here verifies with `miden verify` and the other way round. The
+//! differences: the hash function defaults to RPO (only RPO and RPX have GPU kernels) and
+//! `--backend` picks where the commitments run (default `MIDEN_GPU_BACKEND`, else the best
+//! device found). A terminal shows a spinner with the current stage; `RUST_LOG` turns on log
+//! lines (by default only this crate's warnings).
+
+use std::{
+    io::{self, IsTerminal},
+    process::ExitCode,
+};
+
+use clap::{Parser, Subcommand};
+use miden_gpu::timing::StageTimes;
+use tracing_subscriber::{
+    filter::filter_fn, layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer,
+};
+
+mod data;
+mod error;
+mod program;
+mod progress;
+mod prove;
+mod report;
+mod untrusted;
+mod verify;
+
+use progress::Progress;
+use prove::ProveCmd;
+use verify::VerifyCmd;
+
+// COMMAND LINE
+// ================================================================================================
+
+/// Prove and verify Miden VM programs with the STARK commitments on a GPU.
+#[derive(Debug, Parser)]
+#[command(name = "miden-gpu", version, rename_all = "kebab-case")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Prove a Miden program, with the commitments on a GPU
+    Prove(ProveCmd),
+    /// Verify a proof of a Miden program
+    Verify(VerifyCmd),
+}
+
+// MAIN
+// ================================================================================================
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let progress = Progress::new();
+    let times = StageTimes::new();
+    init_tracing(&progress, &times);
+
+    let result = match &cli.command {
+        Command::Prove(command) => command.execute(&progress, &times),
+        Command::Verify(command) => command.execute(&progress),
+    };
+    progress.finish();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        },
+    }
+}
+
+/// Log lines as `RUST_LOG` asks (default: this crate's warnings, such as a fallback to the CPU),
+/// written around the spinner; the spinner's proof steps and the stage times see every span and
+/// no event.
+fn init_tracing(progress: &Progress, times: &StageTimes) {
+    let log_filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("miden_gpu=warn"));
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(progress.clone())
+        .with_ansi(io::stderr().is_terminal())
+        .with_filter(log_filter);
+    let spans = || filter_fn(|metadata| metadata.is_span());
+    tracing_subscriber::registry()
+        .with(log)
+        .with(progress.proof_steps().with_filter(spans()))
+        .with(times.clone().with_filter(spans()))
+        .init();
+}

@@ -1,0 +1,112 @@
+//! Loading a program as miden-vm's CLI does: a `.masm` file assembled against the Miden core
+//! library and any `.masl` libraries, or a `.masp` package; and the host that executes it.
+
+use std::{path::Path, sync::Arc};
+
+use miden_assembly::{
+    ast::{Module, ModuleKind},
+    debuginfo::{DefaultSourceManager, SourceLanguage, SourceManager, Uri},
+    utils::Deserializable,
+    Assembler, Library, Path as LibraryPath,
+};
+use miden_core_lib::CoreLibrary;
+use miden_mast_package::{MastArtifact, Package};
+use miden_processor::{DefaultHost, Program};
+
+use crate::{
+    data::read_file,
+    error::{CliError, FileKind},
+};
+
+/// An assembled program, the libraries it links, and the source manager of its diagnostics.
+pub struct LoadedProgram {
+    /// The program.
+    pub program: Program,
+    libraries: Vec<Library>,
+    source_manager: Arc<DefaultSourceManager>,
+}
+
+impl LoadedProgram {
+    /// Loads the `.masm` or `.masp` file at `path`, linking the `.masl` libraries at
+    /// `library_paths` (and, for `.masm`, the core library).
+    pub fn load(path: &Path, library_paths: &[impl AsRef<Path>]) -> Result<Self, CliError> {
+        let libraries = library_paths
+            .iter()
+            .map(|path| read_library(path.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let source_manager = Arc::new(DefaultSourceManager::default());
+        let program = match path.extension().and_then(|ext| ext.to_str()) {
+            Some("masm") => assemble(path, &libraries, source_manager.clone())?,
+            Some("masp") => read_package(path)?,
+            _ => {
+                return Err(CliError::invalid(
+                    FileKind::Program,
+                    path,
+                    "expected a .masm assembly file or a .masp package",
+                ))
+            },
+        };
+        Ok(Self { program, libraries, source_manager })
+    }
+
+    /// A host with the core library's and the linked libraries' code and event handlers, whose
+    /// execution errors point into the program's source.
+    pub fn host(&self) -> Result<DefaultHost, CliError> {
+        let mut host = DefaultHost::default()
+            .with_library(&CoreLibrary::default())
+            .map_err(CliError::execution)?;
+        for library in &self.libraries {
+            host.load_library(library.mast_forest()).map_err(CliError::execution)?;
+        }
+        Ok(host.with_source_manager(self.source_manager.clone()))
+    }
+}
+
+// HELPERS
+// ================================================================================================
+
+/// Parses and assembles a `.masm` executable module.
+fn assemble(
+    path: &Path,
+    libraries: &[Library],
+    source_manager: Arc<DefaultSourceManager>,
+) -> Result<Program, CliError> {
+    let bytes = read_file(FileKind::Program, path)?;
+    let source = String::from_utf8(bytes)
+        .map_err(|e| CliError::invalid(FileKind::Program, path, format!("not UTF-8 text ({e})")))?;
+    let uri = Uri::from(path.display().to_string());
+    let file = source_manager.load(SourceLanguage::Masm, uri, source);
+    let failed = |report| CliError::assembly(path, &report);
+
+    let module = Module::parser(ModuleKind::Executable)
+        .parse(LibraryPath::exec_path(), file, source_manager.clone())
+        .map_err(failed)?;
+    let mut assembler = Assembler::new(source_manager)
+        .with_dynamic_library(CoreLibrary::default())
+        .map_err(failed)?;
+    for library in libraries {
+        assembler.link_dynamic_library(library).map_err(failed)?;
+    }
+    assembler.assemble_program(module).map_err(failed)
+}
+
+/// Reads a `.masl` library.
+fn read_library(path: &Path) -> Result<Library, CliError> {
+    let bytes = read_file(FileKind::Library, path)?;
+    Library::read_from_bytes(&bytes).map_err(|e| CliError::invalid(FileKind::Library, path, e))
+}
+
+/// Reads the program of a `.masp` package.
+fn read_package(path: &Path) -> Result<Program, CliError> {
+    let bytes = read_file(FileKind::Program, path)?;
+    let package = Package::read_from_bytes(&bytes)
+        .map_err(|e| CliError::invalid(FileKind::Program, path, e))?;
+    match package.into_mast_artifact() {
+        MastArtifact::Executable(program) => Ok(Arc::unwrap_or_clone(program)),
+        MastArtifact::Library(_) => Err(CliError::invalid(
+            FileKind::Program,
+            path,
+            "the package is a library, not a program",
+        )),
+    }
+}

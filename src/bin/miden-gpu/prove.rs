@@ -1,0 +1,200 @@
+//! `miden-gpu prove`: miden-vm's `miden prove` with the commitments on a [`Backend`].
+
+use std::{path::PathBuf, time::Instant};
+
+use clap::Args;
+use miden_gpu::{
+    miden::{gpu_hash_function, prove_with_committer},
+    timing::StageTimes,
+    Backend,
+};
+use miden_processor::ExecutionOptions;
+use miden_prover::{HashFunction, ProvingOptions};
+
+use crate::{
+    data::{program_hash_hex, write_proof, Inputs, OutputFile},
+    error::CliError,
+    program::LoadedProgram,
+    progress::Progress,
+    report::{ms, Report},
+};
+
+// ARGUMENTS
+// ================================================================================================
+
+/// Prove a Miden program, with the trace and constraint commitments on a GPU.
+#[derive(Debug, Clone, Args)]
+pub struct ProveCmd {
+    /// Path to a .masm assembly file or a .masp package file
+    program_file: PathBuf,
+
+    /// Path to the inputs file [default: the program file with extension .inputs, if it exists]
+    #[arg(short = 'i', long = "input")]
+    input_file: Option<PathBuf>,
+
+    /// Path to the outputs file [default: the program file with extension .outputs]
+    #[arg(short = 'o', long = "output")]
+    output_file: Option<PathBuf>,
+
+    /// Path to the proof file [default: the program file with extension .proof]
+    #[arg(short = 'p', long = "proof")]
+    proof_file: Option<PathBuf>,
+
+    /// Paths to .masl library files
+    #[arg(short = 'l', long = "libraries")]
+    library_paths: Vec<PathBuf>,
+
+    /// Backend of the commitments: auto, cpu, wgpu or cuda [default: $MIDEN_GPU_BACKEND, else
+    /// auto]
+    #[arg(short = 'b', long = "backend")]
+    backend: Option<Backend>,
+
+    /// Hash function: rpo or rpx (those with GPU kernels)
+    #[arg(long = "hasher", visible_alias = "hash", default_value = "rpo", value_parser = parse_hasher)]
+    hasher: HashFunction,
+
+    /// Security level: 96 or 128 bits (96bits and 128bits are accepted too)
+    #[arg(short = 's', long = "security", default_value = "96", value_parser = parse_security)]
+    security: u32,
+
+    /// Number of cycles the program is expected to consume
+    #[arg(short = 'e', long = "exp-cycles", default_value_t = 64)]
+    expected_cycles: u32,
+
+    /// Maximum number of cycles a program is allowed to consume
+    #[arg(short = 'm', long = "max-cycles", default_value_t = ExecutionOptions::MAX_CYCLES)]
+    max_cycles: u32,
+
+    /// Number of stack outputs to print
+    #[arg(short = 'n', long = "num-outputs", default_value_t = 16)]
+    num_outputs: usize,
+
+    /// Enable tracing to monitor execution of the VM
+    #[arg(short = 't', long = "trace")]
+    trace: bool,
+
+    /// Disable debug instructions (release mode)
+    #[arg(long = "release")]
+    release: bool,
+}
+
+/// `--hasher`: a Miden hash function name, accepted only if it has GPU kernels.
+fn parse_hasher(name: &str) -> Result<HashFunction, String> {
+    let hash_fn = HashFunction::try_from(name)
+        .map_err(|_| format!("unknown hash function `{name}`; expected rpo or rpx"))?;
+    gpu_hash_function(hash_fn).map_err(|e| e.to_string())?;
+    Ok(hash_fn)
+}
+
+/// `--security`: `96` or `128`, with or without miden-vm's `bits` suffix.
+fn parse_security(level: &str) -> Result<u32, String> {
+    match level.trim_end_matches("bits") {
+        "96" => Ok(96),
+        "128" => Ok(128),
+        _ => Err("expected 96 or 128".into()),
+    }
+}
+
+// PROVE
+// ================================================================================================
+
+impl ProveCmd {
+    /// Assembles, executes and proves the program, writes the proof and outputs files and prints
+    /// the outputs, the program hash, the backend and the timings.
+    pub fn execute(&self, progress: &Progress, times: &StageTimes) -> Result<(), CliError> {
+        let start = Instant::now();
+        let options = self.proving_options()?;
+
+        progress.stage("assembling the program");
+        let loaded = LoadedProgram::load(&self.program_file, &self.library_paths)?;
+        let inputs = Inputs::read(self.input_file.as_deref(), &self.program_file)?;
+        let (stack_inputs, advice_inputs) = (inputs.stack_inputs()?, inputs.advice_inputs()?);
+        let mut host = loaded.host()?;
+        let assembled = start.elapsed();
+
+        let backend = self.backend.map_or_else(Backend::from_env, Ok)?;
+        progress.stage(format!("starting the {backend} backend"));
+        let committer = backend.create()?;
+        let started = start.elapsed();
+
+        progress.stage("executing the program");
+        let (outputs, proof) = prove_with_committer(
+            &loaded.program,
+            stack_inputs,
+            advice_inputs,
+            &mut host,
+            options,
+            committer.clone(),
+        )?;
+        let proved = start.elapsed();
+        let execution = times.get("execute_program");
+
+        progress.stage("writing the proof");
+        let proof_path = self.proof_file.clone().unwrap_or_else(|| self.default_path("proof"));
+        let output_path = self.output_file.clone().unwrap_or_else(|| self.default_path("outputs"));
+        let proof_size = write_proof(&proof, &proof_path)?;
+        OutputFile::write(&outputs, &output_path)?;
+        let total = start.elapsed();
+        progress.finish();
+
+        let stack = outputs.stack_truncated(self.num_outputs).iter();
+        let mut report = Report::new();
+        report
+            .line("program", self.program_file.display())
+            .line("program hash", program_hash_hex(&loaded.program.hash()))
+            .line("backend", format!("{} on {}", committer.backend(), committer.device_name()));
+        if let Some(path) = &inputs.path {
+            report.line("inputs", path.display());
+        }
+        report
+            .line(
+                "stack outputs",
+                format!("[{}]", stack.map(ToString::to_string).collect::<Vec<_>>().join(", ")),
+            )
+            .line("outputs file", output_path.display())
+            .line(
+                "proof file",
+                format!(
+                    "{} ({:.1} KB, {:?}, {}-bit security)",
+                    proof_path.display(),
+                    proof_size as f64 / 1024.0,
+                    proof.hash_fn(),
+                    proof.security_level()
+                ),
+            )
+            .line(
+                "time",
+                format!(
+                    "assembly {}, backend start {}, execution {}, proving {}, total {}",
+                    ms(assembled),
+                    ms(started - assembled),
+                    ms(execution),
+                    ms((proved - started).saturating_sub(execution)),
+                    ms(total)
+                ),
+            )
+            .print();
+        Ok(())
+    }
+
+    /// The proving options of the `--hasher`, `--security` and execution flags.
+    fn proving_options(&self) -> Result<ProvingOptions, CliError> {
+        let execution = ExecutionOptions::new(
+            Some(self.max_cycles),
+            self.expected_cycles,
+            self.trace,
+            !self.release,
+        )
+        .map_err(|e| CliError::Options(e.to_string()))?;
+        let options = match self.security {
+            128 => ProvingOptions::with_128_bit_security(self.hasher),
+            _ => ProvingOptions::with_96_bit_security(self.hasher),
+        };
+        Ok(options.with_execution_options(execution))
+    }
+
+    /// `<program>.<extension>`, miden-vm's default for the proof and outputs files.
+    fn default_path(&self, extension: &str) -> PathBuf {
+        self.program_file.with_extension(extension)
+    }
+}

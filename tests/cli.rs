@@ -1,0 +1,383 @@
+//! The `miden-gpu` binary: prove and verify round trips on the CPU backend with an inputs file,
+//! and a clean error (non-zero exit, a message on stderr, no panic) for each kind of bad input.
+
+#![cfg(feature = "miden")]
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::{Command, Output},
+    sync::atomic::{AtomicUsize, Ordering},
+};
+
+// FIXTURES
+// ================================================================================================
+
+/// Operand stack `[3, 5]` (3 on top), advice stack `[7, 11, 13]` (7 on top): the outputs are
+/// `[(5 - 3) * 7 - 11 + 13, (5 - 3) * 7 - 11] = [16, 3]`; another order of either stack gives
+/// other outputs.
+const PROGRAM: &str = "
+begin
+    sub
+    adv_push.1 mul
+    adv_push.1 sub
+    dup adv_push.1 add
+    movup.2 drop
+end
+";
+
+/// The inputs of [`PROGRAM`], with an advice map and Merkle store the program does not read (to
+/// parse every section of the format).
+const INPUTS: &str = r#"{
+    "operand_stack": ["5", "3"],
+    "advice_stack": ["7", "11", "13"],
+    "advice_map": {
+        "0x0100000000000000000000000000000000000000000000000000000000000000": [1, 2, 3]
+    },
+    "merkle_store": [
+        { "merkle_tree": [
+            "0x1400000000000000000000000000000000000000000000000000000000000000",
+            "0x1500000000000000000000000000000000000000000000000000000000000000"
+        ] },
+        { "sparse_merkle_tree": [
+            [3, "0x1700000000000000000000000000000000000000000000000000000000000000"]
+        ] },
+        { "partial_merkle_tree": [
+            [[1, 0], "0x1400000000000000000000000000000000000000000000000000000000000000"],
+            [[1, 1], "0x1500000000000000000000000000000000000000000000000000000000000000"]
+        ] }
+    ]
+}"#;
+
+/// The 16 stack outputs of [`PROGRAM`] on [`INPUTS`].
+const OUTPUTS: [u64; 16] = [16, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+
+/// A directory of its own under the system temp directory, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let unique = format!(
+            "miden-gpu-cli-{name}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let dir = std::env::temp_dir().join(unique);
+        fs::create_dir_all(&dir).expect("create a temp directory");
+        Self(dir)
+    }
+
+    /// Writes `content` to `name` in this directory and returns its path.
+    fn file(&self, name: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.0.join(name);
+        fs::write(&path, content).expect("write a temp file");
+        path
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+// HELPERS
+// ================================================================================================
+
+/// Runs `miden-gpu` with `args` (no backend or log settings from the environment).
+fn miden_gpu(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_miden-gpu"))
+        .args(args)
+        .env_remove("MIDEN_GPU_BACKEND")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run miden-gpu")
+}
+
+/// A path as a command-line argument.
+fn arg(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The value of the `name  value` line of a command's report.
+fn report_value(output: &Output, name: &str) -> String {
+    stdout(output)
+        .lines()
+        .find_map(|line| line.strip_prefix(name).map(|value| value.trim().to_string()))
+        .unwrap_or_else(|| panic!("no `{name}` line in:\n{}", stdout(output)))
+}
+
+/// Asserts success, printing the command's output otherwise.
+fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "miden-gpu failed ({}):\n{}\n{}",
+        output.status,
+        stdout(output),
+        stderr(output)
+    );
+}
+
+/// Asserts a failure with an `error:` line containing `message` and no panic.
+fn assert_error(output: &Output, message: &str) {
+    let stderr = stderr(output);
+    assert!(!output.status.success(), "miden-gpu succeeded:\n{}", stdout(output));
+    assert!(stderr.contains("error:") && stderr.contains(message), "unexpected stderr:\n{stderr}");
+    assert!(!stderr.contains("panicked"), "miden-gpu panicked:\n{stderr}");
+}
+
+/// Writes [`PROGRAM`] and [`INPUTS`] as `program.masm` and `program.inputs`, proves with
+/// `extra` arguments on the CPU backend (default proof and outputs files) and returns the
+/// program hash.
+fn prove_program(dir: &TempDir, extra: &[&str]) -> String {
+    let program = dir.file("program.masm", PROGRAM);
+    dir.file("program.inputs", INPUTS);
+    let program = arg(&program);
+    let mut args = vec!["prove", &program, "--backend", "cpu"];
+    args.extend(extra);
+    let output = miden_gpu(&args);
+    assert_success(&output);
+    report_value(&output, "program hash")
+}
+
+/// `verify` of `proof` against `hash` (default inputs and outputs files next to the proof).
+fn verify(hash: &str, proof: &Path) -> Output {
+    miden_gpu(&["verify", "--program-hash", hash, "--proof", &arg(proof)])
+}
+
+/// The stack of an outputs file.
+fn written_outputs(path: &Path) -> Vec<u64> {
+    let json: serde_json::Value =
+        serde_json::from_slice(&fs::read(path).expect("read the outputs file")).expect("JSON");
+    json["stack"]
+        .as_array()
+        .expect("a stack array")
+        .iter()
+        .map(|value| value.as_str().expect("a string").parse().expect("an integer"))
+        .collect()
+}
+
+// ROUND TRIPS
+// ================================================================================================
+
+/// Proves with `hash_args`, checks the printed and written outputs and verifies.
+fn round_trip(name: &str, hash_args: &[&str], hash_fn: &str) {
+    let dir = TempDir::new(name);
+    let hash = prove_program(&dir, hash_args);
+    assert_eq!(hash.len(), 64, "program hash `{hash}`");
+    assert_eq!(written_outputs(&dir.path("program.outputs")), OUTPUTS);
+
+    let output = verify(&hash, &dir.path("program.proof"));
+    assert_success(&output);
+    assert!(report_value(&output, "proof file").contains(hash_fn), "{}", stdout(&output));
+    assert!(report_value(&output, "verified").contains("96-bit security"), "{}", stdout(&output));
+}
+
+#[test]
+fn prove_and_verify_rpo() {
+    round_trip("rpo", &[], "Rpo256");
+}
+
+#[test]
+fn prove_and_verify_rpx() {
+    round_trip("rpx", &["--hash", "rpx"], "Rpx256");
+}
+
+#[test]
+fn prove_prints_outputs_and_writes_explicit_paths() {
+    let dir = TempDir::new("paths");
+    let (proof, outputs) = (dir.path("custom.bin"), dir.path("custom.json"));
+    let program = dir.file("program.masm", PROGRAM);
+    let inputs = dir.file("inputs.json", INPUTS);
+    let (program, inputs, proof, outputs) =
+        (arg(&program), arg(&inputs), arg(&proof), arg(&outputs));
+    let files = ["-i", &inputs, "-p", &proof, "-o", &outputs];
+    let output = miden_gpu(&[&["prove", &program, "-b", "cpu", "-n", "2"], &files[..]].concat());
+    assert_success(&output);
+    assert_eq!(report_value(&output, "stack outputs"), "[16, 3]");
+    assert!(report_value(&output, "backend").starts_with("cpu"));
+    assert!(report_value(&output, "time").contains("proving"));
+    assert_eq!(written_outputs(Path::new(&outputs)), OUTPUTS);
+
+    // the program hash is accepted with a 0x prefix too
+    let hash = format!("0x{}", report_value(&output, "program hash"));
+    assert_success(&miden_gpu(&[&["verify", "-x", &hash], &files[..]].concat()));
+}
+
+// VERIFICATION FAILURES
+// ================================================================================================
+
+#[test]
+fn verify_rejects_tampered_proof_and_wrong_statement() {
+    let dir = TempDir::new("tampered");
+    let hash = prove_program(&dir, &[]);
+    let proof = fs::read(dir.path("program.proof")).expect("read the proof");
+
+    // a flipped byte in the proof body: decodes, does not verify
+    let mut body = proof.clone();
+    body[proof.len() / 2] ^= 0x5a;
+    let tampered = dir.file("body.proof", body);
+    fs::copy(dir.path("program.outputs"), dir.path("body.outputs")).expect("copy outputs");
+    fs::copy(dir.path("program.inputs"), dir.path("body.inputs")).expect("copy inputs");
+    let output = verify(&hash, &tampered);
+    assert!(!output.status.success(), "a tampered proof verified");
+    assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
+
+    // a flipped byte in the header (proof options Winterfell asserts on): a clean error
+    let mut header = proof.clone();
+    header[16] ^= 0x5a;
+    let tampered = dir.file("header.proof", header);
+    fs::copy(dir.path("program.outputs"), dir.path("header.outputs")).expect("copy outputs");
+    assert_error(&verify(&hash, &tampered), "invalid proof file");
+
+    // the right proof against other outputs, another program hash or other inputs
+    let proof = dir.path("program.proof");
+    let wrong = dir.file("wrong.json", r#"{ "stack": ["17", "3"] }"#);
+    let (proof_arg, wrong_arg) = (arg(&proof), arg(&wrong));
+    let failure = "proof verification failed";
+    assert_error(&miden_gpu(&["verify", "-x", &hash, "-p", &proof_arg, "-o", &wrong_arg]), failure);
+    let other_hash = format!("{}{}", &hash[..63], if hash.ends_with('0') { '1' } else { '0' });
+    assert_error(&verify(&other_hash, &proof), failure);
+    let other_inputs = dir.file("other.inputs", r#"{ "operand_stack": ["5", "4"] }"#);
+    let other_arg = arg(&other_inputs);
+    assert_error(&miden_gpu(&["verify", "-x", &hash, "-p", &proof_arg, "-i", &other_arg]), failure);
+}
+
+#[test]
+fn verify_rejects_undecodable_proof() {
+    let dir = TempDir::new("junk");
+    let junk = dir.file("junk.proof", b"not a proof at all");
+    dir.file("junk.outputs", r#"{ "stack": ["16", "3"] }"#);
+    assert_error(&verify(&"0".repeat(64), &junk), "invalid proof file");
+}
+
+#[test]
+fn verify_rejects_bad_program_hash() {
+    let dir = TempDir::new("hash");
+    let proof = dir.file("program.proof", b"");
+    assert_error(&verify("1234", &proof), "invalid program hash `1234`");
+}
+
+#[test]
+fn verify_reports_missing_proof() {
+    let dir = TempDir::new("no-proof");
+    assert_error(&verify(&"0".repeat(64), &dir.path("none.proof")), "cannot read proof file");
+}
+
+// PROVE FAILURES
+// ================================================================================================
+
+/// Runs `prove` of `program` (written as `program.masm`) with `args`.
+fn prove_with(dir: &TempDir, program: &str, args: &[&str]) -> Output {
+    let program = dir.file("program.masm", program);
+    miden_gpu(&[&["prove", &arg(&program)], args].concat())
+}
+
+#[test]
+fn prove_reports_missing_program() {
+    let dir = TempDir::new("no-program");
+    let missing = dir.path("missing.masm");
+    assert_error(&miden_gpu(&["prove", &arg(&missing)]), "cannot read program file");
+}
+
+#[test]
+fn prove_reports_missing_inputs() {
+    let dir = TempDir::new("no-inputs");
+    let missing = arg(&dir.path("missing.json"));
+    assert_error(
+        &prove_with(&dir, PROGRAM, &["-b", "cpu", "-i", &missing]),
+        "cannot read inputs file",
+    );
+}
+
+#[test]
+fn prove_reports_assembly_errors() {
+    let dir = TempDir::new("assembly");
+    let output = prove_with(&dir, "begin push.1 no_such_instruction end", &["-b", "cpu"]);
+    assert_error(&output, "failed to assemble");
+    assert!(stderr(&output).contains("no_such_instruction"), "{}", stderr(&output));
+}
+
+#[test]
+fn prove_reports_execution_errors() {
+    let dir = TempDir::new("execution");
+    assert_error(
+        &prove_with(&dir, "begin push.1 push.2 assert_eq end", &["-b", "cpu"]),
+        "program execution failed",
+    );
+}
+
+#[test]
+fn prove_reports_bad_inputs() {
+    let cases = [
+        ("{ \"operand_stack\": [\"1\"", "invalid inputs file"),
+        ("{ \"advice_stack\": [] }", "missing field `operand_stack`"),
+        ("{ \"operand_stack\": [1] }", "expected a string"),
+        ("{ \"operand_stack\": [\"x\"] }", "operand_stack[0]: `x` is not an unsigned integer"),
+        ("{ \"operand_stack\": [\"18446744069414584321\"] }", "is not a field element"),
+        ("{ \"operand_stack\": [], \"advice_stack\": [\"-1\"] }", "advice_stack[0]"),
+        ("{ \"operand_stack\": [], \"advice_map\": { \"0x12\": [1] } }", "is not a hex word"),
+        (
+            "{ \"operand_stack\": [\"1\", \"2\", \"3\", \"4\", \"5\", \"6\", \"7\", \"8\", \"9\", \
+             \"10\", \"11\", \"12\", \"13\", \"14\", \"15\", \"16\", \"17\"] }",
+            "operand_stack",
+        ),
+        (
+            "{ \"operand_stack\": [], \"merkle_store\": [ { \"merkle_tree\": [\"0x1\"] } ] }",
+            "merkle_store[0][0]",
+        ),
+    ];
+    let dir = TempDir::new("inputs");
+    for (inputs, message) in cases {
+        let path = arg(&dir.file("bad.json", inputs));
+        assert_error(&prove_with(&dir, PROGRAM, &["-b", "cpu", "-i", &path]), message);
+    }
+}
+
+#[test]
+fn prove_rejects_unknown_option_values() {
+    let dir = TempDir::new("options");
+    let cases: [(&[&str], &str); 5] = [
+        (&["--backend", "tpu"], "unknown backend `tpu`"),
+        (&["--hash", "sha3"], "unknown hash function `sha3`"),
+        (&["--hasher", "blake3-192"], "not supported on the GPU"),
+        (&["--security", "100"], "expected 96 or 128"),
+        (&["--max-cycles", "1"], "invalid execution options"),
+    ];
+    for (args, message) in cases {
+        assert_error(&prove_with(&dir, PROGRAM, args), message);
+    }
+}
+
+#[test]
+fn prove_rejects_unsupported_program_files() {
+    let dir = TempDir::new("kind");
+    let text = dir.file("program.txt", PROGRAM);
+    assert_error(&miden_gpu(&["prove", &arg(&text)]), "expected a .masm");
+    let package = dir.file("program.masp", b"not a package");
+    assert_error(&miden_gpu(&["prove", &arg(&package)]), "invalid program file");
+}
+
+/// Without the `cuda` feature, asking for CUDA is an error, not a silent fallback.
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn prove_reports_unavailable_backend() {
+    let dir = TempDir::new("cuda");
+    assert_error(
+        &prove_with(&dir, PROGRAM, &["--backend", "cuda"]),
+        "backend `cuda` is unavailable",
+    );
+}
