@@ -47,9 +47,10 @@ fn stages(c: &mut Criterion) {
             group.sample_size(10).throughput(Throughput::Elements(lde_rows as u64));
             for hash in [HashFunction::Rpo256, HashFunction::Rpx256] {
                 let request = support::trace_request(&slices, BLOWUP, hash);
-                group.bench_function(BenchmarkId::new(format!("{hash}/{cols}cols"), lde_rows), |b| {
-                    b.iter(|| committer.commit(&request).expect("commit"))
-                });
+                group.bench_function(
+                    BenchmarkId::new(format!("{hash}/{cols}cols"), lde_rows),
+                    |b| b.iter(|| committer.commit(&request).expect("commit")),
+                );
             }
             group.finish();
 
@@ -60,9 +61,14 @@ fn stages(c: &mut Criterion) {
             let mut group = c.benchmark_group(format!("hash_rows/{name}"));
             group.sample_size(10).throughput(Throughput::Elements(lde_rows as u64));
             for hash in [HashFunction::Rpo256, HashFunction::Rpx256] {
-                group.bench_function(BenchmarkId::new(format!("{hash}/{cols}cols"), lde_rows), |b| {
-                    b.iter(|| committer.hash_rows(&lde, RowHashing::WholeRow, hash).expect("hash"))
-                });
+                group.bench_function(
+                    BenchmarkId::new(format!("{hash}/{cols}cols"), lde_rows),
+                    |b| {
+                        b.iter(|| {
+                            committer.hash_rows(&lde, RowHashing::WholeRow, hash).expect("hash")
+                        })
+                    },
+                );
             }
             group.finish();
         }
@@ -90,7 +96,8 @@ fn lde(c: &mut Criterion) {
     let lde_rows = rows * BLOWUP;
 
     // CPU: Winterfell's own interpolation and LDE, the domain made once as a prover does.
-    let domain = StarkDomain::from_twiddles(fft::get_twiddles::<Felt>(rows), BLOWUP, Felt::GENERATOR);
+    let domain =
+        StarkDomain::from_twiddles(fft::get_twiddles::<Felt>(rows), BLOWUP, Felt::GENERATOR);
     let mut group = c.benchmark_group("lde/cpu");
     for cols in COLUMNS {
         let trace = ColMatrix::new(support::random_columns(cols as u64, cols, rows));
@@ -121,10 +128,7 @@ fn lde(c: &mut Criterion) {
     match miden_gpu::cuda::CudaCommitter::new() {
         // GPUs work side by side: the stage takes as long as the slowest one.
         Ok(cuda) => device_lde(c, "cuda", rows, &cuda, || {
-            cuda.last_stage_times()
-                .iter()
-                .map(|t| t.interpolate_ms + t.lde_ms)
-                .fold(0.0, f32::max)
+            cuda.last_stage_times().iter().map(|t| t.interpolate_ms + t.lde_ms).fold(0.0, f32::max)
         }),
         Err(error) => eprintln!("skipping lde/cuda: {error}"),
     }

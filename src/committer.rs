@@ -56,11 +56,9 @@ impl PolyInput<'_> {
     pub fn interpolate_on_host(&self) -> Vec<Vec<Felt>> {
         match *self {
             PolyInput::Trace { columns } => host::interpolate_columns(columns),
-            PolyInput::Composition {
-                components,
-                column_len,
-                num_columns,
-            } => host::interpolate_composition(components, column_len, num_columns),
+            PolyInput::Composition { components, column_len, num_columns } => {
+                host::interpolate_composition(components, column_len, num_columns)
+            },
         }
     }
 }
@@ -112,11 +110,7 @@ impl CommitRequest<'_> {
         }
         let (poly_len, num_cols) = match self.input {
             PolyInput::Trace { columns } => (check_columns(columns)?, columns.len()),
-            PolyInput::Composition {
-                components,
-                column_len,
-                num_columns,
-            } => {
+            PolyInput::Composition { components, column_len, num_columns } => {
                 let m = check_columns(components)?;
                 if column_len < 2 || !column_len.is_power_of_two() {
                     return Err(GpuError::TraceLengthNotPowerOfTwo(column_len));
@@ -129,7 +123,7 @@ impl CommitRequest<'_> {
                     });
                 }
                 (column_len, num_columns * components.len())
-            }
+            },
         };
         let lde_len = poly_len * self.blowup;
         if lde_len.ilog2() > 32 {
@@ -149,11 +143,7 @@ fn check_columns(columns: &[&[Felt]]) -> Result<usize> {
     let first = columns.first().ok_or(GpuError::ZeroColumns)?;
     let n = first.len();
     if let Some((column, c)) = columns.iter().enumerate().find(|(_, c)| c.len() != n) {
-        return Err(GpuError::ColumnLengthMismatch {
-            column,
-            expected: n,
-            actual: c.len(),
-        });
+        return Err(GpuError::ColumnLengthMismatch { column, expected: n, actual: c.len() });
     }
     if n < 2 || !n.is_power_of_two() {
         return Err(GpuError::TraceLengthNotPowerOfTwo(n));

@@ -77,7 +77,9 @@ pub enum GpuError {
         reason: String,
     },
     /// The commitment does not fit in host or device memory.
-    #[error("out of {memory} memory: the commitment needs {needed} bytes, {available} are available")]
+    #[error(
+        "out of {memory} memory: the commitment needs {needed} bytes, {available} are available"
+    )]
     OutOfMemory {
         /// `"host"` or `"device"`.
         memory: &'static str,

@@ -28,7 +28,8 @@ pub enum Fault {
 
 impl Fault {
     /// Every kind of fault.
-    pub const ALL: [Fault; 4] = [Self::DeviceMissing, Self::Allocation, Self::KernelFailure, Self::DeviceLost];
+    pub const ALL: [Fault; 4] =
+        [Self::DeviceMissing, Self::Allocation, Self::KernelFailure, Self::DeviceLost];
 
     /// The error a backend reports for this fault.
     pub fn error(self, backend: Backend) -> GpuError {
@@ -37,9 +38,17 @@ impl Fault {
                 backend,
                 reason: "device disappeared (injected fault)".into(),
             },
-            Self::Allocation => GpuError::OutOfMemory { memory: "device", needed: 1 << 40, available: 0 },
-            Self::KernelFailure => GpuError::Device { backend, message: "kernel launch failed (injected fault)".into() },
-            Self::DeviceLost => GpuError::Device { backend, message: "device lost mid-commit (injected fault)".into() },
+            Self::Allocation => {
+                GpuError::OutOfMemory { memory: "device", needed: 1 << 40, available: 0 }
+            },
+            Self::KernelFailure => GpuError::Device {
+                backend,
+                message: "kernel launch failed (injected fault)".into(),
+            },
+            Self::DeviceLost => GpuError::Device {
+                backend,
+                message: "device lost mid-commit (injected fault)".into(),
+            },
         }
     }
 }
@@ -86,7 +95,12 @@ impl GpuCommitter for FaultyCommitter {
         self.inner.commit(request)
     }
 
-    fn hash_rows(&self, lde: &LdeRows, row_hashing: RowHashing, hash: HashFunction) -> Result<Vec<Digest>> {
+    fn hash_rows(
+        &self,
+        lde: &LdeRows,
+        row_hashing: RowHashing,
+        hash: HashFunction,
+    ) -> Result<Vec<Digest>> {
         self.check()?;
         self.inner.hash_rows(lde, row_hashing, hash)
     }

@@ -76,7 +76,9 @@ impl FromStr for HashFunction {
 ///
 /// Implemented for [`Rpo256`] and [`Rpx256`] only: a prover with another `HashFn` does not
 /// type-check with [`crate::GpuProver`].
-pub trait GpuHasher: ElementHasher<BaseField = Felt, Digest = Word> + Send + Sync + 'static {
+pub trait GpuHasher:
+    ElementHasher<BaseField = Felt, Digest = Word> + Send + Sync + 'static
+{
     /// The function backends compute for this hasher.
     const FUNCTION: HashFunction;
 }

@@ -56,7 +56,7 @@ impl Backend {
                     "backend selected"
                 );
                 Ok(committer)
-            }
+            },
         }
     }
 }

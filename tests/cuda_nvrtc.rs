@@ -30,11 +30,7 @@ fn kernels_compile_for_hopper_and_ampere() {
         let cubin = compile_for_arch(arch)
             .unwrap_or_else(|e| panic!("CUDA kernels failed to compile for {arch}: {e}"));
         // an ELF image that names every kernel the backend loads
-        assert_eq!(
-            &cubin[..4],
-            b"\x7fELF",
-            "{arch}: NVRTC did not return a CUBIN"
-        );
+        assert_eq!(&cubin[..4], b"\x7fELF", "{arch}: NVRTC did not return a CUBIN");
         for kernel in KERNELS {
             assert!(
                 cubin.windows(kernel.len()).any(|w| w == kernel.as_bytes()),
@@ -52,9 +48,6 @@ fn source_carries_generated_constants() {
         "__constant__ u64 ARK2[84]",
         "SPONGE_LEN[8]",
     ] {
-        assert!(
-            source.contains(needle),
-            "generated prelude lacks `{needle}`"
-        );
+        assert!(source.contains(needle), "generated prelude lacks `{needle}`");
     }
 }

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use miden_crypto::hash::rpo::Rpo256;
 use miden_gpu::{
-    commit_composition, Backend, CommitRequest, CpuCommitter, Felt,
-    GpuCommitter, GpuError, GpuTraceLde, HashFunction, LdeRows, PolyInput, RowHashing,
+    commit_composition, Backend, CommitRequest, CpuCommitter, Felt, GpuCommitter, GpuError,
+    GpuTraceLde, HashFunction, LdeRows, PolyInput, RowHashing,
 };
 use winter_air::{PartitionOptions, TraceInfo};
 use winter_math::{fft, fields::QuadExtension, FieldElement, StarkField};
@@ -36,7 +36,15 @@ fn trace_length_not_a_power_of_two() {
 fn zero_columns() {
     assert_eq!(commit(&[], 2).unwrap_err(), GpuError::ZeroColumns);
     let components: [&[Felt]; 0] = [];
-    let err = commit_composition::<Felt>(&CpuCommitter::new(), &[], 8, 1, 2, PartitionOptions::default(), HashFunction::Rpx256);
+    let err = commit_composition::<Felt>(
+        &CpuCommitter::new(),
+        &[],
+        8,
+        1,
+        2,
+        PartitionOptions::default(),
+        HashFunction::Rpx256,
+    );
     assert_eq!(err.unwrap_err(), GpuError::TraceLengthNotPowerOfTwo(0));
     let err = CpuCommitter::new().commit(&CommitRequest {
         input: PolyInput::Composition { components: &components, column_len: 8, num_columns: 1 },
@@ -74,7 +82,15 @@ fn lde_domain_beyond_two_adicity() {
 fn composition_that_does_not_split() {
     let evaluations: Vec<QuadExtension<Felt>> =
         column(32).chunks(2).map(|c| QuadExtension::new(c[0], c[1])).collect();
-    let err = commit_composition(&CpuCommitter::new(), &evaluations, 8, 3, 4, PartitionOptions::default(), HashFunction::Rpo256);
+    let err = commit_composition(
+        &CpuCommitter::new(),
+        &evaluations,
+        8,
+        3,
+        4,
+        PartitionOptions::default(),
+        HashFunction::Rpo256,
+    );
     assert_eq!(
         err.unwrap_err(),
         GpuError::InvalidComposition { evaluations: 16, columns: 3, column_len: 8 }
@@ -126,7 +142,10 @@ fn aux_segment_with_wrong_row_count() {
 #[test]
 fn unsupported_hasher() {
     for name in ["blake3", "sha3", "poseidon2", ""] {
-        assert_eq!(name.parse::<HashFunction>().unwrap_err(), GpuError::UnsupportedHasher(name.into()));
+        assert_eq!(
+            name.parse::<HashFunction>().unwrap_err(),
+            GpuError::UnsupportedHasher(name.into())
+        );
     }
     assert_eq!("RPX256".parse::<HashFunction>().unwrap(), HashFunction::Rpx256);
 }

@@ -30,20 +30,35 @@ fn backend() -> Arc<dyn GpuCommitter> {
 }
 
 fn options() -> ProofOptions {
-    ProofOptions::new(27, 8, 0, FieldExtension::Quadratic, 4, 31, BatchingMethod::Linear, BatchingMethod::Linear)
+    ProofOptions::new(
+        27,
+        8,
+        0,
+        FieldExtension::Quadratic,
+        4,
+        31,
+        BatchingMethod::Linear,
+        BatchingMethod::Linear,
+    )
 }
 
 /// Calls 0, 1, 2 of a proof are the main trace, aux trace and constraint commitments.
 #[test]
 fn every_fault_at_every_commitment_falls_back_to_an_identical_proof() {
-    let expected = FibProver::<Rpo256>::new(options()).prove(FibTrace::new(2, 256)).unwrap().to_bytes();
+    let expected =
+        FibProver::<Rpo256>::new(options()).prove(FibTrace::new(2, 256)).unwrap().to_bytes();
     for fault in Fault::ALL {
         for call in 0..3 {
             let faulty = Arc::new(FaultyCommitter::new(backend(), fault, call));
-            let prover = GpuProver::with_committer(FibProver::<Rpo256>::new(options()), faulty.clone());
+            let prover =
+                GpuProver::with_committer(FibProver::<Rpo256>::new(options()), faulty.clone());
             let proof = prover.prove(FibTrace::new(2, 256)).expect("proof with fallback");
             assert!(proof.to_bytes() == expected, "{fault:?} on call {call}: proof differs");
-            assert_eq!(faulty.calls(), 3, "{fault:?} on call {call}: every commitment reached the backend once");
+            assert_eq!(
+                faulty.calls(),
+                3,
+                "{fault:?} on call {call}: every commitment reached the backend once"
+            );
         }
     }
 }
@@ -69,11 +84,11 @@ fn without_fallback_a_fault_is_a_typed_error_or_a_panic_never_a_proof() {
                 .with_cpu_fallback(false);
             let outcome = catch_unwind(AssertUnwindSafe(|| prover.prove(FibTrace::new(2, 64))));
             let message = outcome.expect_err("a proof was returned despite the fault");
-            let text = message
-                .downcast_ref::<String>()
-                .cloned()
-                .unwrap_or_default();
-            assert!(text.contains(&fault.error(Backend::Cpu).to_string()[..12]), "{fault:?}: {text}");
+            let text = message.downcast_ref::<String>().cloned().unwrap_or_default();
+            assert!(
+                text.contains(&fault.error(Backend::Cpu).to_string()[..12]),
+                "{fault:?}: {text}"
+            );
         }
     }
 }
@@ -82,6 +97,9 @@ fn without_fallback_a_fault_is_a_typed_error_or_a_panic_never_a_proof() {
 fn typed_errors_of_faults_are_actionable() {
     for fault in Fault::ALL {
         let message = fault.error(Backend::Cuda).to_string();
-        assert!(message.len() > 20 && !matches!(fault.error(Backend::Cuda), GpuError::ZeroColumns), "{message}");
+        assert!(
+            message.len() > 20 && !matches!(fault.error(Backend::Cuda), GpuError::ZeroColumns),
+            "{message}"
+        );
     }
 }

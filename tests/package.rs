@@ -75,9 +75,10 @@ fn packaged_crate_holds_its_kernels_and_commits() {
         assert!(listed.lines().any(|line| line == file), "the package lacks {file}");
     }
 
-    run(cargo().current_dir(&root).args(["package", "--no-verify", "--allow-dirty"]).arg(
-        format!("--target-dir={}", work.join("package-target").display()),
-    ));
+    run(cargo()
+        .current_dir(&root)
+        .args(["package", "--no-verify", "--allow-dirty"])
+        .arg(format!("--target-dir={}", work.join("package-target").display())));
     let version = env!("CARGO_PKG_VERSION");
     let archive = work.join(format!("package-target/package/miden-gpu-{version}.crate"));
     fs::create_dir_all(work.join("package")).expect("package folder");
@@ -100,10 +101,10 @@ fn packaged_crate_holds_its_kernels_and_commits() {
     // The versions this checkout is tested with.
     fs::copy(root.join("Cargo.lock"), scratch.join("Cargo.lock")).expect("lock file");
 
-    let out = run(cargo().current_dir(&scratch).args(["run", "--quiet"]).arg(format!(
-        "--target-dir={}",
-        work.join("scratch-target").display()
-    )));
+    let out = run(cargo()
+        .current_dir(&scratch)
+        .args(["run", "--quiet"])
+        .arg(format!("--target-dir={}", work.join("scratch-target").display())));
     eprintln!("{out}");
     assert!(out.contains("cpu root"), "the scratch crate did not commit: {out}");
 }

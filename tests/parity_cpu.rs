@@ -6,8 +6,8 @@ mod common;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use miden_gpu::{
-    Backend, CommitRequest, Commitment, CpuCommitter, GpuCommitter, HashFunction, LdeRows,
-    Result, RowHashing,
+    Backend, CommitRequest, Commitment, CpuCommitter, GpuCommitter, HashFunction, LdeRows, Result,
+    RowHashing,
 };
 use winter_math::FieldElement;
 
@@ -61,18 +61,29 @@ impl GpuCommitter for Corrupting {
         Ok(c)
     }
 
-    fn hash_rows(&self, lde: &LdeRows, h: RowHashing, f: HashFunction) -> Result<Vec<[miden_gpu::Felt; 4]>> {
+    fn hash_rows(
+        &self,
+        lde: &LdeRows,
+        h: RowHashing,
+        f: HashFunction,
+    ) -> Result<Vec<[miden_gpu::Felt; 4]>> {
         CpuCommitter::new().hash_rows(lde, h, f)
     }
 
-    fn build_tree(&self, leaves: &[[miden_gpu::Felt; 4]], f: HashFunction) -> Result<Vec<[miden_gpu::Felt; 4]>> {
+    fn build_tree(
+        &self,
+        leaves: &[[miden_gpu::Felt; 4]],
+        f: HashFunction,
+    ) -> Result<Vec<[miden_gpu::Felt; 4]>> {
         CpuCommitter::new().build_tree(leaves, f)
     }
 }
 
 #[test]
 fn harness_catches_every_kind_of_difference() {
-    for damage in [Damage::Polynomial, Damage::LdeElement, Damage::Leaf, Damage::InnerNode, Damage::RootByte] {
+    for damage in
+        [Damage::Polynomial, Damage::LdeElement, Damage::Leaf, Damage::InnerNode, Damage::RootByte]
+    {
         for case in common::random_cases(7, 12) {
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 common::check_case(&Corrupting(damage), &case, 1)

@@ -140,32 +140,21 @@ fn cuda_field_arithmetic_matches_felt() {
             }
         }
     }
-    assert_eq!(
-        failures,
-        [0; 4],
-        "mismatches (mul, sqr, add, sub) out of {}",
-        a.len()
-    );
+    assert_eq!(failures, [0; 4], "mismatches (mul, sqr, add, sub) out of {}", a.len());
 }
 
 // LARGER SHAPES
 // ================================================================================================
 
 fn random_columns(rng: &mut StdRng, cols: usize, rows: usize) -> Vec<Vec<Felt>> {
-    (0..cols)
-        .map(|_| (0..rows).map(|_| common::random_felt(rng)).collect())
-        .collect()
+    (0..cols).map(|_| (0..rows).map(|_| common::random_felt(rng)).collect()).collect()
 }
 
 fn assert_same(got: &miden_gpu::Commitment, want: &miden_gpu::Commitment, what: &str) {
     fn first_difference<T: PartialEq>(got: &[T], want: &[T]) -> Option<usize> {
         (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i))
     }
-    assert_eq!(
-        got.polys.len(),
-        want.polys.len(),
-        "{what}: number of polynomials"
-    );
+    assert_eq!(got.polys.len(), want.polys.len(), "{what}: number of polynomials");
     for (j, (g, w)) in got.polys.iter().zip(&want.polys).enumerate() {
         if let Some(i) = first_difference(g, w) {
             panic!("{what}: polynomial {j} coefficient {i} differs");
@@ -173,10 +162,7 @@ fn assert_same(got: &miden_gpu::Commitment, want: &miden_gpu::Commitment, what: 
     }
     assert_eq!(got.lde.row_width, want.lde.row_width, "{what}: row width");
     if let Some(i) = first_difference(&got.lde.data, &want.lde.data) {
-        panic!(
-            "{what}: LDE element {i} (row {}) differs",
-            i / want.lde.row_width
-        );
+        panic!("{what}: LDE element {i} (row {}) differs", i / want.lde.row_width);
     }
     if let Some(i) = first_difference(&got.leaves, &want.leaves) {
         panic!("{what}: leaf {i} differs");
@@ -215,15 +201,9 @@ fn invalid_device_lists_are_rejected() {
     let c = committer();
     let count = c.devices().len();
     let err = CudaCommitter::builder().devices(&[count + 7]).build().err();
-    assert!(
-        matches!(err, Some(GpuError::InvalidDeviceList { .. })),
-        "{err:?}"
-    );
+    assert!(matches!(err, Some(GpuError::InvalidDeviceList { .. })), "{err:?}");
     let err = CudaCommitter::builder().devices(&[]).build().err();
-    assert!(
-        matches!(err, Some(GpuError::InvalidDeviceList { .. })),
-        "{err:?}"
-    );
+    assert!(matches!(err, Some(GpuError::InvalidDeviceList { .. })), "{err:?}");
 }
 
 /// 2 GPUs, 1 GPU and a subset give the CPU's results, with 73 columns (an uneven split) and a
@@ -336,27 +316,17 @@ fn memory_cap_streams_the_lde_in_coset_groups() {
                         if passes_seen.last() != Some(&passes) {
                             passes_seen.push(passes);
                         }
-                    }
-                    Err(GpuError::OutOfMemory {
-                        memory: "device",
-                        needed,
-                        available,
-                    }) => {
-                        assert!(
-                            needed > available && available == limit,
-                            "{needed} > {available}"
-                        );
+                    },
+                    Err(GpuError::OutOfMemory { memory: "device", needed, available }) => {
+                        assert!(needed > available && available == limit, "{needed} > {available}");
                         break;
-                    }
+                    },
                     Err(e) => panic!("devices {set:?}, cap {limit} B: {e}"),
                 }
                 limit = limit * 15 / 16;
             }
             eprintln!("devices {set:?}: passes {passes_seen:?} as the cap shrank");
-            assert!(
-                passes_seen.first() == Some(&1) && passes_seen.len() >= 2,
-                "{passes_seen:?}"
-            );
+            assert!(passes_seen.first() == Some(&1) && passes_seen.len() >= 2, "{passes_seen:?}");
         }
     }
 }

@@ -81,15 +81,7 @@ fn wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk() {
     for (i, (log_rows, cols, blowup, extension, partitions, hash, composition)) in
         cases.into_iter().enumerate()
     {
-        let case = Case {
-            log_rows,
-            cols,
-            blowup,
-            extension,
-            partitions,
-            hash,
-            composition,
-        };
+        let case = Case { log_rows, cols, blowup, extension, partitions, hash, composition };
         eprintln!("[wgpu, 4 KiB parts] {case:?}");
         common::check_case(&committer, &case, 0xF01D + i as u64);
     }
@@ -104,11 +96,7 @@ fn wgpu_stage_times() {
     let committer = committer(None);
     assert_eq!(committer.last_stage_times(), None, "no commitment yet");
     let columns: Vec<Vec<Felt>> = (0..11u64)
-        .map(|c| {
-            (0..1u64 << 10)
-                .map(|i| Felt::new(c * 4096 + i + 1))
-                .collect()
-        })
+        .map(|c| (0..1u64 << 10).map(|i| Felt::new(c * 4096 + i + 1)).collect())
         .collect();
     let refs: Vec<&[Felt]> = columns.iter().map(|c| c.as_slice()).collect();
     let request = CommitRequest {
@@ -119,10 +107,7 @@ fn wgpu_stage_times() {
     };
     let commitment = committer.commit(&request).expect("commit");
     let times = committer.last_stage_times();
-    eprintln!(
-        "stage times (can time: {}): {times:?}",
-        committer.can_time_stages()
-    );
+    eprintln!("stage times (can time: {}): {times:?}", committer.can_time_stages());
     if !committer.can_time_stages() {
         assert_eq!(times, None);
         return;
@@ -166,17 +151,11 @@ fn wgpu_w1_timing() {
         .with_writer(std::io::stderr)
         .try_init();
     let gpu = committer(None);
-    let log_rows: u32 = std::env::var("MIDEN_GPU_BENCH_LOG_ROWS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20);
+    let log_rows: u32 =
+        std::env::var("MIDEN_GPU_BENCH_LOG_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
     let mut rng = StdRng::seed_from_u64(1);
     let columns: Vec<Vec<Felt>> = (0..73)
-        .map(|_| {
-            (0..1usize << log_rows)
-                .map(|_| Felt::new(rng.random::<u64>() >> 1))
-                .collect()
-        })
+        .map(|_| (0..1usize << log_rows).map(|_| Felt::new(rng.random::<u64>() >> 1)).collect())
         .collect();
     let refs: Vec<&[Felt]> = columns.iter().map(|c| c.as_slice()).collect();
     let request = CommitRequest {
@@ -195,10 +174,7 @@ fn wgpu_w1_timing() {
     }
     let gpu_result = result.expect("three runs");
     if std::env::var("MIDEN_GPU_BENCH_SKIP_CPU").as_deref() == Ok("1") {
-        eprintln!(
-            "W1 2^{log_rows} x 73, blowup 8, RPO: wgpu {times:?} ({})",
-            gpu.device_name()
-        );
+        eprintln!("W1 2^{log_rows} x 73, blowup 8, RPO: wgpu {times:?} ({})", gpu.device_name());
         return;
     }
     let start = Instant::now();

@@ -16,10 +16,12 @@ fn hundred_commitments_keep_memory_and_throughput() {
         backend => backend.create(),
     }
     .expect("backend under test");
-    let log_rows: u32 = std::env::var("MIDEN_GPU_SOAK_LOG_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(16);
+    let log_rows: u32 =
+        std::env::var("MIDEN_GPU_SOAK_LOG_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(16);
     let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(42);
-    let columns: Vec<Vec<Felt>> =
-        (0..73).map(|_| (0..1 << log_rows).map(|_| common::random_felt(&mut rng)).collect()).collect();
+    let columns: Vec<Vec<Felt>> = (0..73)
+        .map(|_| (0..1 << log_rows).map(|_| common::random_felt(&mut rng)).collect())
+        .collect();
     let slices: Vec<&[Felt]> = columns.iter().map(Vec::as_slice).collect();
     let request = miden_gpu::CommitRequest {
         input: PolyInput::Trace { columns: &slices },

@@ -14,11 +14,7 @@ use naga::{
 fn validate(name: &str, source: &str, int64: bool) -> (Module, ModuleInfo) {
     let module = naga::front::wgsl::parse_str(source)
         .unwrap_or_else(|e| panic!("{name}: WGSL parse error:\n{}", e.emit_to_string(source)));
-    let capabilities = if int64 {
-        Capabilities::SHADER_INT64
-    } else {
-        Capabilities::empty()
-    };
+    let capabilities = if int64 { Capabilities::SHADER_INT64 } else { Capabilities::empty() };
     let info = Validator::new(ValidationFlags::all(), capabilities)
         .validate(&module)
         .unwrap_or_else(|e| panic!("{name}: validation error:\n{}", e.emit_to_string(source)));
@@ -28,46 +24,24 @@ fn validate(name: &str, source: &str, int64: bool) -> (Module, ModuleInfo) {
 #[test]
 fn every_shader_validates_and_translates() {
     let shaders = composed_shaders();
-    assert!(
-        shaders.len() >= 8,
-        "expected every module, got {}",
-        shaders.len()
-    );
+    assert!(shaders.len() >= 8, "expected every module, got {}", shaders.len());
     for shader in &shaders {
         let (module, info) = validate(&shader.name, &shader.source, shader.needs_int64);
-        assert!(
-            !module.entry_points.is_empty(),
-            "{}: no entry point",
-            shader.name
-        );
+        assert!(!module.entry_points.is_empty(), "{}: no entry point", shader.name);
 
-        let msl_options = msl::Options {
-            lang_version: (2, 3),
-            ..Default::default()
-        };
-        msl::write_string(
-            &module,
-            &info,
-            &msl_options,
-            &msl::PipelineOptions::default(),
-        )
-        .unwrap_or_else(|e| panic!("{}: MSL: {e}", shader.name));
+        let msl_options = msl::Options { lang_version: (2, 3), ..Default::default() };
+        msl::write_string(&module, &info, &msl_options, &msl::PipelineOptions::default())
+            .unwrap_or_else(|e| panic!("{}: MSL: {e}", shader.name));
 
         spv::write_vec(&module, &info, &spv::Options::default(), None)
             .unwrap_or_else(|e| panic!("{}: SPIR-V: {e}", shader.name));
 
         let mut hlsl_source = String::new();
-        let hlsl_options = hlsl::Options {
-            shader_model: hlsl::ShaderModel::V6_0,
-            ..Default::default()
-        };
-        hlsl::Writer::new(
-            &mut hlsl_source,
-            &hlsl_options,
-            &hlsl::PipelineOptions::default(),
-        )
-        .write(&module, &info, None)
-        .unwrap_or_else(|e| panic!("{}: HLSL: {e}", shader.name));
+        let hlsl_options =
+            hlsl::Options { shader_model: hlsl::ShaderModel::V6_0, ..Default::default() };
+        hlsl::Writer::new(&mut hlsl_source, &hlsl_options, &hlsl::PipelineOptions::default())
+            .write(&module, &info, None)
+            .unwrap_or_else(|e| panic!("{}: HLSL: {e}", shader.name));
     }
 }
 

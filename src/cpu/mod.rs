@@ -46,23 +46,14 @@ impl GpuCommitter for CpuCommitter {
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
         let shape = request.validate()?;
-        let polys = info_span!(
-            "cpu.interpolate",
-            cols = shape.num_cols,
-            rows = shape.poly_len
-        )
-        .in_scope(|| request.input.interpolate_on_host());
+        let polys = info_span!("cpu.interpolate", cols = shape.num_cols, rows = shape.poly_len)
+            .in_scope(|| request.input.interpolate_on_host());
         let lde = info_span!("cpu.lde", lde_rows = shape.lde_len)
             .in_scope(|| extend(polys.clone(), &shape, request.blowup))?;
         let leaves = info_span!("cpu.hash_leaves", hash = %request.hash)
             .in_scope(|| hash_rows(&lde, request.row_hashing, request.hash));
         let nodes = info_span!("cpu.tree").in_scope(|| build_tree(&leaves, request.hash));
-        Ok(Commitment {
-            polys,
-            lde,
-            leaves,
-            nodes,
-        })
+        Ok(Commitment { polys, lde, leaves, nodes })
     }
 
     fn hash_rows(
@@ -95,11 +86,7 @@ fn extend(polys: Vec<Vec<Felt>>, shape: &Shape, blowup: usize) -> Result<LdeRows
     );
     let matrix = RowMatrix::evaluate_polys_over::<SEGMENT_WIDTH>(&ColMatrix::new(polys), &domain);
     data.extend_from_slice(matrix.data());
-    Ok(LdeRows {
-        data,
-        row_width: shape.row_width,
-        num_cols: shape.num_cols,
-    })
+    Ok(LdeRows { data, row_width: shape.row_width, num_cols: shape.num_cols })
 }
 
 /// Hashes every row into its leaf, as `RowMatrix::commit_to_rows` does.
@@ -116,12 +103,10 @@ pub(crate) fn hash_row(row: &[Felt], row_hashing: RowHashing, hash: HashFunction
     match row_hashing {
         RowHashing::WholeRow => hash.hash_elements(row),
         RowHashing::Partitioned(size) => {
-            let digests: Vec<Felt> = row
-                .chunks(size)
-                .flat_map(|chunk| hash.hash_elements(chunk))
-                .collect();
+            let digests: Vec<Felt> =
+                row.chunks(size).flat_map(|chunk| hash.hash_elements(chunk)).collect();
             hash.hash_elements(&digests)
-        }
+        },
     }
 }
 
@@ -129,24 +114,16 @@ pub(crate) fn hash_row(row: &[Felt], row_hashing: RowHashing, hash: HashFunction
 pub(crate) fn build_tree(leaves: &[Digest], hash: HashFunction) -> Vec<Digest> {
     let n = leaves.len();
     let mut nodes = vec![[Felt::ZERO; 4]; n];
-    nodes[n / 2..]
-        .par_iter_mut()
-        .enumerate()
-        .with_min_len(256)
-        .for_each(|(i, node)| {
-            *node = hash.merge(&[leaves[2 * i], leaves[2 * i + 1]]);
-        });
+    nodes[n / 2..].par_iter_mut().enumerate().with_min_len(256).for_each(|(i, node)| {
+        *node = hash.merge(&[leaves[2 * i], leaves[2 * i + 1]]);
+    });
     let mut start = n / 2;
     while start > 1 {
         let half = start / 2;
         let (upper, lower) = nodes.split_at_mut(start);
-        upper[half..]
-            .par_iter_mut()
-            .enumerate()
-            .with_min_len(256)
-            .for_each(|(i, node)| {
-                *node = hash.merge(&[lower[2 * i], lower[2 * i + 1]]);
-            });
+        upper[half..].par_iter_mut().enumerate().with_min_len(256).for_each(|(i, node)| {
+            *node = hash.merge(&[lower[2 * i], lower[2 * i + 1]]);
+        });
         start = half;
     }
     nodes

@@ -31,9 +31,7 @@ pub(crate) fn interpolate_composition(
         .collect();
     (0..num_columns)
         .flat_map(|j| {
-            coefficients
-                .iter()
-                .map(move |c| c[j * column_len..(j + 1) * column_len].to_vec())
+            coefficients.iter().map(move |c| c[j * column_len..(j + 1) * column_len].to_vec())
         })
         .collect()
 }

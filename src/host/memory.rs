@@ -8,12 +8,11 @@ use crate::error::{GpuError, Result};
 /// a typed error, not an abort.
 pub fn reserve_host<T>(len: usize) -> Result<Vec<T>> {
     let mut vec = Vec::<T>::new();
-    vec.try_reserve_exact(len)
-        .map_err(|_| GpuError::OutOfMemory {
-            memory: "host",
-            needed: (len as u64).saturating_mul(core::mem::size_of::<T>() as u64),
-            available: host_available_bytes(),
-        })?;
+    vec.try_reserve_exact(len).map_err(|_| GpuError::OutOfMemory {
+        memory: "host",
+        needed: (len as u64).saturating_mul(core::mem::size_of::<T>() as u64),
+        available: host_available_bytes(),
+    })?;
     Ok(vec)
 }
 

@@ -70,11 +70,7 @@ fn populate(start: usize, len: usize) {
         // SAFETY: a page-aligned range inside a live allocation (see `prefault`);
         // MADV_POPULATE_WRITE only maps pages, zero-filled where new, and changes no contents.
         unsafe {
-            libc::madvise(
-                first as *mut libc::c_void,
-                end - first,
-                libc::MADV_POPULATE_WRITE,
-            )
+            libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_POPULATE_WRITE)
         };
     }
 }

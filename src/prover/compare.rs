@@ -42,10 +42,7 @@ pub fn compare_proofs(expected: &Proof, actual: &Proof) -> ProofMatch {
     let first_difference = [
         (expected.context == actual.context, "context"),
         (expected.commitments == actual.commitments, "commitments"),
-        (
-            expected.ood_frame == actual.ood_frame,
-            "out-of-domain frame",
-        ),
+        (expected.ood_frame == actual.ood_frame, "out-of-domain frame"),
         (expected.pow_nonce != actual.pow_nonce, "query openings"),
     ];
     match first_difference.into_iter().find(|(same, _)| !same) {

@@ -119,8 +119,14 @@ where
     where
         E: FieldElement<BaseField = Felt>,
     {
-        GpuTraceLde::build(trace_info, main_trace, domain, partition_options, self.committer.clone())
-            .unwrap_or_else(|error| panic!("main trace commitment failed: {error}"))
+        GpuTraceLde::build(
+            trace_info,
+            main_trace,
+            domain,
+            partition_options,
+            self.committer.clone(),
+        )
+        .unwrap_or_else(|error| panic!("main trace commitment failed: {error}"))
     }
 
     fn new_evaluator<'a, E>(

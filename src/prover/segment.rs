@@ -133,7 +133,8 @@ fn commit<E: FieldElement<BaseField = Felt>>(
     committer: &dyn GpuCommitter,
     request: &CommitRequest<'_>,
 ) -> Result<SegmentCommitment<E>> {
-    let span = info_span!("commit_segment", backend = %committer.backend(), blowup = request.blowup);
+    let span =
+        info_span!("commit_segment", backend = %committer.backend(), blowup = request.blowup);
     let commitment = span.in_scope(|| committer.commit(request))?;
     Ok(SegmentCommitment {
         polys: join_components(commitment.polys),

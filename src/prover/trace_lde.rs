@@ -6,9 +6,7 @@ use miden_crypto::{Felt, Word};
 use winter_air::{proof::Queries, PartitionOptions, TraceInfo};
 use winter_crypto::{MerkleTree, VectorCommitment};
 use winter_math::FieldElement;
-use winter_prover::{
-    matrix::ColMatrix, EvaluationFrame, StarkDomain, TraceLde, TracePolyTable,
-};
+use winter_prover::{matrix::ColMatrix, EvaluationFrame, StarkDomain, TraceLde, TracePolyTable};
 
 use super::segment::{commit_trace_segment, CommitterHandle, SegmentLde};
 use crate::{

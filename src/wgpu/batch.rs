@@ -89,8 +89,7 @@ impl Batch {
         let bytes = bytemuck::bytes_of(params);
         debug_assert!(bytes.len() as u64 <= PARAMS_BYTES);
         self.params.extend_from_slice(bytes);
-        self.params
-            .resize(params_offset as usize + self.align as usize, 0);
+        self.params.resize(params_offset as usize + self.align as usize, 0);
         let x = workgroups.min(self.max_groups);
         let y = workgroups.div_ceil(x);
         self.ops.push(Op::Dispatch {
@@ -133,9 +132,7 @@ impl Batch {
 
     /// Zeroes a buffer.
     pub fn clear(&mut self, buffer: &::wgpu::Buffer) {
-        self.ops.push(Op::Clear {
-            buffer: buffer.clone(),
-        });
+        self.ops.push(Op::Clear { buffer: buffer.clone() });
     }
 
     /// Records the resolve of the timestamps of every pass encoded before it (the end of a
@@ -178,11 +175,7 @@ impl Batch {
                     });
                     let mut next = Some(op);
                     while let Some(Op::Dispatch {
-                        kernel,
-                        buffers,
-                        params_offset,
-                        groups,
-                        ..
+                        kernel, buffers, params_offset, groups, ..
                     }) = next
                     {
                         let pipeline = pipelines.get(*kernel);
@@ -198,13 +191,7 @@ impl Batch {
                         );
                     }
                 },
-                Op::Copy {
-                    src,
-                    src_offset,
-                    dst,
-                    dst_offset,
-                    size,
-                } => {
+                Op::Copy { src, src_offset, dst, dst_offset, size } => {
                     encoder.copy_buffer_to_buffer(src, *src_offset, dst, *dst_offset, *size);
                 },
                 Op::Clear { buffer } => encoder.clear_buffer(buffer, 0, None),

@@ -89,13 +89,7 @@ impl BufferPool {
                 mapped_at_creation: mapped,
             })
         });
-        (
-            PooledBuffer {
-                buffer: Some(buffer),
-                pool: self.clone(),
-            },
-            was_reused,
-        )
+        (PooledBuffer { buffer: Some(buffer), pool: self.clone() }, was_reused)
     }
 
     fn release(&self, buffer: ::wgpu::Buffer) {
@@ -103,10 +97,7 @@ impl BufferPool {
             let size = buffer.size();
             if idle.bytes + size <= POOL_IDLE_BYTES {
                 idle.bytes += size;
-                idle.buffers
-                    .entry((size, buffer.usage()))
-                    .or_default()
-                    .push(buffer);
+                idle.buffers.entry((size, buffer.usage())).or_default().push(buffer);
             }
         }
     }
@@ -122,9 +113,7 @@ impl std::ops::Deref for PooledBuffer {
     type Target = ::wgpu::Buffer;
 
     fn deref(&self) -> &::wgpu::Buffer {
-        self.buffer
-            .as_ref()
-            .expect("a pooled buffer is present until dropped")
+        self.buffer.as_ref().expect("a pooled buffer is present until dropped")
     }
 }
 
@@ -165,11 +154,7 @@ impl Chunked {
                 pool.acquire(device, records * record_bytes, STORAGE)
             })
             .collect();
-        Self {
-            parts,
-            part_len,
-            len,
-        }
+        Self { parts, part_len, len }
     }
 
     /// The part holding record `index`, and the record's offset in it.

@@ -100,16 +100,8 @@ pub(super) fn commit(
     let (n, cols, rw) = (shape.poly_len, shape.num_cols, shape.row_width);
     let device = &engine.ctx.device;
 
-    let coefficients = Chunked::new(
-        engine.pool,
-        device,
-        (cols * n) as u64,
-        FELT_BYTES,
-        plan.part,
-    );
-    let (powers, tables) = engine
-        .tables()
-        .powers(device, &engine.ctx.queue, plan.log_lde);
+    let coefficients = Chunked::new(engine.pool, device, (cols * n) as u64, FELT_BYTES, plan.part);
+    let (powers, tables) = engine.tables().powers(device, &engine.ctx.queue, plan.log_lde);
     let values = plan.device_interpolation().then(|| {
         Chunked::new(
             engine.pool,
@@ -128,12 +120,7 @@ pub(super) fn commit(
         DIGEST_BYTES,
         engine.sizes.digests(),
     );
-    let levels = tree_levels(
-        engine.pool,
-        device,
-        shape.lde_len as u64,
-        engine.sizes.digests(),
-    );
+    let levels = tree_levels(engine.pool, device, shape.lde_len as u64, engine.sizes.digests());
 
     std::thread::scope(|scope| {
         // The host allocates the outputs on another thread while the device works; the stream
@@ -166,7 +153,7 @@ pub(super) fn commit(
                     )
                 });
                 (None, staged)
-            }
+            },
             None => {
                 let polys = info_span!("wgpu.interpolate", on = "host")
                     .in_scope(|| request.input.interpolate_on_host());
@@ -175,20 +162,18 @@ pub(super) fn commit(
                     upload(engine, &mut batch, &column_writes(&columns, &coefficients))
                 })?;
                 (Some(polys), staged)
-            }
+            },
         };
         engine.submit(batch);
         drop((staged, values));
 
         let make_sinks = Box::new(move || {
-            allocation
-                .join()
-                .map_err(|_| device_error("host allocation failed".into()))
+            allocation.join().map_err(|_| device_error("host allocation failed".into()))
         });
         let mut stream = Stream::new(engine, make_sinks);
         if with_polys {
-            download_array(&mut stream, &coefficients, FELT_BYTES, |first| {
-                Target::Columns { first }
+            download_array(&mut stream, &coefficients, FELT_BYTES, |first| Target::Columns {
+                first,
             })?;
         }
 
@@ -242,11 +227,9 @@ pub(super) fn commit(
             record_tree(stream.batch(), request.hash, &leaf_array, layout, &levels)
         });
         let mut sinks = info_span!("wgpu.download").in_scope(|| {
-            download_array(&mut stream, &leaf_array, DIGEST_BYTES, |first| {
-                Target::Records {
-                    sink: LEAF_SINK,
-                    first,
-                }
+            download_array(&mut stream, &leaf_array, DIGEST_BYTES, |first| Target::Records {
+                sink: LEAF_SINK,
+                first,
             })?;
             download_levels(&mut stream, &levels, LEVEL_SINK)?;
             stream.batch().resolve_timestamps();
@@ -262,11 +245,7 @@ pub(super) fn commit(
         let polys = host_polys.unwrap_or(sinks.columns);
         let commitment = Commitment {
             polys,
-            lde: LdeRows {
-                data: lde,
-                row_width: rw,
-                num_cols: cols,
-            },
+            lde: LdeRows { data: lde, row_width: rw, num_cols: cols },
             leaves,
             nodes,
         };
@@ -279,10 +258,8 @@ pub(super) fn commit(
 fn commit_sinks(shape: &Shape, with_polys: bool, layout: Layout) -> Sinks {
     let mut sinks = Sinks::default();
     if with_polys {
-        sinks.columns = (0..shape.num_cols)
-            .into_par_iter()
-            .map(|_| vec![Felt::ZERO; shape.poly_len])
-            .collect();
+        sinks.columns =
+            (0..shape.num_cols).into_par_iter().map(|_| vec![Felt::ZERO; shape.poly_len]).collect();
     }
     sinks.felts.push(zeroed(shape.lde_len * shape.row_width));
     sinks.digests.push(zeroed_digests(shape.lde_len));
@@ -318,10 +295,7 @@ fn input_columns<'a>(input: &PolyInput<'a>) -> &'a [&'a [Felt]] {
 }
 
 fn input_bytes(input: &PolyInput<'_>) -> usize {
-    input_columns(input)
-        .iter()
-        .map(|c| c.len() * FELT_BYTES as usize)
-        .sum()
+    input_columns(input).iter().map(|c| c.len() * FELT_BYTES as usize).sum()
 }
 
 /// Writes of equal-length columns one after another into `array`.
@@ -330,12 +304,7 @@ fn column_writes<'a>(columns: &[&'a [Felt]], array: &'a Chunked) -> Vec<Write<'a
     columns
         .iter()
         .map(|column| {
-            let write = Write {
-                bytes: felt_bytes(column),
-                array,
-                first,
-                record_bytes: FELT_BYTES,
-            };
+            let write = Write { bytes: felt_bytes(column), array, first, record_bytes: FELT_BYTES };
             first += column.len() as u64;
             write
         })
@@ -356,19 +325,10 @@ fn record_interpolation(
     generator_inv_table: u32,
 ) {
     let log_m = plan.input_len.ilog2();
-    let inverse = engine
-        .tables()
-        .twiddles(&engine.ctx.device, &engine.ctx.queue, log_m, true);
+    let inverse = engine.tables().twiddles(&engine.ctx.device, &engine.ctx.queue, log_m, true);
     for p in 0..values.num_parts() {
         let (_, len) = values.part_range(p);
-        record_dif(
-            batch,
-            values.part(p),
-            0,
-            len / plan.input_len,
-            log_m,
-            &inverse,
-        );
+        record_dif(batch, values.part(p), 0, len / plan.input_len, log_m, &inverse);
     }
     let n = plan.shape.poly_len as u64;
     match *input {
@@ -393,12 +353,8 @@ fn record_interpolation(
                     powers,
                 );
             }
-        }
-        PolyInput::Composition {
-            components,
-            num_columns,
-            ..
-        } => {
+        },
+        PolyInput::Composition { components, num_columns, .. } => {
             // Output column j k + c is coefficients j n .. (j + 1) n of component c: for each j,
             // runs of components whose source and destination each stay in one part.
             let k = components.len() as u64;
@@ -429,7 +385,7 @@ fn record_interpolation(
                     c = end;
                 }
             }
-        }
+        },
     }
 }
 
@@ -481,13 +437,7 @@ fn record_coset_input(
             let (dst, dst_offset) = work.locate(c * plan.unit);
             for block in 0..n / plan.unit {
                 let (src, src_offset) = coefficients.locate(c * n + block * plan.unit);
-                let p = params(
-                    plan.unit,
-                    src_offset,
-                    dst_offset,
-                    block * plan.unit,
-                    block > 0,
-                );
+                let p = params(plan.unit, src_offset, dst_offset, block * plan.unit, block > 0);
                 record_coset_scale(batch, &p, src, dst, powers);
             }
         }

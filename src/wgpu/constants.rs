@@ -50,9 +50,7 @@ fn rescue_block(
         let coefficients: Vec<u64> = row.iter().map(|x| x.as_int()).collect();
         // apply_mds accumulates 16-bit digits times coefficients in 32 bits.
         if coefficients.iter().sum::<u64>() >= 1 << 16 {
-            return Err(device_error(
-                "MDS coefficients too large for the kernels".into(),
-            ));
+            return Err(device_error("MDS coefficients too large for the kernels".into()));
         }
         for c in coefficients {
             bytes.extend_from_slice(&(c as u32).to_le_bytes());
@@ -74,14 +72,8 @@ impl RescueConstants {
         pipelines: &Pipelines,
     ) -> Result<Self> {
         let blocks = [
-            (
-                HashFunction::Rpo256,
-                rescue_block(&Rpo256::ARK1, &Rpo256::ARK2, &Rpo256::MDS)?,
-            ),
-            (
-                HashFunction::Rpx256,
-                rescue_block(&Rpx256::ARK1, &Rpx256::ARK2, &Rpx256::MDS)?,
-            ),
+            (HashFunction::Rpo256, rescue_block(&Rpo256::ARK1, &Rpo256::ARK2, &Rpo256::MDS)?),
+            (HashFunction::Rpx256, rescue_block(&Rpx256::ARK1, &Rpx256::ARK2, &Rpx256::MDS)?),
         ];
         let groups = blocks
             .into_iter()
@@ -148,12 +140,7 @@ impl Tables {
             .or_insert_with(|| {
                 let root = Felt::get_root_of_unity(log_n);
                 let root = if inverse { root.inv() } else { root };
-                upload(
-                    device,
-                    queue,
-                    "twiddles",
-                    &get_power_series(root, 1 << (log_n - 1)),
-                )
+                upload(device, queue, "twiddles", &get_power_series(root, 1 << (log_n - 1)))
             })
             .clone()
     }
@@ -175,11 +162,8 @@ impl Tables {
             .powers
             .entry(log_domain)
             .or_insert_with(|| {
-                let bases = [
-                    Felt::GENERATOR,
-                    Felt::get_root_of_unity(log_domain),
-                    Felt::GENERATOR.inv(),
-                ];
+                let bases =
+                    [Felt::GENERATOR, Felt::get_root_of_unity(log_domain), Felt::GENERATOR.inv()];
                 let table: Vec<Felt> = bases.iter().flat_map(|&x| power_table(x)).collect();
                 upload(device, queue, "powers", &table)
             })

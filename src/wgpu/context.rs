@@ -88,29 +88,18 @@ impl Context {
         let adapter = find_adapter()?;
         let info = adapter.get_info();
         let downlevel = adapter.get_downlevel_capabilities();
-        if !downlevel
-            .flags
-            .contains(::wgpu::DownlevelFlags::COMPUTE_SHADERS)
-        {
-            return Err(unavailable(format!(
-                "adapter {} has no compute shaders",
-                info.name
-            )));
+        if !downlevel.flags.contains(::wgpu::DownlevelFlags::COMPUTE_SHADERS) {
+            return Err(unavailable(format!("adapter {} has no compute shaders", info.name)));
         }
         let has_int64 = adapter.features().contains(::wgpu::Features::SHADER_INT64);
         let int64 = match int64 {
             Some(true) if !has_int64 => {
-                return Err(unavailable(format!(
-                    "adapter {} has no 64-bit integers",
-                    info.name
-                )))
-            }
+                return Err(unavailable(format!("adapter {} has no 64-bit integers", info.name)))
+            },
             Some(wanted) => wanted,
             None => has_int64 && std::env::var(INT64_ENV).map_or(true, |v| v.trim() != "0"),
         };
-        let timestamps = adapter
-            .features()
-            .contains(::wgpu::Features::TIMESTAMP_QUERY)
+        let timestamps = adapter.features().contains(::wgpu::Features::TIMESTAMP_QUERY)
             && std::env::var(TIMESTAMPS_ENV).map_or(true, |v| v.trim() != "0");
         let mut required_features = ::wgpu::Features::empty();
         if int64 {
@@ -151,15 +140,7 @@ impl Context {
             max_buffer = limits.max_buffer_size,
             "wgpu device opened"
         );
-        Ok(Self {
-            device,
-            queue,
-            info,
-            limits,
-            int64,
-            timestamps,
-            fault,
-        })
+        Ok(Self { device, queue, info, limits, int64, timestamps, fault })
     }
 
     /// Whether the adapter is a software rasterizer (lavapipe, llvmpipe, WARP).
@@ -177,10 +158,8 @@ impl Context {
     pub fn checked<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<T> {
         self.take_fault()?;
         self.device.push_error_scope(::wgpu::ErrorFilter::Internal);
-        self.device
-            .push_error_scope(::wgpu::ErrorFilter::OutOfMemory);
-        self.device
-            .push_error_scope(::wgpu::ErrorFilter::Validation);
+        self.device.push_error_scope(::wgpu::ErrorFilter::OutOfMemory);
+        self.device.push_error_scope(::wgpu::ErrorFilter::Validation);
         let result = work();
         let mut errors = Vec::new();
         for _ in 0..3 {
@@ -192,7 +171,7 @@ impl Context {
             return Err(match error {
                 ::wgpu::Error::OutOfMemory { .. } => {
                     device_error(format!("out of memory: {error}"))
-                }
+                },
                 other => device_error(other.to_string()),
             });
         }
@@ -202,11 +181,8 @@ impl Context {
 
     /// The recorded uncaptured error or device loss, if any (cleared when read).
     fn take_fault(&self) -> Result<()> {
-        let fault = self
-            .fault
-            .lock()
-            .map_err(|_| device_error("error log poisoned".into()))?
-            .take();
+        let fault =
+            self.fault.lock().map_err(|_| device_error("error log poisoned".into()))?.take();
         fault.map_or(Ok(()), |message| Err(device_error(message)))
     }
 }
@@ -220,16 +196,10 @@ fn record(sink: &Mutex<Option<String>>, message: String) {
 
 /// [`GpuError::BackendUnavailable`] for this backend.
 pub(super) fn unavailable(reason: String) -> GpuError {
-    GpuError::BackendUnavailable {
-        backend: Backend::Wgpu,
-        reason,
-    }
+    GpuError::BackendUnavailable { backend: Backend::Wgpu, reason }
 }
 
 /// [`GpuError::Device`] for this backend.
 pub(super) fn device_error(message: String) -> GpuError {
-    GpuError::Device {
-        backend: Backend::Wgpu,
-        message,
-    }
+    GpuError::Device { backend: Backend::Wgpu, message }
 }

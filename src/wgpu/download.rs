@@ -89,12 +89,7 @@ impl Sinks {
                 while !rest.is_empty() {
                     let (group, pos) = (index / sink.group_len, index % sink.group_len);
                     let take = (sink.group_len - pos).min(rest.len() / record_bytes);
-                    scatter(
-                        data,
-                        sink,
-                        group + sink.groups * pos,
-                        &rest[..take * record_bytes],
-                    );
+                    scatter(data, sink, group + sink.groups * pos, &rest[..take * record_bytes]);
                     rest = &rest[take * record_bytes..];
                     index += take;
                 }
@@ -169,11 +164,8 @@ impl<'e, 's> Stream<'e, 's> {
     /// first download has arrived, so the host can prepare them while the device works.
     pub fn new(engine: &'e Engine<'e>, make_sinks: MakeSinks<'s>) -> Self {
         let usage = ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST;
-        let staging = [0, 1].map(|_| {
-            engine
-                .pool
-                .acquire(&engine.ctx.device, engine.sizes.staging, usage)
-        });
+        let staging =
+            [0, 1].map(|_| engine.pool.acquire(&engine.ctx.device, engine.sizes.staging, usage));
         Self {
             engine,
             sinks: None,
@@ -211,22 +203,12 @@ impl<'e, 's> Stream<'e, 's> {
             }
             let records = (done / record_bytes) as usize;
             let target = match target {
-                Target::Columns { first } => Target::Columns {
-                    first: first + records,
-                },
-                Target::Records { sink, first } => Target::Records {
-                    sink,
-                    first: first + records,
-                },
+                Target::Columns { first } => Target::Columns { first: first + records },
+                Target::Records { sink, first } => Target::Records { sink, first: first + records },
             };
             let staging = &self.staging[self.slot];
-            self.batch
-                .copy(src, offset + done, staging, self.used, piece);
-            self.pieces.push(Piece {
-                offset: self.used,
-                size: piece,
-                target,
-            });
+            self.batch.copy(src, offset + done, staging, self.used, piece);
+            self.pieces.push(Piece { offset: self.used, size: piece, target });
             self.used += piece;
             done += piece;
         }
@@ -249,13 +231,7 @@ impl<'e, 's> Stream<'e, 's> {
             self.staging[self.slot].map_async(::wgpu::MapMode::Read, 0..self.used, move |r| {
                 let _ = tx.send(r);
             });
-            Some(InFlight {
-                slot: self.slot,
-                pieces,
-                used: self.used,
-                submission,
-                mapped: rx,
-            })
+            Some(InFlight { slot: self.slot, pieces, used: self.used, submission, mapped: rx })
         };
         if let Some(previous) = self.in_flight.take() {
             self.complete(previous)?;
@@ -275,9 +251,7 @@ impl<'e, 's> Stream<'e, 's> {
             self.complete(last)?;
         }
         self.sinks()?;
-        self.sinks
-            .take()
-            .ok_or_else(|| device_error("download sinks missing".into()))
+        self.sinks.take().ok_or_else(|| device_error("download sinks missing".into()))
     }
 
     /// The sinks, made on first use.
@@ -285,9 +259,7 @@ impl<'e, 's> Stream<'e, 's> {
         if let Some(make) = self.make_sinks.take() {
             self.sinks = Some(make()?);
         }
-        self.sinks
-            .as_mut()
-            .ok_or_else(|| device_error("download sinks missing".into()))
+        self.sinks.as_mut().ok_or_else(|| device_error("download sinks missing".into()))
     }
 
     fn complete(&mut self, flight: InFlight) -> Result<()> {
@@ -310,10 +282,7 @@ impl<'e, 's> Stream<'e, 's> {
     /// Waits until the staging buffer of `flight` is mapped.
     fn wait(&self, flight: &InFlight) -> Result<()> {
         let poll = match flight.submission.clone() {
-            Some(index) => ::wgpu::PollType::Wait {
-                submission_index: Some(index),
-                timeout: None,
-            },
+            Some(index) => ::wgpu::PollType::Wait { submission_index: Some(index), timeout: None },
             None => ::wgpu::PollType::wait_indefinitely(),
         };
         self.engine

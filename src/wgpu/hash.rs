@@ -110,14 +110,7 @@ pub(super) fn sponge_buffer(
     num_cols: usize,
     rows: u64,
 ) -> PooledBuffer {
-    let rows = if needs_sponges(row_hashing, num_cols, engine.sizes.hash_events) {
-        rows
-    } else {
-        1
-    };
-    engine.pool.acquire(
-        &engine.ctx.device,
-        rows * SPONGE_ELEMENTS as u64 * FELT_BYTES,
-        STORAGE,
-    )
+    let rows =
+        if needs_sponges(row_hashing, num_cols, engine.sizes.hash_events) { rows } else { 1 };
+    engine.pool.acquire(&engine.ctx.device, rows * SPONGE_ELEMENTS as u64 * FELT_BYTES, STORAGE)
 }

@@ -70,12 +70,7 @@ pub(super) fn record_finish_interpolation(
         factor_lo: factor as u32,
         factor_hi: (factor >> 32) as u32,
     };
-    batch.dispatch_items(
-        Kernel::FinishInterpolation,
-        &params,
-        &[src, dst, powers],
-        count,
-    );
+    batch.dispatch_items(Kernel::FinishInterpolation, &params, &[src, dst, powers], count);
 }
 
 // COSET INPUT
@@ -106,12 +101,7 @@ pub(super) fn record_coset_scale(
     dst: &::wgpu::Buffer,
     powers: &::wgpu::Buffer,
 ) {
-    batch.dispatch_items(
-        Kernel::CosetScale,
-        params,
-        &[src, dst, powers],
-        params.count as u64,
-    );
+    batch.dispatch_items(Kernel::CosetScale, params, &[src, dst, powers], params.count as u64);
 }
 
 // ROWS

@@ -40,24 +40,15 @@ pub(super) struct Layout {
 impl Layout {
     /// The layout of `len` leaves stored as `groups` groups.
     pub fn new(len: u64, groups: u64) -> Self {
-        Self {
-            groups,
-            group_len: len / groups,
-        }
+        Self { groups, group_len: len / groups }
     }
 
     /// The layout of the parent level.
     pub fn parent(self) -> Self {
         if self.groups >= 2 {
-            Self {
-                groups: self.groups / 2,
-                group_len: self.group_len,
-            }
+            Self { groups: self.groups / 2, group_len: self.group_len }
         } else {
-            Self {
-                groups: 1,
-                group_len: self.group_len / 2,
-            }
+            Self { groups: 1, group_len: self.group_len / 2 }
         }
     }
 }
@@ -89,19 +80,11 @@ fn record_level(
     parents: &Chunked,
 ) {
     // Merge partners: positions 2^g apart, g = log2 of the group length in group-major layout.
-    let log_group = if layout.groups >= 2 {
-        layout.group_len.ilog2()
-    } else {
-        0
-    };
+    let log_group = if layout.groups >= 2 { layout.group_len.ilog2() } else { 0 };
     let part = children.part_len.min(parents.part_len);
     // Inputs of one dispatch stay in one part: a run of whole groups (or pairs) if two
     // partners fit in a part, else a run within one group.
-    let max = if 2 << log_group <= part {
-        part / 2
-    } else {
-        part
-    };
+    let max = if 2 << log_group <= part { part / 2 } else { part };
     let total = parents.len;
     let mask = (1u64 << log_group) - 1;
     let mut first = 0;
@@ -111,13 +94,8 @@ fn record_level(
         let (left_buffer, left_offset) = children.locate(left);
         let (right_buffer, right_offset) = children.locate(left + (1 << log_group));
         let (dst_buffer, dst_offset) = parents.locate(first);
-        let params = MergeParams {
-            count: count as u32,
-            log_group,
-            left_offset,
-            right_offset,
-            dst_offset,
-        };
+        let params =
+            MergeParams { count: count as u32, log_group, left_offset, right_offset, dst_offset };
         batch.dispatch_items(
             Kernel::MergeNodes(hash),
             &params,

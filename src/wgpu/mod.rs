@@ -95,11 +95,7 @@ impl WgpuCommitter {
 
     fn open(int64: Option<bool>) -> Result<Self> {
         let ctx = Context::new(int64)?;
-        let arithmetic = if ctx.int64 {
-            Arithmetic::U64
-        } else {
-            Arithmetic::U32
-        };
+        let arithmetic = if ctx.int64 { Arithmetic::U64 } else { Arithmetic::U32 };
         let (pipelines, rescue) = ctx.checked(|| {
             let pipelines =
                 info_span!("wgpu.pipelines").in_scope(|| Pipelines::new(&ctx.device, arithmetic));
@@ -165,17 +161,13 @@ impl WgpuCommitter {
     }
 
     fn times(&self) -> MutexGuard<'_, Option<StageTimes>> {
-        self.last_times
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.last_times.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Runs `work` alone on the device, with errors checked.
     fn run<T>(&self, work: impl FnOnce(&Engine<'_>) -> Result<T>) -> Result<T> {
-        let _exclusive = self
-            .exclusive
-            .lock()
-            .map_err(|_| device_error("committer poisoned".into()))?;
+        let _exclusive =
+            self.exclusive.lock().map_err(|_| device_error("committer poisoned".into()))?;
         let engine = Engine {
             ctx: &self.ctx,
             pipelines: &self.pipelines,
@@ -234,13 +226,7 @@ impl GpuCommitter for WgpuCommitter {
     /// Buffer memory allocated on this device, as wgpu-hal counts it (its `counters` feature):
     /// every buffer this committer made, pooled or in use, and the constant tables.
     fn memory_in_use(&self) -> Option<u64> {
-        let bytes = self
-            .ctx
-            .device
-            .get_internal_counters()
-            .hal
-            .buffer_memory
-            .read();
+        let bytes = self.ctx.device.get_internal_counters().hal.buffer_memory.read();
         u64::try_from(bytes).ok()
     }
 }
@@ -269,8 +255,6 @@ impl Engine<'_> {
     /// The table caches.
     fn tables(&self) -> MutexGuard<'_, Tables> {
         // A panic while holding the lock leaves the caches intact: recover them.
-        self.tables
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.tables.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }

@@ -32,24 +32,10 @@ pub(super) fn record_dif(
     let elements = num_cols << log_len;
     let buffers = [data, twiddles];
     for log_half in (LOG_TILE..log_len).rev() {
-        let params = NttParams {
-            offset,
-            count: (elements / 2) as u32,
-            log_len,
-            log_half,
-        };
+        let params = NttParams { offset, count: (elements / 2) as u32, log_len, log_half };
         batch.dispatch_items(Kernel::NttStage, &params, &buffers, elements / 2);
     }
-    let params = NttParams {
-        offset,
-        count: elements as u32,
-        log_len,
-        log_half: log_len.min(LOG_TILE) - 1,
-    };
-    batch.dispatch(
-        Kernel::NttTile,
-        &params,
-        &buffers,
-        elements.div_ceil(1 << LOG_TILE),
-    );
+    let params =
+        NttParams { offset, count: elements as u32, log_len, log_half: log_len.min(LOG_TILE) - 1 };
+    batch.dispatch(Kernel::NttTile, &params, &buffers, elements.div_ceil(1 << LOG_TILE));
 }

@@ -126,10 +126,8 @@ impl Pipelines {
                 };
                 // Bounds checks stay on; the injected loop counters are dropped (they keep
                 // drivers from unrolling the permutation loops).
-                let checks = ::wgpu::ShaderRuntimeChecks {
-                    bounds_checks: true,
-                    force_loop_bounding: false,
-                };
+                let checks =
+                    ::wgpu::ShaderRuntimeChecks { bounds_checks: true, force_loop_bounding: false };
                 // SAFETY: `force_loop_bounding` may be off only for shaders without infinite
                 // loops. Every loop in wgsl/ counts a variable up to a bound fixed before the
                 // loop starts (a constant, a parameter, or the work left), so each terminates.
@@ -158,10 +156,7 @@ impl Pipelines {
                 (kernel, pipeline)
             })
             .collect();
-        Self {
-            kernels,
-            rescue_layout,
-        }
+        Self { kernels, rescue_layout }
     }
 
     /// The pipeline of `kernel`.
@@ -191,9 +186,7 @@ fn make_pipeline(
             binding: i as u32 + 1,
             visibility: ::wgpu::ShaderStages::COMPUTE,
             ty: ::wgpu::BindingType::Buffer {
-                ty: ::wgpu::BufferBindingType::Storage {
-                    read_only: *access == Access::Read,
-                },
+                ty: ::wgpu::BufferBindingType::Storage { read_only: *access == Access::Read },
                 has_dynamic_offset: false,
                 min_binding_size: None,
             },

@@ -41,22 +41,10 @@ impl Sizes {
         let wanted = max_chunk.unwrap_or(u64::MAX).max(Self::MIN_CHUNK);
         let chunk = prev_power_of_two(binding.min(wanted));
         let staging = prev_power_of_two(
-            limits
-                .max_buffer_size
-                .min(Self::MAX_STAGING)
-                .min((16 * chunk).max(1 << 20)),
+            limits.max_buffer_size.min(Self::MAX_STAGING).min((16 * chunk).max(1 << 20)),
         );
-        let hash_events = if software {
-            Self::SOFTWARE_HASH_EVENTS
-        } else {
-            u32::MAX
-        };
-        Self {
-            chunk,
-            binding,
-            staging,
-            hash_events,
-        }
+        let hash_events = if software { Self::SOFTWARE_HASH_EVENTS } else { u32::MAX };
+        Self { chunk, binding, staging, hash_events }
     }
 
     /// Field elements per part.
@@ -75,11 +63,7 @@ impl Sizes {
         let needed = row_width as u64 * FELT_BYTES;
         let available = self.binding.min(self.staging);
         if needed > available {
-            return Err(GpuError::OutOfMemory {
-                memory: "device",
-                needed,
-                available,
-            });
+            return Err(GpuError::OutOfMemory { memory: "device", needed, available });
         }
         Ok(())
     }

@@ -38,21 +38,10 @@ pub(super) fn hash_rows(
     let rw = lde.row_width;
     engine.sizes.check_row(rw)?;
     let rows_per_chunk = engine.sizes.rows_per_chunk(rw, engine.sizes.digests());
-    let leaf_array = Chunked::new(
-        engine.pool,
-        device,
-        num_rows as u64,
-        DIGEST_BYTES,
-        engine.sizes.digests(),
-    );
+    let leaf_array =
+        Chunked::new(engine.pool, device, num_rows as u64, DIGEST_BYTES, engine.sizes.digests());
     let row_bytes = rw as u64 * FELT_BYTES;
-    let row_chunk = Chunked::new(
-        engine.pool,
-        device,
-        rows_per_chunk,
-        row_bytes,
-        rows_per_chunk,
-    );
+    let row_chunk = Chunked::new(engine.pool, device, rows_per_chunk, row_bytes, rows_per_chunk);
     let sponges = sponge_buffer(engine, row_hashing, lde.num_cols, rows_per_chunk);
     let mut sinks = Sinks::default();
     sinks.digests.push(zeroed_digests(num_rows));
@@ -83,11 +72,8 @@ pub(super) fn hash_rows(
                 src_offset: 0,
                 dst_offset,
             };
-            let buffers = RowBuffers {
-                rows: row_chunk.part(0),
-                leaves: leaf_buffer,
-                sponges: &sponges,
-            };
+            let buffers =
+                RowBuffers { rows: row_chunk.part(0), leaves: leaf_buffer, sponges: &sponges };
             record_hash_rows(
                 stream.batch(),
                 hash,
@@ -102,8 +88,9 @@ pub(super) fn hash_rows(
         Ok::<_, GpuError>(())
     })?;
     let mut sinks = info_span!("wgpu.download").in_scope(|| {
-        download_array(&mut stream, &leaf_array, DIGEST_BYTES, |first| {
-            Target::Records { sink: 0, first }
+        download_array(&mut stream, &leaf_array, DIGEST_BYTES, |first| Target::Records {
+            sink: 0,
+            first,
         })?;
         stream.finish()
     })?;
@@ -119,13 +106,7 @@ pub(super) fn build_tree(
     check_leaves(leaves)?;
     let device = &engine.ctx.device;
     let len = leaves.len() as u64;
-    let leaf_array = Chunked::new(
-        engine.pool,
-        device,
-        len,
-        DIGEST_BYTES,
-        engine.sizes.digests(),
-    );
+    let leaf_array = Chunked::new(engine.pool, device, len, DIGEST_BYTES, engine.sizes.digests());
     let levels = tree_levels(engine.pool, device, len, engine.sizes.digests());
     let layout = Layout::new(len, 1);
     let mut sinks = Sinks::default();

@@ -138,10 +138,7 @@ impl Timer {
 
     /// Starts timing a commitment: passes encoded from now on are timed.
     pub fn begin(&self) {
-        *self.log() = Log {
-            recording: true,
-            ..Log::default()
-        };
+        *self.log() = Log { recording: true, ..Log::default() };
     }
 
     /// The timestamp writes of a pass of `stage` about to be encoded (`None`: not timed, because
@@ -189,16 +186,14 @@ impl Timer {
         }
         let bytes = passes as u64 * 16;
         let (tx, rx) = std::sync::mpsc::channel();
-        self.readback
-            .map_async(::wgpu::MapMode::Read, 0..bytes, move |r| {
-                let _ = tx.send(r);
-            });
+        self.readback.map_async(::wgpu::MapMode::Read, 0..bytes, move |r| {
+            let _ = tx.send(r);
+        });
         ctx.device
             .poll(::wgpu::PollType::wait_indefinitely())
             .map_err(|e| device_error(format!("waiting for the timestamps: {e}")))?;
-        let mapped = rx
-            .recv()
-            .map_err(|_| device_error("the timestamp readback was dropped".into()))?;
+        let mapped =
+            rx.recv().map_err(|_| device_error("the timestamp readback was dropped".into()))?;
         if let Err(e) = mapped {
             return Err(device_error(format!("mapping the timestamps: {e}")));
         }
@@ -217,8 +212,6 @@ impl Timer {
     }
 
     fn log(&self) -> MutexGuard<'_, Log> {
-        self.log
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }

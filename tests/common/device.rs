@@ -36,19 +36,13 @@ impl DeviceTests {
     /// has one).
     pub fn new(backend: &'static str, absent: Option<String>) -> Self {
         let required = std::env::var(REQUIRE_ENV).is_ok_and(|list| {
-            list.split(',')
-                .any(|name| name.trim().eq_ignore_ascii_case(backend))
+            list.split(',').any(|name| name.trim().eq_ignore_ascii_case(backend))
         });
         if let Some(reason) = &absent {
             let verdict = if required { "fail" } else { "are ignored" };
             eprintln!("{backend} device tests {verdict}: {reason}");
         }
-        Self {
-            backend,
-            absent,
-            required,
-            trials: Vec::new(),
-        }
+        Self { backend, absent, required, trials: Vec::new() }
     }
 
     /// Tests that need the device.
@@ -71,14 +65,12 @@ impl DeviceTests {
 
     /// Tests that need no device.
     pub fn on_host(mut self, tests: &[(&'static str, fn())]) -> Self {
-        self.trials.extend(
-            tests
-                .iter()
-                .map(|&(name, test)| Trial::test(name, move || {
-                    test();
-                    Ok(())
-                })),
-        );
+        self.trials.extend(tests.iter().map(|&(name, test)| {
+            Trial::test(name, move || {
+                test();
+                Ok(())
+            })
+        }));
         self
     }
 
@@ -93,10 +85,10 @@ impl DeviceTests {
             None => {
                 test();
                 Ok(Completion::Completed)
-            }
-            Some(reason) if required => Err(Failed::from(format!(
-                "{REQUIRE_ENV} names {backend}, but {reason}"
-            ))),
+            },
+            Some(reason) if required => {
+                Err(Failed::from(format!("{REQUIRE_ENV} names {backend}, but {reason}")))
+            },
             Some(reason) => Ok(Completion::ignored_with(reason)),
         })
     }

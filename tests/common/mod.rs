@@ -51,9 +51,7 @@ pub fn random_felt(rng: &mut impl Rng) -> Felt {
 
 /// `n` random elements of `E` with every base coefficient non-zero.
 pub fn random_elements<E: FieldElement<BaseField = Felt>>(rng: &mut impl Rng, n: usize) -> Vec<E> {
-    let base: Vec<Felt> = (0..n * E::EXTENSION_DEGREE)
-        .map(|_| random_felt(rng))
-        .collect();
+    let base: Vec<Felt> = (0..n * E::EXTENSION_DEGREE).map(|_| random_felt(rng)).collect();
     E::slice_from_base_elements(&base).to_vec()
 }
 
@@ -91,19 +89,9 @@ pub fn random_cases(seed: u64, count: usize) -> Vec<Case> {
         let blowup: usize = [2, 4, 8, 16][rng.random_range(0..4)];
         let max_cols = if composition { 16 } else { 100 };
         let budget = MAX_LDE_ELEMENTS >> (log_rows + blowup.ilog2());
-        let cols = rng
-            .random_range(1..=max_cols)
-            .min((budget / extension).max(1));
+        let cols = rng.random_range(1..=max_cols).min((budget / extension).max(1));
         let partitions = [1, 2, 4][rng.random_range(0..3)];
-        cases.push(Case {
-            log_rows,
-            cols,
-            blowup,
-            extension,
-            partitions,
-            hash,
-            composition,
-        });
+        cases.push(Case { log_rows, cols, blowup, extension, partitions, hash, composition });
     }
     cases
 }
@@ -111,10 +99,8 @@ pub fn random_cases(seed: u64, count: usize) -> Vec<Case> {
 /// Runs `count` random cases (or `MIDEN_GPU_PARITY_CASES`, for slow runs such as
 /// compute-sanitizer's) plus the per-stage checks on `committer`; panics on any difference.
 pub fn run_parity_suite(committer: &dyn GpuCommitter, seed: u64, count: usize) {
-    let count = std::env::var("MIDEN_GPU_PARITY_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(count);
+    let count =
+        std::env::var("MIDEN_GPU_PARITY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(count);
     for (i, case) in random_cases(seed, count).iter().enumerate() {
         eprintln!("[{}] case {i}/{count}: {case:?}", committer.backend());
         check_case(committer, case, seed.wrapping_add(i as u64));
@@ -130,16 +116,16 @@ pub fn check_case(committer: &dyn GpuCommitter, case: &Case, seed: u64) {
         (1, HashFunction::Rpx256) => check_typed::<Felt, Rpx256>(committer, case, seed),
         (2, HashFunction::Rpo256) => {
             check_typed::<QuadExtension<Felt>, Rpo256>(committer, case, seed)
-        }
+        },
         (2, HashFunction::Rpx256) => {
             check_typed::<QuadExtension<Felt>, Rpx256>(committer, case, seed)
-        }
+        },
         (3, HashFunction::Rpo256) => {
             check_typed::<CubeExtension<Felt>, Rpo256>(committer, case, seed)
-        }
+        },
         (3, HashFunction::Rpx256) => {
             check_typed::<CubeExtension<Felt>, Rpx256>(committer, case, seed)
-        }
+        },
         (k, _) => panic!("unsupported extension degree {k}"),
     }
 }
@@ -176,21 +162,15 @@ where
         );
         (got, poly.data().clone(), Some(commitment.commitment()))
     } else {
-        let trace = ColMatrix::new(
-            (0..case.cols)
-                .map(|_| random_elements::<E>(&mut rng, n))
-                .collect(),
-        );
+        let trace =
+            ColMatrix::new((0..case.cols).map(|_| random_elements::<E>(&mut rng, n)).collect());
         let got = commit_trace_segment(committer, &trace, case.blowup, partitions, case.hash)
             .unwrap_or_else(|e| panic!("{case:?}: commit_trace_segment failed: {e}"));
         let root =
             (E::EXTENSION_DEGREE == 1 && n >= TraceInfo::MIN_TRACE_LENGTH && case.cols <= 255)
                 .then(|| {
                     let base = ColMatrix::new(
-                        trace
-                            .columns()
-                            .map(|c| E::slice_as_base_elements(c).to_vec())
-                            .collect(),
+                        trace.columns().map(|c| E::slice_as_base_elements(c).to_vec()).collect(),
                     );
                     let info = TraceInfo::new(case.cols, n);
                     let (lde, _) = DefaultTraceLde::<Felt, H, MerkleTree<H>>::new(
@@ -223,11 +203,7 @@ fn compare<E, H>(
     E: FieldElement<BaseField = Felt>,
     H: GpuHasher,
 {
-    assert_eq!(
-        got.polys.len(),
-        polys.num_cols(),
-        "{case:?}: number of polynomials"
-    );
+    assert_eq!(got.polys.len(), polys.num_cols(), "{case:?}: number of polynomials");
     for (j, (g, w)) in got.polys.iter().zip(polys.columns()).enumerate() {
         if let Some(i) = (0..w.len()).find(|&i| g.get(i) != Some(&w[i])) {
             panic!("{case:?}: polynomial {j} coefficient {i} differs");
@@ -237,20 +213,13 @@ fn compare<E, H>(
     assert_eq!(got.lde.num_rows(), lde.num_rows(), "{case:?}: LDE rows");
     assert_eq!(got.lde.num_cols(), lde.num_cols(), "{case:?}: LDE columns");
     let rows = got.lde.base_rows();
-    assert_eq!(
-        rows.row_width,
-        lde.data().len() / lde.num_rows(),
-        "{case:?}: row width"
-    );
+    assert_eq!(rows.row_width, lde.data().len() / lde.num_rows(), "{case:?}: row width");
     for i in 0..lde.num_rows() {
         if got.lde.row(i) != lde.row(i) {
             panic!("{case:?}: LDE row {i} differs");
         }
         let padding = &rows.data[i * rows.row_width + rows.num_cols..(i + 1) * rows.row_width];
-        assert!(
-            padding.iter().all(|&x| x == Felt::ZERO),
-            "{case:?}: row {i} padding not zero"
-        );
+        assert!(padding.iter().all(|&x| x == Felt::ZERO), "{case:?}: row {i} padding not zero");
     }
     let leaves: Vec<[Felt; 4]> = tree.leaves().iter().map(|w| (*w).into()).collect();
     assert_eq!(got.leaves.len(), leaves.len(), "{case:?}: number of leaves");
@@ -262,11 +231,7 @@ fn compare<E, H>(
     if let Some(i) = (1..nodes.len()).find(|&i| Word::new(got.nodes[i]) != nodes[i]) {
         panic!("{case:?}: Merkle node {i} differs");
     }
-    assert_eq!(
-        Word::new(got.root()),
-        *tree.root(),
-        "{case:?}: root differs"
-    );
+    assert_eq!(Word::new(got.root()), *tree.root(), "{case:?}: root differs");
 }
 
 // PER-STAGE CHECKS
@@ -279,19 +244,14 @@ pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64) {
         for num_cols in [1usize, 3, 4, 7, 8, 9, 15, 16, 17, 24, 33, 73, 80, 100] {
             let row_width = num_cols.div_ceil(8) * 8;
             let num_rows = 1 << rng.random_range(1..=10);
-            let mut data: Vec<Felt> = (0..num_rows * row_width)
-                .map(|_| random_felt(&mut rng))
-                .collect();
+            let mut data: Vec<Felt> =
+                (0..num_rows * row_width).map(|_| random_felt(&mut rng)).collect();
             for (i, x) in data.iter_mut().enumerate() {
                 if i % row_width >= num_cols {
                     *x = Felt::ZERO;
                 }
             }
-            let lde = LdeRows {
-                data,
-                row_width,
-                num_cols,
-            };
+            let lde = LdeRows { data, row_width, num_cols };
             for row_hashing in [
                 RowHashing::WholeRow,
                 RowHashing::Partitioned(8),
@@ -309,7 +269,7 @@ pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64) {
                             let d: Vec<Felt> =
                                 row.chunks(s).flat_map(|c| hash.hash_elements(c)).collect();
                             hash.hash_elements(&d)
-                        }
+                        },
                     };
                     assert_eq!(
                         *digest, want,
@@ -337,11 +297,7 @@ pub fn check_build_tree(committer: &dyn GpuCommitter, seed: u64) {
                 HashFunction::Rpo256 => build_merkle_nodes::<Rpo256>(&words),
                 HashFunction::Rpx256 => build_merkle_nodes::<Rpx256>(&words),
             };
-            assert_eq!(
-                got.len(),
-                want.len(),
-                "{hash}: node count for 2^{log_leaves} leaves"
-            );
+            assert_eq!(got.len(), want.len(), "{hash}: node count for 2^{log_leaves} leaves");
             if let Some(i) = (1..want.len()).find(|&i| Word::new(got[i]) != want[i]) {
                 panic!("{hash}: Merkle node {i} of 2^{log_leaves} leaves differs");
             }
@@ -360,11 +316,7 @@ pub mod fib;
 /// proofs that verify, and that a proof with one flipped byte is rejected.
 pub fn check_proofs(committer: std::sync::Arc<dyn GpuCommitter>) {
     use winter_air::FieldExtension;
-    for field in [
-        FieldExtension::None,
-        FieldExtension::Quadratic,
-        FieldExtension::Cubic,
-    ] {
+    for field in [FieldExtension::None, FieldExtension::Quadratic, FieldExtension::Cubic] {
         for partitions in [1, 3] {
             check_proof::<Rpo256>(committer.clone(), field, partitions);
             check_proof::<Rpx256>(committer.clone(), field, partitions);
@@ -382,17 +334,9 @@ fn check_proof<H: GpuHasher>(
     use winter_prover::Prover;
     use winter_verifier::AcceptableOptions;
 
-    let options = ProofOptions::new(
-        27,
-        8,
-        0,
-        field,
-        4,
-        31,
-        BatchingMethod::Linear,
-        BatchingMethod::Linear,
-    )
-    .with_partitions(partitions, 8);
+    let options =
+        ProofOptions::new(27, 8, 0, field, 4, 31, BatchingMethod::Linear, BatchingMethod::Linear)
+            .with_partitions(partitions, 8);
     let label = format!("{} {field:?} partitions={partitions}", H::FUNCTION);
     let cpu = fib::FibProver::<H>::new(options.clone());
     let gpu =
@@ -404,22 +348,13 @@ fn check_proof<H: GpuHasher>(
     // Winterfell's concurrent grinding keeps the first nonce any rayon thread finds (even with
     // a grinding factor of 0), so both proofs run on one thread: the nonce is then the same
     // and the proofs must be equal byte for byte.
-    let one_thread = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("rayon pool");
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
     let (expected, actual) = one_thread.install(|| {
         let expected = cpu.prove(trace).expect("CPU proof").to_bytes();
-        let actual = gpu
-            .prove(fib::FibTrace::new(3, 1 << 10))
-            .expect("GPU proof")
-            .to_bytes();
+        let actual = gpu.prove(fib::FibTrace::new(3, 1 << 10)).expect("GPU proof").to_bytes();
         (expected, actual)
     });
-    assert!(
-        expected == actual,
-        "{label}: GpuProver proof differs from Winterfell's"
-    );
+    assert!(expected == actual, "{label}: GpuProver proof differs from Winterfell's");
 
     let acceptable = AcceptableOptions::OptionSet(vec![options]);
     let verify = |bytes: &[u8]| -> bool {
@@ -438,9 +373,6 @@ fn check_proof<H: GpuHasher>(
         let mut tampered = actual.clone();
         let at = rng.random_range(0..tampered.len());
         tampered[at] ^= 1 << rng.random_range(0..8);
-        assert!(
-            !verify(&tampered),
-            "{label}: proof with byte {at} flipped was accepted"
-        );
+        assert!(!verify(&tampered), "{label}: proof with byte {at} flipped was accepted");
     }
 }
