@@ -1,6 +1,6 @@
 // The Rescue permutations of miden-crypto: RPO (7 uniform rounds) and RPX (FB, E, FB, E, FB, E, M).
 //
-// Needs the generated prelude (src/cuda/kernels.rs builds it from miden_crypto at start-up):
+// Needs the generated prelude (src/cuda/program.rs builds it from miden_crypto at start-up):
 // RESCUE_MDS (the 12x12 MDS matrix as integers, row-major), __constant__ ARK1/ARK2 (7x12 round
 // constants in Montgomery form) and SPONGE_LEN (Montgomery forms of 0..7, the capacity word of
 // `hash_elements`).

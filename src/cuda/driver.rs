@@ -1,10 +1,10 @@
-//! Thin RAII wrappers over the CUDA driver API (through cudarc's `result`/`sys` layers).
+//! Thin RAII wrappers over the CUDA driver API (through cudarc's `result`/`sys` layers): status
+//! conversion, device and pinned memory, streams and events (modules and launches: `launch`).
 //!
 //! cudarc's safe layer tracks events per allocation and synchronizes implicitly; the commit
 //! pipeline orders its streams itself, so it uses these small owners instead: each frees its
 //! handle on drop with its context bound, and every call's status becomes a [`GpuError`].
 
-use core::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::{
@@ -15,15 +15,15 @@ use cudarc::driver::{
 use crate::{backend::Backend, error::GpuError};
 
 /// Result of a driver call, with the failing call named.
-pub(crate) type DriverResult<T> = Result<T, GpuError>;
+pub(super) type DriverResult<T> = Result<T, GpuError>;
 
 /// Converts a driver status into [`GpuError::Device`], naming what failed.
-pub(crate) fn check<T>(result: Result<T, DriverError>, what: &str) -> DriverResult<T> {
+pub(super) fn check<T>(result: Result<T, DriverError>, what: &str) -> DriverResult<T> {
     result.map_err(|e| device_error(what, e))
 }
 
 /// [`GpuError::Device`] for a failed driver call.
-pub(crate) fn device_error(what: &str, e: DriverError) -> GpuError {
+pub(super) fn device_error(what: &str, e: DriverError) -> GpuError {
     let name = e
         .error_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -39,7 +39,7 @@ pub(crate) fn device_error(what: &str, e: DriverError) -> GpuError {
 }
 
 /// Binds `ctx` to the calling thread (driver calls act on the current context).
-pub(crate) fn bind(ctx: &Arc<CudaContext>) -> DriverResult<()> {
+pub(super) fn bind(ctx: &Arc<CudaContext>) -> DriverResult<()> {
     check(ctx.bind_to_thread(), "cuCtxSetCurrent")
 }
 
@@ -47,7 +47,7 @@ pub(crate) fn bind(ctx: &Arc<CudaContext>) -> DriverResult<()> {
 // ================================================================================================
 
 /// A device allocation of `bytes` bytes, freed on drop.
-pub(crate) struct DeviceBuffer {
+pub(super) struct DeviceBuffer {
     ptr: sys::CUdeviceptr,
     bytes: usize,
     ctx: Arc<CudaContext>,
@@ -56,7 +56,7 @@ pub(crate) struct DeviceBuffer {
 impl DeviceBuffer {
     /// Allocates `bytes` (at least 1) on `ctx`'s device; out of memory is
     /// [`GpuError::OutOfMemory`].
-    pub(crate) fn new(ctx: &Arc<CudaContext>, bytes: usize) -> DriverResult<Self> {
+    pub(super) fn new(ctx: &Arc<CudaContext>, bytes: usize) -> DriverResult<Self> {
         bind(ctx)?;
         let bytes = bytes.max(1);
         match unsafe { result::malloc_sync(bytes) } {
@@ -80,12 +80,12 @@ impl DeviceBuffer {
     }
 
     /// Address of byte 0.
-    pub(crate) fn ptr(&self) -> sys::CUdeviceptr {
+    pub(super) fn ptr(&self) -> sys::CUdeviceptr {
         self.ptr
     }
 
     /// Size in bytes.
-    pub(crate) fn bytes(&self) -> usize {
+    pub(super) fn bytes(&self) -> usize {
         self.bytes
     }
 }
@@ -104,11 +104,11 @@ unsafe impl Sync for DeviceBuffer {}
 
 /// A reusable device buffer that grows to the largest size asked of it.
 #[derive(Default)]
-pub(crate) struct Scratch(Option<DeviceBuffer>);
+pub(super) struct Scratch(Option<DeviceBuffer>);
 
 impl Scratch {
     /// The address of a buffer of at least `bytes`, reallocated only when too small.
-    pub(crate) fn get(
+    pub(super) fn get(
         &mut self,
         ctx: &Arc<CudaContext>,
         bytes: usize,
@@ -126,12 +126,12 @@ impl Scratch {
     }
 
     /// Bytes held now.
-    pub(crate) fn bytes(&self) -> usize {
+    pub(super) fn bytes(&self) -> usize {
         self.0.as_ref().map_or(0, DeviceBuffer::bytes)
     }
 
     /// Frees the buffer (the next `get` allocates anew).
-    pub(crate) fn release(&mut self) {
+    pub(super) fn release(&mut self) {
         self.0 = None;
     }
 }
@@ -140,7 +140,7 @@ impl Scratch {
 // ================================================================================================
 
 /// Page-locked host memory (portable across contexts), freed on drop.
-pub(crate) struct PinnedBuffer {
+pub(super) struct PinnedBuffer {
     ptr: *mut u8,
     ctx: Arc<CudaContext>,
 }
@@ -148,7 +148,7 @@ pub(crate) struct PinnedBuffer {
 impl PinnedBuffer {
     /// Allocates `bytes` of page-locked memory, readable at full speed by the host (not
     /// write-combined: downloads are read back by the CPU).
-    pub(crate) fn new(ctx: &Arc<CudaContext>, bytes: usize) -> DriverResult<Self> {
+    pub(super) fn new(ctx: &Arc<CudaContext>, bytes: usize) -> DriverResult<Self> {
         bind(ctx)?;
         let ptr = check(
             unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE) },
@@ -161,7 +161,7 @@ impl PinnedBuffer {
     }
 
     /// The first byte.
-    pub(crate) fn as_mut_ptr(&self) -> *mut u8 {
+    pub(super) fn as_mut_ptr(&self) -> *mut u8 {
         self.ptr
     }
 }
@@ -182,14 +182,14 @@ unsafe impl Sync for PinnedBuffer {}
 // ================================================================================================
 
 /// A non-blocking stream.
-pub(crate) struct Stream {
+pub(super) struct Stream {
     raw: sys::CUstream,
     ctx: Arc<CudaContext>,
 }
 
 impl Stream {
     /// Creates a stream on `ctx` that does not synchronize with the legacy default stream.
-    pub(crate) fn new(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
+    pub(super) fn new(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
         bind(ctx)?;
         let raw = check(
             result::stream::create(result::stream::StreamKind::NonBlocking),
@@ -202,12 +202,12 @@ impl Stream {
     }
 
     /// The raw handle.
-    pub(crate) fn raw(&self) -> sys::CUstream {
+    pub(super) fn raw(&self) -> sys::CUstream {
         self.raw
     }
 
     /// Makes later work on this stream wait for `event`.
-    pub(crate) fn wait(&self, event: &Event) -> DriverResult<()> {
+    pub(super) fn wait(&self, event: &Event) -> DriverResult<()> {
         check(
             unsafe {
                 result::stream::wait_event(
@@ -221,7 +221,7 @@ impl Stream {
     }
 
     /// Blocks until all work on this stream is done.
-    pub(crate) fn synchronize(&self) -> DriverResult<()> {
+    pub(super) fn synchronize(&self) -> DriverResult<()> {
         check(
             unsafe { result::stream::synchronize(self.raw) },
             "cuStreamSynchronize",
@@ -233,7 +233,7 @@ impl Stream {
     /// # Safety
     /// `src..src+bytes` must stay valid and unmodified until the copy completes, and `dst` must
     /// be a device range of at least `bytes`.
-    pub(crate) unsafe fn copy_htod(
+    pub(super) unsafe fn copy_htod(
         &self,
         dst: sys::CUdeviceptr,
         src: *const u8,
@@ -249,7 +249,7 @@ impl Stream {
     ///
     /// # Safety
     /// `dst..dst+bytes` must stay valid and untouched by the host until the copy completes.
-    pub(crate) unsafe fn copy_dtoh(
+    pub(super) unsafe fn copy_dtoh(
         &self,
         dst: *mut u8,
         src: sys::CUdeviceptr,
@@ -262,7 +262,7 @@ impl Stream {
     }
 
     /// Enqueues a copy between two devices' memory (or within one device).
-    pub(crate) fn copy_peer(
+    pub(super) fn copy_peer(
         &self,
         dst: sys::CUdeviceptr,
         dst_ctx: &Arc<CudaContext>,
@@ -301,19 +301,19 @@ unsafe impl Send for Stream {}
 unsafe impl Sync for Stream {}
 
 /// An event, with or without timing.
-pub(crate) struct Event {
+pub(super) struct Event {
     raw: sys::CUevent,
     ctx: Arc<CudaContext>,
 }
 
 impl Event {
     /// A synchronization-only event (no timestamps: cheaper to record and wait on).
-    pub(crate) fn new(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
+    pub(super) fn new(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
         Self::with_flags(ctx, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
     }
 
     /// An event that records a timestamp, for per-stage device times.
-    pub(crate) fn timed(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
+    pub(super) fn timed(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
         Self::with_flags(ctx, sys::CUevent_flags::CU_EVENT_DEFAULT)
     }
 
@@ -327,7 +327,7 @@ impl Event {
     }
 
     /// Records the event at the current end of `stream`.
-    pub(crate) fn record(&self, stream: &Stream) -> DriverResult<()> {
+    pub(super) fn record(&self, stream: &Stream) -> DriverResult<()> {
         check(
             unsafe { result::event::record(self.raw, stream.raw) },
             "cuEventRecord",
@@ -335,7 +335,7 @@ impl Event {
     }
 
     /// Blocks until the recorded work is done; reports any asynchronous fault before it.
-    pub(crate) fn synchronize(&self) -> DriverResult<()> {
+    pub(super) fn synchronize(&self) -> DriverResult<()> {
         check(
             unsafe { result::event::synchronize(self.raw) },
             "cuEventSynchronize",
@@ -343,7 +343,7 @@ impl Event {
     }
 
     /// Milliseconds from `start` to this event (both timed and complete).
-    pub(crate) fn elapsed_since(&self, start: &Event) -> DriverResult<f32> {
+    pub(super) fn elapsed_since(&self, start: &Event) -> DriverResult<f32> {
         check(
             unsafe { result::event::elapsed(start.raw, self.raw) },
             "cuEventElapsedTime",
@@ -362,115 +362,3 @@ impl Drop for Event {
 // SAFETY: event handles may be used from any thread with their context bound.
 unsafe impl Send for Event {}
 unsafe impl Sync for Event {}
-
-// MODULES AND LAUNCHES
-// ================================================================================================
-
-/// A loaded module, unloaded on drop.
-pub(crate) struct Module {
-    raw: sys::CUmodule,
-    ctx: Arc<CudaContext>,
-}
-
-impl Module {
-    /// Loads a CUBIN image into `ctx`.
-    pub(crate) fn load(ctx: &Arc<CudaContext>, cubin: &[u8]) -> DriverResult<Self> {
-        bind(ctx)?;
-        let raw = check(
-            unsafe { result::module::load_data(cubin.as_ptr().cast()) },
-            "cuModuleLoadData",
-        )?;
-        Ok(Self {
-            raw,
-            ctx: ctx.clone(),
-        })
-    }
-
-    /// Looks up a kernel by its `extern "C"` name.
-    pub(crate) fn function(&self, name: &str) -> DriverResult<Kernel> {
-        let c_name = std::ffi::CString::new(name).map_err(|_| GpuError::Device {
-            backend: Backend::Cuda,
-            message: format!("kernel name `{name}` contains a NUL byte"),
-        })?;
-        let raw = check(
-            unsafe { result::module::get_function(self.raw, c_name) },
-            "cuModuleGetFunction",
-        )?;
-        Ok(Kernel {
-            raw,
-            name: name.to_string(),
-        })
-    }
-}
-
-impl Drop for Module {
-    fn drop(&mut self) {
-        if bind(&self.ctx).is_ok() {
-            let _ = unsafe { result::module::unload(self.raw) };
-        }
-    }
-}
-
-// SAFETY: module handles may be used from any thread with their context bound.
-unsafe impl Send for Module {}
-unsafe impl Sync for Module {}
-
-/// A kernel of a loaded [`Module`] (valid while the module is).
-pub(crate) struct Kernel {
-    raw: sys::CUfunction,
-    name: String,
-}
-
-// SAFETY: function handles are immutable driver objects.
-unsafe impl Send for Kernel {}
-unsafe impl Sync for Kernel {}
-
-impl Kernel {
-    /// Launches the kernel with `grid` blocks of `block` threads on `stream`.
-    ///
-    /// Launch-configuration errors are returned here; with `MIDEN_GPU_CUDA_SYNC=1` the stream is
-    /// also synchronized so that a fault is attributed to this kernel.
-    ///
-    /// # Safety
-    /// `args` must point at values whose types and order match the kernel's parameters, and every
-    /// device pointer among them must be valid for what the kernel accesses.
-    pub(crate) unsafe fn launch(
-        &self,
-        stream: &Stream,
-        grid: u32,
-        block: u32,
-        args: &mut [*mut c_void],
-    ) -> DriverResult<()> {
-        if grid == 0 {
-            return Ok(());
-        }
-        check(
-            result::launch_kernel(self.raw, (grid, 1, 1), (block, 1, 1), 0, stream.raw(), args),
-            &self.name,
-        )?;
-        if debug_sync() {
-            stream.synchronize().map_err(|e| match e {
-                GpuError::Device { backend, message } => GpuError::Device {
-                    backend,
-                    message: format!("{}: {message}", self.name),
-                },
-                other => other,
-            })?;
-        }
-        Ok(())
-    }
-}
-
-/// Whether `MIDEN_GPU_CUDA_SYNC=1` asks for a synchronization after every launch.
-fn debug_sync() -> bool {
-    static SYNC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *SYNC.get_or_init(|| std::env::var("MIDEN_GPU_CUDA_SYNC").is_ok_and(|v| v == "1"))
-}
-
-/// Kernel arguments: pointers to the given local values, in order.
-macro_rules! kernel_args {
-    ($($arg:expr),* $(,)?) => {
-        [$((&mut $arg) as *mut _ as *mut core::ffi::c_void),*]
-    };
-}
-pub(crate) use kernel_args;

@@ -6,16 +6,17 @@ use std::{collections::HashMap, sync::Arc};
 use cudarc::driver::{sys, CudaContext};
 
 use super::{
-    driver::{bind, check, DeviceBuffer, DriverResult, Event, Kernel, Module, Scratch, Stream},
+    driver::{bind, check, DeviceBuffer, DriverResult, Event, Scratch, Stream},
+    launch::{Kernel, Module},
     memory::BufferSizes,
     program::{compile_for_arch, KERNELS},
     tables,
-    transfer::Ring,
+    transfer::{self, Lane, Ring},
 };
 use crate::hash::HashFunction;
 
 /// The kernels of the module, by role.
-pub(crate) struct Kernels {
+pub(super) struct Kernels {
     pub ntt_pass: Kernel,
     pub scale_coefficients: Kernel,
     hash_rows: [Kernel; 4],
@@ -40,7 +41,7 @@ impl Kernels {
     }
 
     /// The row-hashing kernel for `hash`, whole rows or partitioned.
-    pub(crate) fn hash_rows(&self, hash: HashFunction, partitioned: bool) -> &Kernel {
+    pub(super) fn hash_rows(&self, hash: HashFunction, partitioned: bool) -> &Kernel {
         let h = match hash {
             HashFunction::Rpo256 => 0,
             HashFunction::Rpx256 => 2,
@@ -49,7 +50,7 @@ impl Kernels {
     }
 
     /// The Merkle level kernel for `hash`.
-    pub(crate) fn merkle_level(&self, hash: HashFunction) -> &Kernel {
+    pub(super) fn merkle_level(&self, hash: HashFunction) -> &Kernel {
         match hash {
             HashFunction::Rpo256 => &self.merkle_level[0],
             HashFunction::Rpx256 => &self.merkle_level[1],
@@ -59,7 +60,7 @@ impl Kernels {
 
 /// Device buffers kept between commitments (grown on demand, never shrunk).
 #[derive(Default)]
-pub(crate) struct Buffers {
+pub(super) struct Buffers {
     /// Uploaded evaluations, transformed in place into bit-reversed coefficients.
     pub source: Scratch,
     /// Natural-order coefficients of this GPU's columns, for the host.
@@ -84,12 +85,12 @@ pub(crate) struct Buffers {
 
 impl Buffers {
     /// Bytes held by the pipeline buffers (the small tables aside).
-    pub(crate) fn held(&self) -> u64 {
+    pub(super) fn held(&self) -> u64 {
         self.pipeline().iter().map(|s| s.bytes() as u64).sum()
     }
 
     /// Bytes held once a commitment needing `sizes` has grown the buffers (none shrink).
-    pub(crate) fn held_with(&self, sizes: &BufferSizes) -> u64 {
+    pub(super) fn held_with(&self, sizes: &BufferSizes) -> u64 {
         self.pipeline()
             .iter()
             .zip(sizes.in_order())
@@ -98,7 +99,7 @@ impl Buffers {
     }
 
     /// Frees every pipeline buffer.
-    pub(crate) fn release(&mut self) {
+    pub(super) fn release(&mut self) {
         for scratch in [
             &mut self.source,
             &mut self.polys,
@@ -127,14 +128,14 @@ impl Buffers {
 }
 
 /// Mutable per-GPU state: buffers, twiddle tables and the pinned ring.
-pub(crate) struct GpuState {
+pub(super) struct GpuState {
     pub buffers: Buffers,
     twiddles: HashMap<(u32, bool), DeviceBuffer>,
     pub ring: Ring,
 }
 
 /// One GPU.
-pub(crate) struct Gpu {
+pub(super) struct Gpu {
     pub ordinal: usize,
     pub name: String,
     pub ctx: Arc<CudaContext>,
@@ -148,7 +149,7 @@ pub(crate) struct Gpu {
 
 impl Gpu {
     /// Opens device `ordinal`, compiles (or reuses) the program for its architecture and loads it.
-    pub(crate) fn open(ordinal: usize) -> DriverResult<(Self, GpuState)> {
+    pub(super) fn open(ordinal: usize) -> DriverResult<(Self, GpuState)> {
         let ctx = check(CudaContext::new(ordinal), "cuCtxRetain")?;
         let name = check(ctx.name(), "cuDeviceGetName")?;
         let (major, minor) = check(ctx.compute_capability(), "cuDeviceGetAttribute")?;
@@ -174,7 +175,7 @@ impl Gpu {
 
     /// Lets this GPU's kernels and copies reach `peer`'s memory directly when the hardware
     /// allows (NVLink or PCIe peer-to-peer); copies fall back to staging through the host.
-    pub(crate) fn enable_peer_access(&self, peer: &Gpu) -> DriverResult<()> {
+    pub(super) fn enable_peer_access(&self, peer: &Gpu) -> DriverResult<()> {
         let mut can = 0;
         check(
             unsafe {
@@ -195,7 +196,7 @@ impl Gpu {
     }
 
     /// Uploads `words` into a new device buffer (synchronously: small tables only).
-    pub(crate) fn upload_table(&self, words: &[u64]) -> DriverResult<DeviceBuffer> {
+    pub(super) fn upload_table(&self, words: &[u64]) -> DriverResult<DeviceBuffer> {
         let buffer = DeviceBuffer::new(&self.ctx, words.len() * 8)?;
         self.upload_into(buffer.ptr(), words)?;
         Ok(buffer)
@@ -203,7 +204,7 @@ impl Gpu {
 
     /// Copies small host data to `dst` (a device range of at least its size) on the compute
     /// stream and waits for it.
-    pub(crate) fn upload_into<T: Copy>(
+    pub(super) fn upload_into<T: Copy>(
         &self,
         dst: sys::CUdeviceptr,
         data: &[T],
@@ -218,7 +219,7 @@ impl Gpu {
     }
 
     /// The twiddle table of a size-2^log_n transform, cached per GPU.
-    pub(crate) fn twiddles(
+    pub(super) fn twiddles(
         &self,
         state: &mut GpuState,
         log_n: u32,
@@ -234,9 +235,45 @@ impl Gpu {
     }
 
     /// A timing event recorded now on the compute stream.
-    pub(crate) fn mark(&self) -> DriverResult<Event> {
+    pub(super) fn mark(&self) -> DriverResult<Event> {
         let event = Event::timed(&self.ctx)?;
         event.record(&self.compute)?;
         Ok(event)
+    }
+
+    /// An event recorded now on the compute stream: what other streams wait on.
+    pub(super) fn completion(&self) -> DriverResult<Event> {
+        let event = Event::new(&self.ctx)?;
+        event.record(&self.compute)?;
+        Ok(event)
+    }
+
+    /// This GPU's side of a host transfer: its copy stream and `ring`.
+    pub(super) fn copy_lane<'a>(&'a self, ring: &'a mut Ring) -> Lane<'a> {
+        Lane {
+            ctx: &self.ctx,
+            stream: &self.copy,
+            ring,
+        }
+    }
+
+    /// Uploads `bytes` to `dst` on the copy stream through `ring` (see [`transfer::upload`]);
+    /// kernels wait for it through [`Gpu::wait_for_uploads`].
+    pub(super) fn upload(
+        &self,
+        ring: &mut Ring,
+        dst: sys::CUdeviceptr,
+        bytes: &[u8],
+    ) -> DriverResult<()> {
+        transfer::upload(&mut self.copy_lane(ring), dst, bytes)
+    }
+
+    /// Makes later work on the compute stream wait for every upload enqueued so far on the copy
+    /// stream; returns the event waited on, which the caller keeps while it enqueues that work.
+    pub(super) fn wait_for_uploads(&self) -> DriverResult<Event> {
+        let uploaded = Event::new(&self.ctx)?;
+        uploaded.record(&self.copy)?;
+        self.compute.wait(&uploaded)?;
+        Ok(uploaded)
     }
 }

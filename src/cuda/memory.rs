@@ -28,7 +28,7 @@ const TABLES: u64 = 64 << 20;
 /// Element counts of one GPU's buffers for a commitment, from which the bytes of any pass size
 /// follow.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Footprint {
+pub(super) struct Footprint {
     /// Uploaded source evaluations.
     pub source: usize,
     /// This GPU's polynomials.
@@ -47,7 +47,7 @@ pub(crate) struct Footprint {
 
 /// Bytes of each pipeline buffer on one GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct BufferSizes {
+pub(super) struct BufferSizes {
     pub source: usize,
     pub polys: usize,
     pub lde: usize,
@@ -61,7 +61,7 @@ pub(crate) struct BufferSizes {
 
 impl BufferSizes {
     /// The sizes in the order of [`Buffers`]' pipeline buffers.
-    pub(crate) fn in_order(&self) -> [usize; 7] {
+    pub(super) fn in_order(&self) -> [usize; 7] {
         [
             self.source,
             self.polys,
@@ -80,7 +80,7 @@ impl BufferSizes {
 
 impl Footprint {
     /// Buffer bytes with `cosets` cosets per pass out of `blowup`.
-    pub(crate) fn sizes(&self, cosets: usize, blowup: usize) -> BufferSizes {
+    pub(super) fn sizes(&self, cosets: usize, blowup: usize) -> BufferSizes {
         let halves = if cosets < blowup { 2 } else { 1 };
         BufferSizes {
             source: self.source * 8,
@@ -101,7 +101,7 @@ impl Footprint {
 /// `limit` bytes per GPU, or the device's free memory plus what the committer already holds.
 /// Buffers kept from earlier, larger commitments are freed where keeping them would exceed the
 /// budget. [`GpuError::OutOfMemory`] if even one coset per pass does not fit.
-pub(crate) fn cosets_per_pass(
+pub(super) fn cosets_per_pass(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
     footprints: &[Footprint],

@@ -9,27 +9,47 @@
 //! [`CudaCommitterBuilder::devices`] or the `MIDEN_GPU_DEVICES` environment variable (e.g.
 //! `0,1`); results are identical for any number of GPUs.
 //!
-//! Module layout: `driver` (RAII over the driver API), `program` (sources, generated constants,
-//! NVRTC), `tables` (twiddles and power tables), `transfer` (pinned rings), `gpu` (one device),
-//! `memory` (the device memory budget: cosets per pass), `timeline` (stage times from events),
-//! `commit` (the pipeline). The CUDA sources live in `cuda/` at the crate root.
+//! Module layout, one job each (the CUDA sources live in `cuda/` at the crate root):
+//! - `driver`: RAII over the driver API (status, memory, streams, events);
+//! - `launch`: loaded modules and kernel launches;
+//! - `program`: the kernel sources, the constants generated for them, NVRTC compilation;
+//! - `tables`: twiddles, power tables and the split of an NTT into passes;
+//! - `devices`: which GPUs (the driver's count, [`DEVICES_ENV`] and explicit lists);
+//! - `gpu`: one open GPU (streams, kernels, buffers, cached tables);
+//! - `transfer`: host transfers through rings of pinned buffers;
+//! - `plan`: the shape of a commitment's work (per request, per GPU, per pass);
+//! - `memory`: the device memory budget (cosets per pass);
+//! - `lde`, `hashing`: the stages enqueued on one GPU (upload, interpolation and LDE; row
+//!   hashing and Merkle levels);
+//! - `commit`: one commitment over the GPUs, their exchange of LDE rows, the passes;
+//! - `assemble`: the results on the host (their memory, downloads and assembly);
+//! - `standalone`: the trait's single stages (`hash_rows`, `build_tree`) on the first GPU;
+//! - `timeline`: stage times from events.
 
+mod assemble;
 mod commit;
+mod devices;
 mod driver;
 mod gpu;
+mod hashing;
+mod launch;
+mod lde;
 mod memory;
+mod plan;
 mod program;
+mod standalone;
 mod tables;
 mod timeline;
 mod transfer;
 
 use std::sync::Mutex;
 
+pub use devices::{device_count, parse_device_list, DEVICES_ENV};
 pub use program::{compile_for_arch, kernel_source, HASH_MIN_BLOCKS_ENV, KERNELS};
 pub use timeline::StageTimes;
 
 use self::{
-    driver::{bind, check},
+    driver::bind,
     gpu::{Gpu, GpuState},
 };
 use crate::{
@@ -37,7 +57,7 @@ use crate::{
     committer::{
         check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing,
     },
-    error::{GpuError, Result},
+    error::Result,
     hash::{Digest, HashFunction},
 };
 
@@ -46,9 +66,6 @@ const _: () = assert!(
     std::mem::size_of::<miden_crypto::Felt>() == 8
         && std::mem::align_of::<miden_crypto::Felt>() == 8
 );
-
-/// The environment variable that selects the GPUs, as a comma-separated list of CUDA ordinals.
-pub const DEVICES_ENV: &str = "MIDEN_GPU_DEVICES";
 
 // COMMITTER
 // ================================================================================================
@@ -67,6 +84,9 @@ impl CudaCommitter {
     /// Without a CUDA driver, a GPU or the NVRTC library this is
     /// [`GpuError::BackendUnavailable`] (so `Backend::Auto` falls back); a malformed or
     /// out-of-range device list is [`GpuError::InvalidDeviceList`].
+    ///
+    /// [`GpuError::BackendUnavailable`]: crate::GpuError::BackendUnavailable
+    /// [`GpuError::InvalidDeviceList`]: crate::GpuError::InvalidDeviceList
     pub fn new() -> Result<Self> {
         Self::builder().build()
     }
@@ -112,6 +132,8 @@ impl CudaCommitterBuilder {
     /// device's free memory at each call). A commitment whose LDE does not fit is streamed in
     /// coset groups, as many passes as needed; one that does not fit even one coset at a time
     /// is [`GpuError::OutOfMemory`]. Results are the same for any cap.
+    ///
+    /// [`GpuError::OutOfMemory`]: crate::GpuError::OutOfMemory
     pub fn memory_limit(mut self, bytes: u64) -> Self {
         self.memory_limit = Some(bytes);
         self
@@ -119,21 +141,7 @@ impl CudaCommitterBuilder {
 
     /// Opens the GPUs and compiles the kernels for each architecture (once per process).
     pub fn build(self) -> Result<CudaCommitter> {
-        let count = device_count()?;
-        let ordinals = match self.devices {
-            Some(list) => {
-                let text = list
-                    .iter()
-                    .map(|d| d.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",");
-                check_device_list(&text, list, count)?
-            }
-            None => match std::env::var(DEVICES_ENV) {
-                Ok(text) if !text.trim().is_empty() => parse_device_list(&text, count)?,
-                _ => (0..count).collect(),
-            },
-        };
+        let ordinals = devices::select(self.devices)?;
         if !program::nvrtc_present() {
             return Err(program::unavailable(
                 "the NVRTC library (libnvrtc) was not found",
@@ -161,70 +169,6 @@ impl CudaCommitterBuilder {
             last_times: Mutex::new(Vec::new()),
         })
     }
-}
-
-/// Number of CUDA devices, or [`GpuError::BackendUnavailable`] if there is no NVIDIA driver or
-/// GPU. Opens no device and compiles nothing.
-pub fn device_count() -> Result<usize> {
-    // dynamic loading panics on a missing library: look for it first
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err(program::unavailable(
-            "the CUDA driver library (libcuda) was not found",
-        ));
-    }
-    let no_gpu = |e: GpuError| program::unavailable(&format!("no usable CUDA device: {e}"));
-    check(cudarc::driver::result::init(), "cuInit").map_err(no_gpu)?;
-    let count = check(
-        cudarc::driver::result::device::get_count(),
-        "cuDeviceGetCount",
-    )
-    .map_err(no_gpu)?;
-    if count <= 0 {
-        return Err(program::unavailable("the CUDA driver reports no device"));
-    }
-    Ok(count as usize)
-}
-
-/// Parses a device list such as `0,1` against `count` visible devices.
-pub fn parse_device_list(text: &str, count: usize) -> Result<Vec<usize>> {
-    let invalid = |reason: String| GpuError::InvalidDeviceList {
-        list: text.to_string(),
-        reason,
-    };
-    let list = text
-        .split(',')
-        .map(|item| {
-            let item = item.trim();
-            item.parse::<usize>()
-                .map_err(|_| invalid(format!("`{item}` is not a device number")))
-        })
-        .collect::<Result<Vec<usize>>>()?;
-    check_device_list(text, list, count)
-}
-
-fn check_device_list(text: &str, list: Vec<usize>, count: usize) -> Result<Vec<usize>> {
-    let invalid = |reason: String| GpuError::InvalidDeviceList {
-        list: text.to_string(),
-        reason,
-    };
-    if list.is_empty() {
-        return Err(invalid("no device given".into()));
-    }
-    if let Some(d) = list.iter().find(|&&d| d >= count) {
-        return Err(invalid(format!(
-            "device {d} does not exist ({count} visible)"
-        )));
-    }
-    if let Some((i, d)) = list
-        .iter()
-        .enumerate()
-        .find(|(i, d)| list[..*i].contains(d))
-    {
-        return Err(invalid(format!(
-            "device {d} is listed twice (position {i})"
-        )));
-    }
-    Ok(list)
 }
 
 impl GpuCommitter for CudaCommitter {
@@ -278,33 +222,13 @@ impl GpuCommitter for CudaCommitter {
         check_lde_rows(lde, row_hashing)?;
         let _span = tracing::info_span!("cuda.hash_rows", rows = lde.num_rows()).entered();
         let mut states = self.states();
-        commit::hash_rows(&self.gpus[0], &mut states[0], lde, row_hashing, hash)
+        standalone::hash_rows(&self.gpus[0], &mut states[0], lde, row_hashing, hash)
     }
 
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
         check_leaves(leaves)?;
         let _span = tracing::info_span!("cuda.build_tree", leaves = leaves.len()).entered();
         let mut states = self.states();
-        commit::build_tree(&self.gpus[0], &mut states[0], leaves, hash)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn device_lists_are_validated() {
-        assert_eq!(parse_device_list("0,1", 2).unwrap(), vec![0, 1]);
-        assert_eq!(parse_device_list(" 1 ", 2).unwrap(), vec![1]);
-        for bad in ["", "0,", "a", "0,0", "2", "-1", "0;1"] {
-            assert!(
-                matches!(
-                    parse_device_list(bad, 2),
-                    Err(GpuError::InvalidDeviceList { .. })
-                ),
-                "{bad:?} accepted"
-            );
-        }
+        standalone::build_tree(&self.gpus[0], &mut states[0], leaves, hash)
     }
 }

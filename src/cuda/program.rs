@@ -21,13 +21,13 @@ use miden_crypto::{
 use crate::{backend::Backend, error::GpuError};
 
 /// Threads per block of the hashing and Merkle kernels (the kernels' `__launch_bounds__`).
-pub(crate) const HASH_BLOCK: u32 = 128;
+pub(super) const HASH_BLOCK: u32 = 128;
 
 /// Threads per block of the NTT passes (the kernel's `__launch_bounds__`).
-pub(crate) const NTT_BLOCK: u32 = 256;
+pub(super) const NTT_BLOCK: u32 = 256;
 
 /// log2 of the largest NTT tile a block holds in shared memory (`NTT_TILE_LOG` in ntt.cu).
-pub(crate) const NTT_TILE_LOG: u32 = 12;
+pub(super) const NTT_TILE_LOG: u32 = 12;
 
 /// Environment variable (tuning) for the hashing kernels' minimum resident blocks per SM, the
 /// second `__launch_bounds__` argument: 3 (default) lets ptxas use up to 168 registers; 4 caps
@@ -123,7 +123,7 @@ fn hex_list<'a>(values: impl Iterator<Item = &'a Felt>) -> String {
 
 /// Whether the NVRTC library can be loaded (dynamic loading panics on a missing library, so every
 /// entry point checks this first).
-pub(crate) fn nvrtc_present() -> bool {
+pub(super) fn nvrtc_present() -> bool {
     unsafe { nvrtc::is_culib_present() }
 }
 
@@ -254,7 +254,7 @@ fn with_log(error: GpuError, log: &str) -> GpuError {
     }
 }
 
-pub(crate) fn unavailable(reason: &str) -> GpuError {
+pub(super) fn unavailable(reason: &str) -> GpuError {
     GpuError::BackendUnavailable {
         backend: Backend::Cuda,
         reason: reason.to_string(),

@@ -13,7 +13,7 @@ const NTT_LOW_BITS: u32 = 4;
 
 /// The first 2^(log_n - 1) powers of the 2^log_n-th root of unity (or of its inverse): the
 /// twiddles of every stage of a size-2^log_n transform (stage b uses every 2^(log_n-1-b)-th).
-pub(crate) fn twiddles(log_n: u32, inverse: bool) -> Vec<u64> {
+pub(super) fn twiddles(log_n: u32, inverse: bool) -> Vec<u64> {
     let root = Felt::get_root_of_unity(log_n);
     let root = if inverse { root.inv() } else { root };
     powers(root, 1usize << (log_n - 1), Felt::ONE)
@@ -36,20 +36,20 @@ fn powers(g: Felt, count: usize, scale: Felt) -> Vec<u64> {
 }
 
 /// The split of exponents r < 2^log_n into a low part of `s_bits` bits and a high part.
-pub(crate) fn split_bits(log_n: u32) -> u32 {
+pub(super) fn split_bits(log_n: u32) -> u32 {
     log_n.div_ceil(2)
 }
 
 /// Entries of one power table (see [`power_tables`]).
-pub(crate) fn power_table_len(log_n: u32) -> usize {
+pub(super) fn power_table_len(log_n: u32) -> usize {
     let s = split_bits(log_n);
     (1 << s) + (1 << (log_n - s))
 }
 
 /// Power tables for `scale_coefficients`: for each scale (outer) and each base (inner), the
 /// entries scale·g^i (i < 2^s) then g^(i·2^s) (i < 2^(log_n - s)), so that
-/// scale·g^r = lo[r mod 2^s] · hi[r >> s] is one product.
-pub(crate) fn power_tables(scales: &[Felt], bases: &[Felt], log_n: u32) -> Vec<u64> {
+/// `scale·g^r = lo[r mod 2^s] · hi[r >> s]` is one product.
+pub(super) fn power_tables(scales: &[Felt], bases: &[Felt], log_n: u32) -> Vec<u64> {
     let s = split_bits(log_n);
     let mut out = Vec::with_capacity(scales.len() * bases.len() * power_table_len(log_n));
     for &scale in scales {
@@ -62,13 +62,13 @@ pub(crate) fn power_tables(scales: &[Felt], bases: &[Felt], log_n: u32) -> Vec<u
 }
 
 /// Bases of the LDE cosets: shift·ω_N^k for k < blowup (ω_N the root of the LDE domain).
-pub(crate) fn coset_bases(shift: Felt, log_lde: u32, blowup: usize) -> Vec<Felt> {
+pub(super) fn coset_bases(shift: Felt, log_lde: u32, blowup: usize) -> Vec<Felt> {
     let root = Felt::get_root_of_unity(log_lde);
     (0..blowup as u64).map(|k| shift * root.exp(k)).collect()
 }
 
 /// Bit reversal of the low `bits` bits of `x`.
-pub(crate) fn bit_reverse(x: usize, bits: u32) -> usize {
+pub(super) fn bit_reverse(x: usize, bits: u32) -> usize {
     if bits == 0 {
         0
     } else {
@@ -79,14 +79,14 @@ pub(crate) fn bit_reverse(x: usize, bits: u32) -> usize {
 /// One fused NTT pass: butterfly stages of bits [b0, b0 + t_bits), tiles of 2^t_bits strided
 /// elements times 2^c_bits consecutive low indices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct NttPass {
+pub(super) struct NttPass {
     pub b0: u32,
     pub t_bits: u32,
     pub c_bits: u32,
 }
 
 /// The passes of a size-2^log_n transform in DIT order (reverse them for DIF).
-pub(crate) fn ntt_passes(log_n: u32) -> Vec<NttPass> {
+pub(super) fn ntt_passes(log_n: u32) -> Vec<NttPass> {
     let mut passes = Vec::new();
     let mut b0 = 0;
     while b0 < log_n {

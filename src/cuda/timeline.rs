@@ -33,7 +33,7 @@ pub struct StageTimes {
 
 /// What a span of a GPU's compute stream did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stage {
+pub(super) enum Stage {
     /// Waiting: for a group's upload, or for the other GPUs to have gathered from this one.
     Wait,
     Interpolate,
@@ -45,7 +45,7 @@ pub(crate) enum Stage {
 
 /// Timing events on one GPU's compute stream: each mark ends a span of one stage, which began
 /// at the previous mark.
-pub(crate) struct Timeline {
+pub(super) struct Timeline {
     start: Event,
     marks: Vec<(Stage, Event)>,
     /// Marks up to the end of the first pass's LDE.
@@ -53,7 +53,7 @@ pub(crate) struct Timeline {
 }
 
 impl Timeline {
-    pub(crate) fn new(gpu: &Gpu) -> DriverResult<Self> {
+    pub(super) fn new(gpu: &Gpu) -> DriverResult<Self> {
         Ok(Self {
             start: gpu.mark()?,
             marks: Vec::new(),
@@ -62,18 +62,18 @@ impl Timeline {
     }
 
     /// Ends the current span as `stage`.
-    pub(crate) fn mark(&mut self, gpu: &Gpu, stage: Stage) -> DriverResult<()> {
+    pub(super) fn mark(&mut self, gpu: &Gpu, stage: Stage) -> DriverResult<()> {
         self.marks.push((stage, gpu.mark()?));
         Ok(())
     }
 
     /// Notes that the first pass's LDE is enqueued.
-    pub(crate) fn first_lde_done(&mut self) {
+    pub(super) fn first_lde_done(&mut self) {
         self.first_lde = self.marks.len();
     }
 
     /// The stage times, once the work is done.
-    pub(crate) fn stage_times(&self, device: usize, passes: usize) -> DriverResult<StageTimes> {
+    pub(super) fn stage_times(&self, device: usize, passes: usize) -> DriverResult<StageTimes> {
         let mut times = StageTimes {
             device,
             passes,

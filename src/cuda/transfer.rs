@@ -22,7 +22,7 @@ const SLOTS: usize = 4;
 const HOST_COPY_CHUNK: usize = 1 << 20;
 
 /// A GPU's ring of pinned slots, each with the event of the last transfer that used it.
-pub(crate) struct Ring {
+pub(super) struct Ring {
     slots: Vec<PinnedBuffer>,
     done: Vec<Event>,
     /// The next slot to use.
@@ -31,7 +31,7 @@ pub(crate) struct Ring {
 
 impl Ring {
     /// Allocates the ring on `ctx` (once per GPU; reused by every call).
-    pub(crate) fn new(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
+    pub(super) fn new(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
         let slots = (0..SLOTS)
             .map(|_| PinnedBuffer::new(ctx, SLOT_BYTES))
             .collect::<DriverResult<_>>()?;
@@ -49,7 +49,7 @@ impl Ring {
 /// A host destination, exclusively owned by one transfer: `len` bytes in runs of `run` bytes
 /// placed `stride` bytes apart (one run, `run == stride == len`, for a contiguous range).
 #[derive(Clone, Copy)]
-pub(crate) struct HostDst {
+pub(super) struct HostDst {
     ptr: *mut u8,
     len: usize,
     run: usize,
@@ -64,7 +64,7 @@ impl HostDst {
     /// # Safety
     /// `ptr..ptr+len` must be writable, stay valid until the transfer completes, and not be
     /// accessed by anything else meanwhile.
-    pub(crate) unsafe fn new(ptr: *mut u8, len: usize) -> Self {
+    pub(super) unsafe fn new(ptr: *mut u8, len: usize) -> Self {
         Self {
             ptr,
             len,
@@ -78,7 +78,7 @@ impl HostDst {
     /// # Safety
     /// Every run must be writable, stay valid until the transfer completes, and not be accessed
     /// by anything else meanwhile.
-    pub(crate) unsafe fn strided(ptr: *mut u8, run: usize, stride: usize, count: usize) -> Self {
+    pub(super) unsafe fn strided(ptr: *mut u8, run: usize, stride: usize, count: usize) -> Self {
         if run == stride {
             return Self::new(ptr, run * count);
         }
@@ -121,10 +121,10 @@ impl HostDst {
 }
 
 /// Longest run of a strided download (one slot): longer runs are the caller's to avoid.
-pub(crate) const MAX_RUN_BYTES: usize = SLOT_BYTES;
+pub(super) const MAX_RUN_BYTES: usize = SLOT_BYTES;
 
 /// One device range to download into a host range of the same length.
-pub(crate) struct Download<'a> {
+pub(super) struct Download<'a> {
     /// Source address on the GPU.
     pub src: sys::CUdeviceptr,
     /// Destination on the host.
@@ -134,7 +134,7 @@ pub(crate) struct Download<'a> {
 }
 
 /// One GPU's side of a transfer: its context, copy stream and ring.
-pub(crate) struct Lane<'a> {
+pub(super) struct Lane<'a> {
     pub ctx: &'a Arc<CudaContext>,
     pub stream: &'a Stream,
     pub ring: &'a mut Ring,
@@ -143,7 +143,7 @@ pub(crate) struct Lane<'a> {
 /// Copies `src` into the device at `dst` through the ring, on `lane`'s stream; returns when every
 /// byte is staged (the DMA of the last slots may still be running: order later work on the
 /// lane's stream or record an event on it).
-pub(crate) fn upload(lane: &mut Lane<'_>, dst: sys::CUdeviceptr, src: &[u8]) -> DriverResult<()> {
+pub(super) fn upload(lane: &mut Lane<'_>, dst: sys::CUdeviceptr, src: &[u8]) -> DriverResult<()> {
     bind(lane.ctx)?;
     for (i, piece) in src.chunks(SLOT_BYTES).enumerate() {
         let slot = lane.ring.next;
@@ -165,7 +165,7 @@ pub(crate) fn upload(lane: &mut Lane<'_>, dst: sys::CUdeviceptr, src: &[u8]) -> 
 /// and the DMA) or copying out of the pinned slots. Copy time close to the whole means the host
 /// copies, not the GPUs, bound the commitment.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct DownloadStats {
+pub(super) struct DownloadStats {
     /// Bytes delivered to the host.
     pub bytes: usize,
     /// Time blocked on slot events.
@@ -176,7 +176,7 @@ pub(crate) struct DownloadStats {
 
 /// Runs every lane's downloads, interleaving the lanes piece by piece; returns when all bytes
 /// are on the host.
-pub(crate) fn download(
+pub(super) fn download(
     lanes: &mut [Lane<'_>],
     jobs: Vec<Vec<Download<'_>>>,
 ) -> DriverResult<DownloadStats> {

@@ -1,0 +1,287 @@
+//! The results on the host: their memory, the downloads that fill it, and their assembly.
+//!
+//! The result vectors are reserved up front and filled in their spare capacity by the
+//! downloads of every GPU (polynomials by column, LDE rows by hash chunk, scattered to their
+//! strided rows when the LDE is streamed, leaves by row range, nodes by subtree level); the
+//! lengths are set once everything has landed, and the few nodes above the GPUs' subtrees are
+//! merged on the host.
+
+use miden_crypto::Felt;
+use winter_math::FieldElement;
+
+use super::{
+    driver::{DriverResult, Event},
+    gpu::{Gpu, GpuState},
+    hashing::{rows_half, HashedChunks},
+    plan::{Passes, Plan, Share},
+    transfer::{self, Download, HostDst, Lane},
+};
+use crate::{
+    committer::{Commitment, LdeRows, Shape},
+    error::Result,
+    hash::Digest,
+    host::{reserve_host, spare_bytes},
+};
+
+// HOST RESULTS
+// ================================================================================================
+
+/// The vectors of a commitment's results, reserved but not filled: the downloads write into
+/// their spare capacity.
+pub(super) struct HostResults {
+    /// Polynomial coefficients, one vector per output column.
+    polys: Vec<Vec<Felt>>,
+    /// LDE rows, row-major and padded to the row width: each pass's rows download into it
+    /// ([`row_downloads`]).
+    pub(super) rows: Vec<Felt>,
+    /// Leaves, one per LDE row.
+    leaves: Vec<Digest>,
+    /// Merkle nodes in Winterfell's layout.
+    nodes: Vec<Digest>,
+}
+
+impl HostResults {
+    /// Reserves the results of a commitment of `shape`.
+    pub(super) fn reserve(shape: &Shape) -> Result<Self> {
+        let n = shape.poly_len;
+        let lde_len = shape.lde_len;
+        let polys: Vec<Vec<Felt>> = (0..shape.num_cols)
+            .map(|_| reserve_host(n))
+            .collect::<Result<_>>()?;
+        let rows: Vec<Felt> = reserve_host(lde_len * shape.row_width)?;
+        let leaves: Vec<Digest> = reserve_host(lde_len)?;
+        let nodes: Vec<Digest> = reserve_host(lde_len)?;
+        Ok(Self {
+            polys,
+            rows,
+            leaves,
+            nodes,
+        })
+    }
+
+    /// The spare capacity of the large results (rows, leaves, nodes), for the prefault.
+    pub(super) fn large_spare_bytes(&mut self) -> [(usize, usize); 3] {
+        [
+            spare_bytes(&mut self.rows),
+            spare_bytes(&mut self.leaves),
+            spare_bytes(&mut self.nodes),
+        ]
+    }
+
+    /// The last downloads of the GPU doing `share`: its polynomials (once `interpolated`), the
+    /// last pass's rows (`last`), its leaves (after the last hash chunk) and its subtrees of
+    /// `blocks` Merkle blocks (once `tree_done`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn final_downloads<'a>(
+        &mut self,
+        gpu: &Gpu,
+        state: &mut GpuState,
+        plan: &Plan<'_>,
+        share: &Share,
+        passes: &Passes,
+        blocks: usize,
+        interpolated: &'a Event,
+        last: &'a HashedChunks,
+        tree_done: &'a Event,
+    ) -> DriverResult<Vec<Download<'a>>> {
+        let (n, lde_len) = (plan.shape.poly_len, plan.shape.lde_len);
+        // the polynomials are ready first: they download while the last pass hashes
+        let polys_ptr = state.buffers.polys.get(&gpu.ctx, 0)?;
+        let mut list: Vec<Download<'_>> = share
+            .cols
+            .clone()
+            .enumerate()
+            .map(|(local, c)| Download {
+                src: polys_ptr + (local * n * 8) as u64,
+                dst: spare(&mut self.polys[c], 0, n),
+                ready: Some(interpolated),
+            })
+            .collect();
+        list.extend(row_downloads(
+            gpu,
+            state,
+            plan,
+            share,
+            passes,
+            last,
+            &mut self.rows,
+        )?);
+        let bufs = &mut state.buffers;
+        // the leaves are final after the last hash chunk: their download overlaps the tree
+        if let Some((_, last_chunk)) = last.chunks.last() {
+            let (r0, r1) = (
+                share.t.start << plan.log_blowup,
+                share.t.end << plan.log_blowup,
+            );
+            list.push(Download {
+                src: bufs.leaves.get(&gpu.ctx, 0)? + (r0 * 32) as u64,
+                dst: spare(&mut self.leaves, r0, r1 - r0),
+                ready: Some(last_chunk),
+            });
+        }
+        let nodes_ptr = bufs.nodes.get(&gpu.ctx, 0)?;
+        for (start, end) in subtree_ranges(lde_len, blocks, &share.blocks) {
+            list.push(Download {
+                src: nodes_ptr + (start * 32) as u64,
+                dst: spare(&mut self.nodes, start, end - start),
+                ready: Some(tree_done),
+            });
+        }
+        Ok(list)
+    }
+
+    /// The commitment: sets the lengths of the results, then writes the nodes above the
+    /// subtrees of `blocks` Merkle blocks (none for one block) and the unused node 0.
+    ///
+    /// # Safety
+    /// Every element below each length must have been written by the downloads: every column,
+    /// every row and leaf, and the subtree ranges of every block.
+    pub(super) unsafe fn assemble(self, plan: &Plan<'_>, blocks: usize) -> Commitment {
+        let Self {
+            mut polys,
+            mut rows,
+            mut leaves,
+            mut nodes,
+        } = self;
+        let shape = &plan.shape;
+        let (n, lde_len) = (shape.poly_len, shape.lde_len);
+        // SAFETY: the elements below the lengths are written (the caller's promise) or are
+        // written right here before use.
+        unsafe {
+            for p in &mut polys {
+                p.set_len(n);
+            }
+            rows.set_len(lde_len * shape.row_width);
+            leaves.set_len(lde_len);
+            let spare_nodes = nodes.spare_capacity_mut();
+            spare_nodes[0].write([Felt::ZERO; 4]);
+            for i in (1..blocks).rev() {
+                let children = [
+                    spare_nodes[2 * i].assume_init(),
+                    spare_nodes[2 * i + 1].assume_init(),
+                ];
+                spare_nodes[i].write(plan.hash.merge(&children));
+            }
+            nodes.set_len(lde_len);
+        }
+        let lde = LdeRows {
+            data: rows,
+            row_width: shape.row_width,
+            num_cols: shape.num_cols,
+        };
+        Commitment {
+            polys,
+            lde,
+            leaves,
+            nodes,
+        }
+    }
+}
+
+// DOWNLOADS
+// ================================================================================================
+
+/// Runs the downloads of every GPU (one list per GPU) through their rings.
+pub(super) fn download(
+    gpus: &[&Gpu],
+    states: &mut [&mut GpuState],
+    jobs: Vec<Vec<Download<'_>>>,
+) -> DriverResult<()> {
+    let mut lanes: Vec<Lane<'_>> = gpus
+        .iter()
+        .zip(states.iter_mut())
+        .map(|(gpu, state)| gpu.copy_lane(&mut state.ring))
+        .collect();
+    let stats = transfer::download(&mut lanes, jobs)?;
+    tracing::info!(
+        bytes = stats.bytes,
+        wait_ms = stats.wait.as_secs_f32() * 1e3,
+        copy_ms = stats.copy.as_secs_f32() * 1e3,
+        "cuda download: host time waiting for the GPUs and copying out of pinned memory"
+    );
+    Ok(())
+}
+
+/// The downloads of one pass's rows on one GPU into the host rows: per hash chunk, the
+/// `(t1 - t0) · cosets` rows of the pass's rows buffer go to rows t·blowup + k0 .. + cosets
+/// (contiguous when the pass holds every coset).
+pub(super) fn row_downloads<'a>(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    plan: &Plan<'_>,
+    share: &Share,
+    passes: &Passes,
+    hashed: &'a HashedChunks,
+    rows: &mut Vec<Felt>,
+) -> DriverResult<Vec<Download<'a>>> {
+    let rw = plan.shape.row_width;
+    let half = rows_half(gpu, state, plan, share, passes, hashed.pass)?;
+    let k0 = passes.k0(hashed.pass);
+    Ok(hashed
+        .chunks
+        .iter()
+        .map(|(range, event)| Download {
+            src: half + (((range.start - share.t.start) << passes.log_cosets) * rw * 8) as u64,
+            dst: spare_strided(
+                rows,
+                ((range.start << plan.log_blowup) + k0) * rw,
+                rw << passes.log_cosets,
+                rw << plan.log_blowup,
+                range.len(),
+            ),
+            ready: Some(event),
+        })
+        .collect())
+}
+
+/// The host destination of `len` elements of `vec` starting at `start`, in its spare capacity.
+pub(super) fn spare<T>(vec: &mut Vec<T>, start: usize, len: usize) -> HostDst {
+    spare_strided(vec, start, len, len, 1)
+}
+
+/// The host destination of `count` runs of `run` elements of `vec`, `stride` elements apart,
+/// the first at `start`, in its spare capacity.
+fn spare_strided<T>(
+    vec: &mut Vec<T>,
+    start: usize,
+    run: usize,
+    stride: usize,
+    count: usize,
+) -> HostDst {
+    let spare = vec.spare_capacity_mut();
+    assert!(
+        count == 0 || start + (count - 1) * stride + run <= spare.len(),
+        "destination exceeds the reserved capacity"
+    );
+    let size = std::mem::size_of::<T>();
+    // SAFETY: every run lies in the vector's allocation; each is handed to one download.
+    unsafe {
+        HostDst::strided(
+            spare.as_mut_ptr().add(start).cast(),
+            run * size,
+            stride * size,
+            count,
+        )
+    }
+}
+
+/// Node ranges [start, end) a GPU owning `mine` of `blocks` Merkle blocks fills, level by level
+/// below the block roots, adjacent ranges merged.
+fn subtree_ranges(
+    leaves: usize,
+    blocks: usize,
+    mine: &std::ops::Range<usize>,
+) -> Vec<(usize, usize)> {
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    let mut count = blocks;
+    while count < leaves {
+        let per_block = count / blocks;
+        let (start, end) = (count + mine.start * per_block, count + mine.end * per_block);
+        match ranges.last_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            _ => ranges.push((start, end)),
+        }
+        count *= 2;
+    }
+    ranges
+}

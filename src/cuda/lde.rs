@@ -1,0 +1,275 @@
+//! The LDE on one GPU: upload of the source columns, interpolation and the coset extension.
+//!
+//! The source columns go up through the pinned ring in groups; each group's inverse NTTs (DIF,
+//! inverse twiddles) start as soon as its upload is done. `scale_coefficients` then writes the
+//! natural-order polynomials (downloaded for the host) and the bit-reversed coefficients times
+//! the powers of each coset's base, and forward NTTs (DIT) turn those into the evaluations over
+//! the cosets of a pass: the LDE buffer holds them column by column, coset by coset. The kernels
+//! run on the GPU's compute stream, which an event orders after each group's upload on the copy
+//! stream.
+
+use miden_crypto::Felt;
+use winter_math::FieldElement;
+
+use super::{
+    driver::{DriverResult, Event},
+    gpu::{Gpu, GpuState},
+    launch::kernel_args,
+    plan::{Passes, Plan, Share},
+    program::NTT_BLOCK,
+    tables,
+    timeline::{Stage, Timeline},
+};
+use crate::error::Result;
+
+/// Trace columns uploaded per group (each group's transforms start once its upload is done).
+const UPLOAD_GROUP_COLS: usize = 8;
+
+// UPLOAD AND INTERPOLATION
+// ================================================================================================
+
+/// One GPU's upload, interpolation and first-pass LDE, enqueued column group by column group:
+/// each group's kernels wait only for its own upload, so the transforms of one group overlap the
+/// host staging of the next (a composition is one group: it needs every component at once).
+pub(super) struct Upload {
+    /// (output columns, source columns) per group, local to this GPU.
+    pub(super) groups: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+    /// First source column of this GPU.
+    first_source: usize,
+    /// Recorded after each group's polynomials: the last recording is the one waited on.
+    pub(super) polys_ready: Event,
+}
+
+impl Upload {
+    /// Uploads the small tables (column sources, power tables) and sizes the buffers.
+    pub(super) fn new(
+        gpu: &Gpu,
+        state: &mut GpuState,
+        plan: &Plan<'_>,
+        share: &Share,
+        passes: &Passes,
+        coset_tables: &[u64],
+    ) -> Result<Self> {
+        let n = plan.shape.poly_len;
+        let m = plan.sources[0].len();
+        let sources = plan.sources_for(&share.cols);
+        let cols = share.cols.len();
+        let col_src: Vec<u32> = share
+            .cols
+            .clone()
+            .flat_map(|c| plan.col_src(c, sources.start))
+            .collect();
+        let polys_tables = tables::power_tables(&plan.scales, &[plan.polys_base], plan.log_n);
+        gpu.twiddles(state, plan.log_src, true)?;
+        gpu.twiddles(state, plan.log_n, false)?;
+        let bufs = &mut state.buffers;
+        let col_src_ptr = bufs.col_src.get(&gpu.ctx, col_src.len() * 4)?;
+        gpu.upload_into(col_src_ptr, &col_src)?;
+        let polys_tables_ptr = bufs.polys_tables.get(&gpu.ctx, polys_tables.len() * 8)?;
+        gpu.upload_into(polys_tables_ptr, &polys_tables)?;
+        let lde_tables_ptr = bufs.lde_tables.get(&gpu.ctx, coset_tables.len() * 8)?;
+        gpu.upload_into(lde_tables_ptr, coset_tables)?;
+        bufs.source.get(&gpu.ctx, sources.len() * m * 8)?;
+        bufs.polys.get(&gpu.ctx, cols * n * 8)?;
+        bufs.lde
+            .get(&gpu.ctx, (cols << passes.log_cosets) * n * 8)?;
+        let groups = match plan.composition_components {
+            Some(_) => vec![(0..cols, 0..sources.len())],
+            None => (0..cols)
+                .step_by(UPLOAD_GROUP_COLS)
+                .map(|g| {
+                    let group = g..(g + UPLOAD_GROUP_COLS).min(cols);
+                    (group.clone(), group)
+                })
+                .collect(),
+        };
+        Ok(Self {
+            groups,
+            first_source: sources.start,
+            polys_ready: Event::new(&gpu.ctx)?,
+        })
+    }
+
+    /// Uploads group `index` (if this GPU has it), interpolates it and extends it over the
+    /// first pass's cosets.
+    pub(super) fn enqueue_group(
+        &self,
+        gpu: &Gpu,
+        state: &mut GpuState,
+        plan: &Plan<'_>,
+        passes: &Passes,
+        index: usize,
+        timeline: &mut Timeline,
+    ) -> Result<()> {
+        let Some((group, group_sources)) = self.groups.get(index).cloned() else {
+            return Ok(());
+        };
+        let n = plan.shape.poly_len;
+        let m = plan.sources[0].len();
+        let source = state.buffers.source.get(&gpu.ctx, 0)?;
+        for i in group_sources.clone() {
+            let column = plan.sources[self.first_source + i];
+            gpu.upload(
+                &mut state.ring,
+                source + (i * m * 8) as u64,
+                Felt::elements_as_bytes(column),
+            )?;
+        }
+        let _uploaded = gpu.wait_for_uploads()?;
+        timeline.mark(gpu, Stage::Wait)?;
+        ntt(
+            gpu,
+            source + (group_sources.start * m * 8) as u64,
+            group_sources.len(),
+            plan.log_src,
+            gpu.twiddles(state, plan.log_src, true)?,
+            true,
+        )?;
+        let bufs = &mut state.buffers;
+        scale(
+            gpu,
+            bufs.polys.get(&gpu.ctx, 0)? + (group.start * n * 8) as u64,
+            source,
+            bufs.col_src.get(&gpu.ctx, 0)? + (group.start * 12) as u64,
+            bufs.polys_tables.get(&gpu.ctx, 0)?,
+            plan.log_n,
+            0,
+            m,
+            m / n,
+            true,
+            group.len(),
+        )?;
+        timeline.mark(gpu, Stage::Interpolate)?;
+        self.polys_ready.record(&gpu.compute)?;
+        coset_lde(gpu, state, plan, passes, 0, group)?;
+        timeline.mark(gpu, Stage::Lde)?;
+        Ok(())
+    }
+}
+
+// COSET LDE
+// ================================================================================================
+
+/// Enqueues the LDE of pass `pass` (every column of this GPU); returns its completion event.
+pub(super) fn enqueue_pass_lde(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    plan: &Plan<'_>,
+    share: &Share,
+    passes: &Passes,
+    pass: usize,
+    timeline: &mut Timeline,
+) -> Result<Event> {
+    timeline.mark(gpu, Stage::Wait)?;
+    coset_lde(gpu, state, plan, passes, pass, 0..share.cols.len())?;
+    timeline.mark(gpu, Stage::Lde)?;
+    gpu.completion()
+}
+
+/// Scales the bit-reversed coefficients of local columns `group` by the powers of pass `pass`'s
+/// coset bases and runs their DITs: the LDE buffer then holds those columns over the pass's
+/// cosets (column by column, coset by coset).
+fn coset_lde(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    plan: &Plan<'_>,
+    passes: &Passes,
+    pass: usize,
+    group: std::ops::Range<usize>,
+) -> DriverResult<()> {
+    let n = plan.shape.poly_len;
+    let m = plan.sources[0].len();
+    let table_len = tables::power_table_len(plan.log_n);
+    let pass_tables = (pass * plan.scales.len() * passes.cosets * table_len * 8) as u64;
+    let twiddles_fwd = gpu.twiddles(state, plan.log_n, false)?;
+    let bufs = &mut state.buffers;
+    let group_lde =
+        bufs.lde.get(&gpu.ctx, 0)? + ((group.start << passes.log_cosets) * n * 8) as u64;
+    scale(
+        gpu,
+        group_lde,
+        bufs.source.get(&gpu.ctx, 0)?,
+        bufs.col_src.get(&gpu.ctx, 0)? + (group.start * 12) as u64,
+        bufs.lde_tables.get(&gpu.ctx, 0)? + pass_tables,
+        plan.log_n,
+        passes.log_cosets,
+        m,
+        m / n,
+        false,
+        group.len(),
+    )?;
+    ntt(
+        gpu,
+        group_lde,
+        group.len() << passes.log_cosets,
+        plan.log_n,
+        twiddles_fwd,
+        false,
+    )
+}
+
+// KERNEL LAUNCHES
+// ================================================================================================
+
+/// In-place batched NTT of `segments` contiguous segments of 2^log_n elements.
+fn ntt(
+    gpu: &Gpu,
+    data: u64,
+    segments: usize,
+    log_n: u32,
+    twiddles: u64,
+    dif: bool,
+) -> DriverResult<()> {
+    let mut passes = tables::ntt_passes(log_n);
+    if dif {
+        passes.reverse();
+    }
+    for pass in passes {
+        let tile_log = pass.t_bits + pass.c_bits;
+        let grid = (segments << (log_n - tile_log)) as u32;
+        let block = NTT_BLOCK.min(1 << (tile_log - 1));
+        let (mut data, mut twiddles, mut log_n) = (data, twiddles, log_n);
+        let (mut b0, mut t_bits, mut c_bits, mut dif) =
+            (pass.b0, pass.t_bits, pass.c_bits, dif as u32);
+        let mut args = kernel_args!(data, twiddles, log_n, b0, t_bits, c_bits, dif);
+        // SAFETY: arguments match `ntt_pass`; data holds segments·2^log_n words, twiddles 2^(log_n-1).
+        unsafe {
+            gpu.kernels
+                .ntt_pass
+                .launch(&gpu.compute, grid, block, &mut args)?
+        };
+    }
+    Ok(())
+}
+
+/// Enqueues `scale_coefficients` over `cols` output columns and 2^log_slots slots each.
+#[allow(clippy::too_many_arguments)]
+fn scale(
+    gpu: &Gpu,
+    out: u64,
+    input: u64,
+    col_src: u64,
+    tables: u64,
+    log_n: u32,
+    log_slots: u32,
+    src_len: usize,
+    src_stride: usize,
+    natural_out: bool,
+    cols: usize,
+) -> DriverResult<()> {
+    let total = ((cols << log_slots) << log_n) as u64;
+    let grid = total.div_ceil(256).min(132 * 64) as u32;
+    let (mut out, mut input, mut col_src, mut tables) = (out, input, col_src, tables);
+    let (mut log_n, mut log_slots, mut s_bits) = (log_n, log_slots, tables::split_bits(log_n));
+    let (mut src_len, mut src_stride, mut natural, mut total) =
+        (src_len as u64, src_stride as u32, natural_out as u32, total);
+    let mut args = kernel_args!(
+        out, input, col_src, tables, log_n, log_slots, s_bits, src_len, src_stride, natural, total
+    );
+    // SAFETY: arguments match `scale_coefficients`; buffers were sized for these shapes.
+    unsafe {
+        gpu.kernels
+            .scale_coefficients
+            .launch(&gpu.compute, grid, 256, &mut args)
+    }
+}

@@ -1,0 +1,223 @@
+//! The shape of a commitment's work, computed on the host before anything is enqueued.
+//!
+//! A [`Plan`] holds what the kernels need to know about a request (sizes, source columns and
+//! their mapping to output columns, scale factors, coset shifts, the hash); a [`Share`] is what
+//! one GPU does (its output columns, its LDE rows and its Merkle blocks); [`Passes`] is how the
+//! LDE is walked when the device memory budget (see `memory`) asks for streaming. Keeping these
+//! apart from the stages lets every stage take the same description of the work.
+
+use miden_crypto::Felt;
+use winter_math::{FieldElement, StarkField};
+
+use super::{memory::Footprint, tables};
+use crate::{
+    committer::{CommitRequest, PolyInput, RowHashing, Shape},
+    hash::HashFunction,
+};
+
+// PLAN
+// ================================================================================================
+
+/// Everything the kernels need to know about a request, computed on the host.
+pub(super) struct Plan<'a> {
+    pub(super) shape: Shape,
+    pub(super) log_n: u32,
+    pub(super) log_blowup: u32,
+    /// Source columns (trace columns or composition components) and their length `m`.
+    pub(super) sources: &'a [&'a [Felt]],
+    pub(super) log_src: u32,
+    /// Composition: output column j·k + c is component c's coefficient chunk j.
+    pub(super) composition_components: Option<usize>,
+    /// Per scale group (1 for a trace, one per composition column index j).
+    pub(super) scales: Vec<Felt>,
+    /// Base of the polynomials' power factor (1 for a trace, 7^-1 for a composition).
+    pub(super) polys_base: Felt,
+    /// Shift of the LDE domain folded into the coset bases (7 for a trace, 1 for a composition,
+    /// whose coefficients already carry the offset).
+    lde_shift: Felt,
+    pub(super) hash: HashFunction,
+    /// 0 for whole rows, else the partition size.
+    pub(super) part: u32,
+}
+
+impl<'a> Plan<'a> {
+    /// The plan of `request`, whose dimensions are `shape`.
+    pub(super) fn new(request: &CommitRequest<'a>, shape: Shape) -> Self {
+        let log_n = shape.poly_len.ilog2();
+        let (sources, composition_components, scales, polys_base, lde_shift) = match request.input {
+            PolyInput::Trace { columns } => {
+                let inv_n = Felt::new(shape.poly_len as u64).inv();
+                (columns, None, vec![inv_n], Felt::ONE, Felt::GENERATOR)
+            }
+            PolyInput::Composition {
+                components,
+                column_len,
+                num_columns,
+            } => {
+                // a_{j·n + r} = m^-1 · 7^-(j·n) · 7^-r · (iNTT output)
+                let m = components[0].len();
+                let inv_m = Felt::new(m as u64).inv();
+                let inv_shift = Felt::GENERATOR.inv();
+                let step = inv_shift.exp(column_len as u64);
+                let scales = (0..num_columns as u64)
+                    .map(|j| inv_m * step.exp(j))
+                    .collect();
+                (
+                    components,
+                    Some(components.len()),
+                    scales,
+                    inv_shift,
+                    Felt::ONE,
+                )
+            }
+        };
+        let part = partition_size(request.row_hashing);
+        Self {
+            shape,
+            log_n,
+            log_blowup: request.blowup.ilog2(),
+            sources,
+            log_src: sources[0].len().ilog2(),
+            composition_components,
+            scales,
+            polys_base,
+            lde_shift,
+            hash: request.hash,
+            part,
+        }
+    }
+
+    /// Source column, offset and scale group of output column `c`, given the index of the first
+    /// source column this GPU uploaded.
+    pub(super) fn col_src(&self, c: usize, first_source: usize) -> [u32; 3] {
+        match self.composition_components {
+            None => [(c - first_source) as u32, 0, 0],
+            Some(k) => {
+                let (j, comp) = (c / k, c % k);
+                let off = tables::bit_reverse(j, self.log_src - self.log_n);
+                [comp as u32, off as u32, j as u32]
+            }
+        }
+    }
+
+    /// The source columns a GPU with output columns `cols` uploads.
+    pub(super) fn sources_for(&self, cols: &std::ops::Range<usize>) -> std::ops::Range<usize> {
+        match self.composition_components {
+            None => cols.clone(),
+            Some(k) => 0..k,
+        }
+    }
+}
+
+impl Plan<'_> {
+    /// Element counts of the buffers of the GPU doing `share` (of `gpus`).
+    pub(super) fn footprint(&self, share: &Share, gpus: usize) -> Footprint {
+        let (n, shape) = (self.shape.poly_len, &self.shape);
+        let t_len = share.t.len();
+        Footprint {
+            source: self.sources_for(&share.cols).len() * self.sources[0].len(),
+            polys: share.cols.len() * n,
+            lde_per_coset: share.cols.len() * n,
+            slab_per_coset: if gpus > 1 { shape.num_cols * t_len } else { 0 },
+            rows_per_coset: t_len * shape.row_width,
+            row_bytes: shape.row_width * 8,
+            digests: shape.lde_len * 4,
+        }
+    }
+
+    /// Power tables of the coset scaling, pass after pass (`cosets` cosets each): pass `p`'s
+    /// tables start at `p · scales · cosets · power_table_len`.
+    pub(super) fn coset_tables(&self, cosets: usize) -> Vec<u64> {
+        let blowup = 1usize << self.log_blowup;
+        let bases = tables::coset_bases(self.lde_shift, self.log_n + self.log_blowup, blowup);
+        bases
+            .chunks(cosets)
+            .flat_map(|group| tables::power_tables(&self.scales, group, self.log_n))
+            .collect()
+    }
+}
+
+/// The kernels' `part`: 0 for whole rows, else the partition size in base elements.
+pub(super) fn partition_size(row_hashing: RowHashing) -> u32 {
+    match row_hashing {
+        RowHashing::WholeRow => 0,
+        RowHashing::Partitioned(size) => size.min(u32::MAX as usize) as u32,
+    }
+}
+
+// PASSES
+// ================================================================================================
+
+/// How the LDE is walked: `passes` passes of `cosets` cosets each (one pass of every coset
+/// unless the device memory budget asks for streaming).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Passes {
+    pub(super) cosets: usize,
+    pub(super) log_cosets: u32,
+    pub(super) count: usize,
+}
+
+impl Passes {
+    /// `blowup / cosets` passes of `cosets` cosets each.
+    pub(super) fn new(cosets: usize, blowup: usize) -> Self {
+        Self {
+            cosets,
+            log_cosets: cosets.ilog2(),
+            count: blowup / cosets,
+        }
+    }
+
+    /// First coset of pass `p`.
+    pub(super) fn k0(&self, p: usize) -> usize {
+        p * self.cosets
+    }
+}
+
+// SHARES
+// ================================================================================================
+
+/// What one GPU does: its output columns, its LDE rows (as a t-range: rows t·blowup + k) and its
+/// Merkle blocks.
+#[derive(Debug, Clone)]
+pub(super) struct Share {
+    pub(super) cols: std::ops::Range<usize>,
+    pub(super) t: std::ops::Range<usize>,
+    pub(super) blocks: std::ops::Range<usize>,
+}
+
+impl Share {
+    /// The shares of `gpus` GPUs: the output columns and the 2^log_b Merkle blocks (with the
+    /// t-values below them) split evenly between them.
+    pub(super) fn for_gpus(shape: &Shape, gpus: usize, log_b: u32) -> Vec<Share> {
+        let blocks = 1usize << log_b;
+        split(shape.num_cols, gpus)
+            .into_iter()
+            .zip(split(blocks, gpus))
+            .map(|(cols, blocks)| {
+                let per_block = shape.poly_len >> log_b;
+                Share {
+                    cols,
+                    t: blocks.start * per_block..blocks.end * per_block,
+                    blocks,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Splits `count` items into `parts` contiguous ranges whose sizes differ by at most one.
+fn split(count: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
+    (0..parts)
+        .map(|p| count * p / parts..count * (p + 1) / parts)
+        .collect()
+}
+
+/// log2 of the number of Merkle blocks for `gpus` GPUs over 2^log_n t-values: one block for one
+/// GPU, else at least 8 per GPU (so uneven splits stay within 1/8), and at most one per t-value.
+pub(super) fn log_blocks(gpus: usize, log_n: u32) -> u32 {
+    if gpus == 1 {
+        0
+    } else {
+        ((gpus * 8).next_power_of_two().ilog2()).min(log_n)
+    }
+}

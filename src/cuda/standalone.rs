@@ -1,0 +1,112 @@
+//! The trait's single stages on the first GPU: [`GpuCommitter::hash_rows`] over host rows and
+//! [`GpuCommitter::build_tree`] over host leaves.
+//!
+//! Each uploads its input through the pinned ring, runs the same kernels as the commitment
+//! (one hashing launch over every row, or every Merkle level) and downloads the digests.
+//!
+//! [`GpuCommitter::hash_rows`]: crate::committer::GpuCommitter::hash_rows
+//! [`GpuCommitter::build_tree`]: crate::committer::GpuCommitter::build_tree
+
+use miden_crypto::Felt;
+use winter_math::FieldElement;
+
+use super::{
+    assemble::{download, spare},
+    driver::Event,
+    gpu::{Gpu, GpuState},
+    hashing::{merkle_levels, HashRowsArgs},
+    plan::partition_size,
+    transfer::Download,
+};
+use crate::{
+    committer::{LdeRows, RowHashing},
+    error::Result,
+    hash::{Digest, HashFunction},
+    host::reserve_host,
+};
+
+// SINGLE STAGES
+// ================================================================================================
+
+/// Hashes host rows on `gpu`.
+pub(super) fn hash_rows(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    lde: &LdeRows,
+    row_hashing: RowHashing,
+    hash: HashFunction,
+) -> Result<Vec<Digest>> {
+    let num_rows = lde.num_rows();
+    if num_rows == 0 {
+        return Ok(Vec::new());
+    }
+    let bufs = &mut state.buffers;
+    let src = bufs.source.get(&gpu.ctx, lde.data.len() * 8)?;
+    let leaves = bufs.leaves.get(&gpu.ctx, num_rows * 32)?;
+    gpu.upload(&mut state.ring, src, Felt::elements_as_bytes(&lde.data))?;
+    let _uploaded = gpu.wait_for_uploads()?;
+    let part = partition_size(row_hashing);
+    HashRowsArgs {
+        src,
+        k_stride: 0,
+        t_stride: lde.row_width as u64,
+        c_stride: 1,
+        num_cols: lde.num_cols as u32,
+        part,
+        log_blowup: 0,
+        k0: 0,
+        log_cosets: 0,
+        t0: 0,
+        t_count: num_rows as u64,
+        leaves,
+        rows_out: 0,
+        t_base: 0,
+        row_width: lde.row_width as u32,
+    }
+    .launch(gpu, gpu.kernels.hash_rows(hash, part != 0))?;
+    let done = gpu.completion()?;
+    download_digests(gpu, state, leaves, num_rows, &done, |_| {})
+}
+
+/// Builds the Merkle nodes over host leaves on `gpu`.
+pub(super) fn build_tree(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    leaves: &[Digest],
+    hash: HashFunction,
+) -> Result<Vec<Digest>> {
+    let n = leaves.len();
+    let bufs = &mut state.buffers;
+    let leaves_ptr = bufs.leaves.get(&gpu.ctx, n * 32)?;
+    let nodes_ptr = bufs.nodes.get(&gpu.ctx, n * 32)?;
+    let words: &[Felt] = leaves.as_flattened();
+    gpu.upload(&mut state.ring, leaves_ptr, Felt::elements_as_bytes(words))?;
+    let _uploaded = gpu.wait_for_uploads()?;
+    merkle_levels(gpu, hash, leaves_ptr, nodes_ptr, n, 1, &(0..1))?;
+    let done = gpu.completion()?;
+    download_digests(gpu, state, nodes_ptr, n, &done, |nodes| {
+        nodes[0] = [Felt::ZERO; 4]
+    })
+}
+
+/// Downloads `count` digests from `src` once `ready` fires; `fix` adjusts the result (node 0).
+fn download_digests(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    src: u64,
+    count: usize,
+    ready: &Event,
+    fix: impl FnOnce(&mut [Digest]),
+) -> Result<Vec<Digest>> {
+    let mut out: Vec<Digest> = reserve_host(count)?;
+    let job = Download {
+        src,
+        dst: spare(&mut out, 0, count),
+        ready: Some(ready),
+    };
+    download(&[gpu], &mut [state], vec![vec![job]])?;
+    // SAFETY: the download wrote all `count` digests.
+    unsafe { out.set_len(count) };
+    fix(&mut out);
+    Ok(out)
+}
