@@ -45,27 +45,17 @@ impl HostResults {
     pub(super) fn reserve(shape: &Shape) -> Result<Self> {
         let n = shape.poly_len;
         let lde_len = shape.lde_len;
-        let polys: Vec<Vec<Felt>> = (0..shape.num_cols)
-            .map(|_| reserve_host(n))
-            .collect::<Result<_>>()?;
+        let polys: Vec<Vec<Felt>> =
+            (0..shape.num_cols).map(|_| reserve_host(n)).collect::<Result<_>>()?;
         let rows: Vec<Felt> = reserve_host(lde_len * shape.row_width)?;
         let leaves: Vec<Digest> = reserve_host(lde_len)?;
         let nodes: Vec<Digest> = reserve_host(lde_len)?;
-        Ok(Self {
-            polys,
-            rows,
-            leaves,
-            nodes,
-        })
+        Ok(Self { polys, rows, leaves, nodes })
     }
 
     /// The spare capacity of the large results (rows, leaves, nodes), for the prefault.
     pub(super) fn large_spare_bytes(&mut self) -> [(usize, usize); 3] {
-        [
-            spare_bytes(&mut self.rows),
-            spare_bytes(&mut self.leaves),
-            spare_bytes(&mut self.nodes),
-        ]
+        [spare_bytes(&mut self.rows), spare_bytes(&mut self.leaves), spare_bytes(&mut self.nodes)]
     }
 
     /// The last downloads of the GPU doing `share`: its polynomials (once `interpolated`), the
@@ -97,22 +87,11 @@ impl HostResults {
                 ready: Some(interpolated),
             })
             .collect();
-        list.extend(row_downloads(
-            gpu,
-            state,
-            plan,
-            share,
-            passes,
-            last,
-            &mut self.rows,
-        )?);
+        list.extend(row_downloads(gpu, state, plan, share, passes, last, &mut self.rows)?);
         let bufs = &mut state.buffers;
         // the leaves are final after the last hash chunk: their download overlaps the tree
         if let Some((_, last_chunk)) = last.chunks.last() {
-            let (r0, r1) = (
-                share.t.start << plan.log_blowup,
-                share.t.end << plan.log_blowup,
-            );
+            let (r0, r1) = (share.t.start << plan.log_blowup, share.t.end << plan.log_blowup);
             list.push(Download {
                 src: bufs.leaves.get(&gpu.ctx, 0)? + (r0 * 32) as u64,
                 dst: spare(&mut self.leaves, r0, r1 - r0),
@@ -137,12 +116,7 @@ impl HostResults {
     /// Every element below each length must have been written by the downloads: every column,
     /// every row and leaf, and the subtree ranges of every block.
     pub(super) unsafe fn assemble(self, plan: &Plan<'_>, blocks: usize) -> Commitment {
-        let Self {
-            mut polys,
-            mut rows,
-            mut leaves,
-            mut nodes,
-        } = self;
+        let Self { mut polys, mut rows, mut leaves, mut nodes } = self;
         let shape = &plan.shape;
         let (n, lde_len) = (shape.poly_len, shape.lde_len);
         // SAFETY: the elements below the lengths are written (the caller's promise) or are
@@ -156,25 +130,14 @@ impl HostResults {
             let spare_nodes = nodes.spare_capacity_mut();
             spare_nodes[0].write([Felt::ZERO; 4]);
             for i in (1..blocks).rev() {
-                let children = [
-                    spare_nodes[2 * i].assume_init(),
-                    spare_nodes[2 * i + 1].assume_init(),
-                ];
+                let children =
+                    [spare_nodes[2 * i].assume_init(), spare_nodes[2 * i + 1].assume_init()];
                 spare_nodes[i].write(plan.hash.merge(&children));
             }
             nodes.set_len(lde_len);
         }
-        let lde = LdeRows {
-            data: rows,
-            row_width: shape.row_width,
-            num_cols: shape.num_cols,
-        };
-        Commitment {
-            polys,
-            lde,
-            leaves,
-            nodes,
-        }
+        let lde = LdeRows { data: rows, row_width: shape.row_width, num_cols: shape.num_cols };
+        Commitment { polys, lde, leaves, nodes }
     }
 }
 
@@ -256,12 +219,7 @@ fn spare_strided<T>(
     let size = std::mem::size_of::<T>();
     // SAFETY: every run lies in the vector's allocation; each is handed to one download.
     unsafe {
-        HostDst::strided(
-            spare.as_mut_ptr().add(start).cast(),
-            run * size,
-            stride * size,
-            count,
-        )
+        HostDst::strided(spare.as_mut_ptr().add(start).cast(), run * size, stride * size, count)
     }
 }
 

@@ -82,14 +82,7 @@ pub(super) fn commit(
     let mut uploads = Vec::with_capacity(g_count);
     for ((gpu, state), share) in gpus.iter().zip(states.iter_mut()).zip(&shares) {
         timelines.push(Timeline::new(gpu)?);
-        uploads.push(Upload::new(
-            gpu,
-            state,
-            &plan,
-            share,
-            &passes,
-            &coset_tables,
-        )?);
+        uploads.push(Upload::new(gpu, state, &plan, share, &passes, &coset_tables)?);
     }
     {
         let _span = tracing::info_span!("cuda.upload_and_lde", gpus = g_count).entered();
@@ -153,15 +146,7 @@ pub(super) fn commit(
             }
             timelines[g].mark(gpu, Stage::Exchange)?;
             gathered.push(gpu.completion()?);
-            hashed.push(enqueue_hash(
-                gpu,
-                state,
-                &plan,
-                share,
-                g_count > 1,
-                &passes,
-                pass,
-            )?);
+            hashed.push(enqueue_hash(gpu, state, &plan, share, g_count > 1, &passes, pass)?);
             timelines[g].mark(gpu, Stage::Hash)?;
             if pass + 1 == passes.count {
                 enqueue_tree(gpu, state, &plan, share, blocks)?;
@@ -262,8 +247,7 @@ fn gather(
             for k in 0..cosets {
                 let src = lde_ptrs[h] + (((local * cosets + k) * n + t.start) * 8) as u64;
                 let dst = slab + (((c * cosets + k) * t.len()) * 8) as u64;
-                gpu.compute
-                    .copy_peer(dst, &gpu.ctx, src, &source.ctx, t.len() * 8)?;
+                gpu.compute.copy_peer(dst, &gpu.ctx, src, &source.ctx, t.len() * 8)?;
             }
         }
     }

@@ -24,18 +24,9 @@ pub(super) fn check<T>(result: Result<T, DriverError>, what: &str) -> DriverResu
 
 /// [`GpuError::Device`] for a failed driver call.
 pub(super) fn device_error(what: &str, e: DriverError) -> GpuError {
-    let name = e
-        .error_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let text = e
-        .error_string()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    GpuError::Device {
-        backend: Backend::Cuda,
-        message: format!("{what}: {name} ({text})"),
-    }
+    let name = e.error_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let text = e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    GpuError::Device { backend: Backend::Cuda, message: format!("{what}: {name} ({text})") }
 }
 
 /// Binds `ctx` to the calling thread (driver calls act on the current context).
@@ -60,21 +51,11 @@ impl DeviceBuffer {
         bind(ctx)?;
         let bytes = bytes.max(1);
         match unsafe { result::malloc_sync(bytes) } {
-            Ok(ptr) => Ok(Self {
-                ptr,
-                bytes,
-                ctx: ctx.clone(),
-            }),
+            Ok(ptr) => Ok(Self { ptr, bytes, ctx: ctx.clone() }),
             Err(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)) => {
-                let available = result::mem_get_info()
-                    .map(|(free, _)| free as u64)
-                    .unwrap_or(0);
-                Err(GpuError::OutOfMemory {
-                    memory: "device",
-                    needed: bytes as u64,
-                    available,
-                })
-            }
+                let available = result::mem_get_info().map(|(free, _)| free as u64).unwrap_or(0);
+                Err(GpuError::OutOfMemory { memory: "device", needed: bytes as u64, available })
+            },
             Err(e) => Err(device_error("cuMemAlloc", e)),
         }
     }
@@ -121,7 +102,7 @@ impl Scratch {
                 let ptr = buffer.ptr();
                 self.0 = Some(buffer);
                 Ok(ptr)
-            }
+            },
         }
     }
 
@@ -154,10 +135,7 @@ impl PinnedBuffer {
             unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE) },
             "cuMemHostAlloc",
         )?;
-        Ok(Self {
-            ptr: ptr.cast(),
-            ctx: ctx.clone(),
-        })
+        Ok(Self { ptr: ptr.cast(), ctx: ctx.clone() })
     }
 
     /// The first byte.
@@ -195,10 +173,7 @@ impl Stream {
             result::stream::create(result::stream::StreamKind::NonBlocking),
             "cuStreamCreate",
         )?;
-        Ok(Self {
-            raw,
-            ctx: ctx.clone(),
-        })
+        Ok(Self { raw, ctx: ctx.clone() })
     }
 
     /// The raw handle.
@@ -222,10 +197,7 @@ impl Stream {
 
     /// Blocks until all work on this stream is done.
     pub(super) fn synchronize(&self) -> DriverResult<()> {
-        check(
-            unsafe { result::stream::synchronize(self.raw) },
-            "cuStreamSynchronize",
-        )
+        check(unsafe { result::stream::synchronize(self.raw) }, "cuStreamSynchronize")
     }
 
     /// Enqueues an asynchronous host-to-device copy.
@@ -320,34 +292,22 @@ impl Event {
     fn with_flags(ctx: &Arc<CudaContext>, flags: sys::CUevent_flags) -> DriverResult<Self> {
         bind(ctx)?;
         let raw = check(result::event::create(flags), "cuEventCreate")?;
-        Ok(Self {
-            raw,
-            ctx: ctx.clone(),
-        })
+        Ok(Self { raw, ctx: ctx.clone() })
     }
 
     /// Records the event at the current end of `stream`.
     pub(super) fn record(&self, stream: &Stream) -> DriverResult<()> {
-        check(
-            unsafe { result::event::record(self.raw, stream.raw) },
-            "cuEventRecord",
-        )
+        check(unsafe { result::event::record(self.raw, stream.raw) }, "cuEventRecord")
     }
 
     /// Blocks until the recorded work is done; reports any asynchronous fault before it.
     pub(super) fn synchronize(&self) -> DriverResult<()> {
-        check(
-            unsafe { result::event::synchronize(self.raw) },
-            "cuEventSynchronize",
-        )
+        check(unsafe { result::event::synchronize(self.raw) }, "cuEventSynchronize")
     }
 
     /// Milliseconds from `start` to this event (both timed and complete).
     pub(super) fn elapsed_since(&self, start: &Event) -> DriverResult<f32> {
-        check(
-            unsafe { result::event::elapsed(start.raw, self.raw) },
-            "cuEventElapsedTime",
-        )
+        check(unsafe { result::event::elapsed(start.raw, self.raw) }, "cuEventElapsedTime")
     }
 }
 

@@ -115,15 +115,7 @@ impl Buffers {
 
     /// The pipeline buffers, in [`BufferSizes::in_order`] order.
     fn pipeline(&self) -> [&Scratch; 7] {
-        [
-            &self.source,
-            &self.polys,
-            &self.lde,
-            &self.slab,
-            &self.rows,
-            &self.leaves,
-            &self.nodes,
-        ]
+        [&self.source, &self.polys, &self.lde, &self.slab, &self.rows, &self.leaves, &self.nodes]
     }
 }
 
@@ -188,7 +180,7 @@ impl Gpu {
             bind(&self.ctx)?;
             match unsafe { sys::cuCtxEnablePeerAccess(peer.ctx.cu_ctx(), 0) } {
                 sys::CUresult::CUDA_SUCCESS
-                | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {}
+                | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {},
                 other => check(other.result(), "cuCtxEnablePeerAccess")?,
             }
         }
@@ -211,10 +203,7 @@ impl Gpu {
     ) -> DriverResult<()> {
         bind(&self.ctx)?;
         // SAFETY: `data` outlives the copy (we synchronize before returning).
-        unsafe {
-            self.compute
-                .copy_htod(dst, data.as_ptr().cast(), std::mem::size_of_val(data))?
-        };
+        unsafe { self.compute.copy_htod(dst, data.as_ptr().cast(), std::mem::size_of_val(data))? };
         self.compute.synchronize()
     }
 
@@ -250,11 +239,7 @@ impl Gpu {
 
     /// This GPU's side of a host transfer: its copy stream and `ring`.
     pub(super) fn copy_lane<'a>(&'a self, ring: &'a mut Ring) -> Lane<'a> {
-        Lane {
-            ctx: &self.ctx,
-            stream: &self.copy,
-            ring,
-        }
+        Lane { ctx: &self.ctx, stream: &self.copy, ring }
     }
 
     /// Uploads `bytes` to `dst` on the copy stream through `ring` (see [`transfer::upload`]);

@@ -54,11 +54,8 @@ pub(super) fn enqueue_hash(
     let mut t0 = share.t.start;
     while t0 < share.t.end {
         // the rows of the last chunks download after the hashing ends: keep them short
-        let size = if share.t.end - t0 <= chunk_t {
-            (chunk_t / LAST_CHUNK_SPLIT).max(1)
-        } else {
-            chunk_t
-        };
+        let size =
+            if share.t.end - t0 <= chunk_t { (chunk_t / LAST_CHUNK_SPLIT).max(1) } else { chunk_t };
         let t1 = (t0 + size).min(share.t.end);
         HashRowsArgs {
             src: base + ((t0 - share.t.start) * 8) as u64,
@@ -178,15 +175,7 @@ pub(super) fn enqueue_tree(
     let bufs = &mut state.buffers;
     let leaves = bufs.leaves.get(&gpu.ctx, lde_len * 32)?;
     let nodes = bufs.nodes.get(&gpu.ctx, lde_len * 32)?;
-    merkle_levels(
-        gpu,
-        plan.hash,
-        leaves,
-        nodes,
-        lde_len,
-        blocks,
-        &share.blocks,
-    )
+    merkle_levels(gpu, plan.hash, leaves, nodes, lde_len, blocks, &share.blocks)
 }
 
 /// Merkle levels over `leaves` (device) into `nodes` (device, Winterfell's layout) for blocks

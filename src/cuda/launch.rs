@@ -26,14 +26,9 @@ impl Module {
     /// Loads a CUBIN image into `ctx`.
     pub(super) fn load(ctx: &Arc<CudaContext>, cubin: &[u8]) -> DriverResult<Self> {
         bind(ctx)?;
-        let raw = check(
-            unsafe { result::module::load_data(cubin.as_ptr().cast()) },
-            "cuModuleLoadData",
-        )?;
-        Ok(Self {
-            raw,
-            ctx: ctx.clone(),
-        })
+        let raw =
+            check(unsafe { result::module::load_data(cubin.as_ptr().cast()) }, "cuModuleLoadData")?;
+        Ok(Self { raw, ctx: ctx.clone() })
     }
 
     /// Looks up a kernel by its `extern "C"` name.
@@ -46,10 +41,7 @@ impl Module {
             unsafe { result::module::get_function(self.raw, c_name) },
             "cuModuleGetFunction",
         )?;
-        Ok(Kernel {
-            raw,
-            name: name.to_string(),
-        })
+        Ok(Kernel { raw, name: name.to_string() })
     }
 }
 
@@ -100,9 +92,8 @@ impl Kernel {
         )?;
         if debug_sync() {
             stream.synchronize().map_err(|e| match e {
-                GpuError::Device { backend, message } => GpuError::Device {
-                    backend,
-                    message: format!("{}: {message}", self.name),
+                GpuError::Device { backend, message } => {
+                    GpuError::Device { backend, message: format!("{}: {message}", self.name) }
                 },
                 other => other,
             })?;

@@ -54,11 +54,8 @@ impl Upload {
         let m = plan.sources[0].len();
         let sources = plan.sources_for(&share.cols);
         let cols = share.cols.len();
-        let col_src: Vec<u32> = share
-            .cols
-            .clone()
-            .flat_map(|c| plan.col_src(c, sources.start))
-            .collect();
+        let col_src: Vec<u32> =
+            share.cols.clone().flat_map(|c| plan.col_src(c, sources.start)).collect();
         let polys_tables = tables::power_tables(&plan.scales, &[plan.polys_base], plan.log_n);
         gpu.twiddles(state, plan.log_src, true)?;
         gpu.twiddles(state, plan.log_n, false)?;
@@ -71,8 +68,7 @@ impl Upload {
         gpu.upload_into(lde_tables_ptr, coset_tables)?;
         bufs.source.get(&gpu.ctx, sources.len() * m * 8)?;
         bufs.polys.get(&gpu.ctx, cols * n * 8)?;
-        bufs.lde
-            .get(&gpu.ctx, (cols << passes.log_cosets) * n * 8)?;
+        bufs.lde.get(&gpu.ctx, (cols << passes.log_cosets) * n * 8)?;
         let groups = match plan.composition_components {
             Some(_) => vec![(0..cols, 0..sources.len())],
             None => (0..cols)
@@ -83,11 +79,7 @@ impl Upload {
                 })
                 .collect(),
         };
-        Ok(Self {
-            groups,
-            first_source: sources.start,
-            polys_ready: Event::new(&gpu.ctx)?,
-        })
+        Ok(Self { groups, first_source: sources.start, polys_ready: Event::new(&gpu.ctx)? })
     }
 
     /// Uploads group `index` (if this GPU has it), interpolates it and extends it over the
@@ -198,14 +190,7 @@ fn coset_lde(
         false,
         group.len(),
     )?;
-    ntt(
-        gpu,
-        group_lde,
-        group.len() << passes.log_cosets,
-        plan.log_n,
-        twiddles_fwd,
-        false,
-    )
+    ntt(gpu, group_lde, group.len() << passes.log_cosets, plan.log_n, twiddles_fwd, false)
 }
 
 // KERNEL LAUNCHES
@@ -233,11 +218,7 @@ fn ntt(
             (pass.b0, pass.t_bits, pass.c_bits, dif as u32);
         let mut args = kernel_args!(data, twiddles, log_n, b0, t_bits, c_bits, dif);
         // SAFETY: arguments match `ntt_pass`; data holds segments·2^log_n words, twiddles 2^(log_n-1).
-        unsafe {
-            gpu.kernels
-                .ntt_pass
-                .launch(&gpu.compute, grid, block, &mut args)?
-        };
+        unsafe { gpu.kernels.ntt_pass.launch(&gpu.compute, grid, block, &mut args)? };
     }
     Ok(())
 }
@@ -267,9 +248,5 @@ fn scale(
         out, input, col_src, tables, log_n, log_slots, s_bits, src_len, src_stride, natural, total
     );
     // SAFETY: arguments match `scale_coefficients`; buffers were sized for these shapes.
-    unsafe {
-        gpu.kernels
-            .scale_coefficients
-            .launch(&gpu.compute, grid, 256, &mut args)
-    }
+    unsafe { gpu.kernels.scale_coefficients.launch(&gpu.compute, grid, 256, &mut args) }
 }

@@ -62,15 +62,7 @@ pub(super) struct BufferSizes {
 impl BufferSizes {
     /// The sizes in the order of [`Buffers`]' pipeline buffers.
     pub(super) fn in_order(&self) -> [usize; 7] {
-        [
-            self.source,
-            self.polys,
-            self.lde,
-            self.slab,
-            self.rows,
-            self.leaves,
-            self.nodes,
-        ]
+        [self.source, self.polys, self.lde, self.slab, self.rows, self.leaves, self.nodes]
     }
 
     fn total(&self) -> u64 {
@@ -132,11 +124,7 @@ pub(super) fn cosets_per_pass(
                 .find(|(needed, budget)| needed > budget)
                 .or(needs.max())
                 .expect("at least one GPU");
-            return Err(GpuError::OutOfMemory {
-                memory: "device",
-                needed,
-                available,
-            });
+            return Err(GpuError::OutOfMemory { memory: "device", needed, available });
         }
         cosets /= 2;
     }

@@ -103,10 +103,7 @@ impl CudaCommitter {
 
     /// Device times of the stages of the last [`GpuCommitter::commit`], one entry per GPU.
     pub fn last_stage_times(&self) -> Vec<StageTimes> {
-        self.last_times
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.last_times.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     fn states(&self) -> std::sync::MutexGuard<'_, Vec<GpuState>> {
@@ -143,9 +140,7 @@ impl CudaCommitterBuilder {
     pub fn build(self) -> Result<CudaCommitter> {
         let ordinals = devices::select(self.devices)?;
         if !program::nvrtc_present() {
-            return Err(program::unavailable(
-                "the NVRTC library (libnvrtc) was not found",
-            ));
+            return Err(program::unavailable("the NVRTC library (libnvrtc) was not found"));
         }
         let mut gpus = Vec::with_capacity(ordinals.len());
         let mut states = Vec::with_capacity(ordinals.len());
@@ -180,12 +175,10 @@ impl GpuCommitter for CudaCommitter {
         match self.gpus.as_slice() {
             [one] => format!("{} (cuda:{})", one.name, one.ordinal),
             many => {
-                let list: Vec<String> = many
-                    .iter()
-                    .map(|g| format!("{} (cuda:{})", g.name, g.ordinal))
-                    .collect();
+                let list: Vec<String> =
+                    many.iter().map(|g| format!("{} (cuda:{})", g.name, g.ordinal)).collect();
                 format!("{} GPUs: {}", many.len(), list.join(", "))
-            }
+            },
         }
     }
 

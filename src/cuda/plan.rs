@@ -48,28 +48,16 @@ impl<'a> Plan<'a> {
             PolyInput::Trace { columns } => {
                 let inv_n = Felt::new(shape.poly_len as u64).inv();
                 (columns, None, vec![inv_n], Felt::ONE, Felt::GENERATOR)
-            }
-            PolyInput::Composition {
-                components,
-                column_len,
-                num_columns,
-            } => {
+            },
+            PolyInput::Composition { components, column_len, num_columns } => {
                 // a_{j·n + r} = m^-1 · 7^-(j·n) · 7^-r · (iNTT output)
                 let m = components[0].len();
                 let inv_m = Felt::new(m as u64).inv();
                 let inv_shift = Felt::GENERATOR.inv();
                 let step = inv_shift.exp(column_len as u64);
-                let scales = (0..num_columns as u64)
-                    .map(|j| inv_m * step.exp(j))
-                    .collect();
-                (
-                    components,
-                    Some(components.len()),
-                    scales,
-                    inv_shift,
-                    Felt::ONE,
-                )
-            }
+                let scales = (0..num_columns as u64).map(|j| inv_m * step.exp(j)).collect();
+                (components, Some(components.len()), scales, inv_shift, Felt::ONE)
+            },
         };
         let part = partition_size(request.row_hashing);
         Self {
@@ -96,7 +84,7 @@ impl<'a> Plan<'a> {
                 let (j, comp) = (c / k, c % k);
                 let off = tables::bit_reverse(j, self.log_src - self.log_n);
                 [comp as u32, off as u32, j as u32]
-            }
+            },
         }
     }
 
@@ -160,11 +148,7 @@ pub(super) struct Passes {
 impl Passes {
     /// `blowup / cosets` passes of `cosets` cosets each.
     pub(super) fn new(cosets: usize, blowup: usize) -> Self {
-        Self {
-            cosets,
-            log_cosets: cosets.ilog2(),
-            count: blowup / cosets,
-        }
+        Self { cosets, log_cosets: cosets.ilog2(), count: blowup / cosets }
     }
 
     /// First coset of pass `p`.
@@ -195,11 +179,7 @@ impl Share {
             .zip(split(blocks, gpus))
             .map(|(cols, blocks)| {
                 let per_block = shape.poly_len >> log_b;
-                Share {
-                    cols,
-                    t: blocks.start * per_block..blocks.end * per_block,
-                    blocks,
-                }
+                Share { cols, t: blocks.start * per_block..blocks.end * per_block, blocks }
             })
             .collect()
     }
@@ -207,9 +187,7 @@ impl Share {
 
 /// Splits `count` items into `parts` contiguous ranges whose sizes differ by at most one.
 fn split(count: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
-    (0..parts)
-        .map(|p| count * p / parts..count * (p + 1) / parts)
-        .collect()
+    (0..parts).map(|p| count * p / parts..count * (p + 1) / parts).collect()
 }
 
 /// log2 of the number of Merkle blocks for `gpus` GPUs over 2^log_n t-values: one block for one

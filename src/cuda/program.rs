@@ -88,11 +88,8 @@ fn prelude() -> String {
         String::from("\n// GENERATED CONSTANTS (src/cuda/program.rs, from miden-crypto)\n");
     let _ = writeln!(out, "#define HASH_BLOCK {HASH_BLOCK}");
     let _ = writeln!(out, "#define HASH_MIN_BLOCKS {}", hash_min_blocks());
-    let mds: Vec<String> = Rpo256::MDS
-        .iter()
-        .flatten()
-        .map(|x| format!("{}u", x.as_int()))
-        .collect();
+    let mds: Vec<String> =
+        Rpo256::MDS.iter().flatten().map(|x| format!("{}u", x.as_int())).collect();
     let _ = writeln!(out, "#define RESCUE_MDS {{{}}}", mds.join(", "));
     for (name, table) in [("ARK1", &Rpo256::ARK1), ("ARK2", &Rpo256::ARK2)] {
         let _ = writeln!(
@@ -103,19 +100,12 @@ fn prelude() -> String {
         );
     }
     let lengths: Vec<Felt> = (0..8u8).map(Felt::from).collect();
-    let _ = writeln!(
-        out,
-        "__constant__ u64 SPONGE_LEN[8] = {{{}}};\n",
-        hex_list(lengths.iter())
-    );
+    let _ = writeln!(out, "__constant__ u64 SPONGE_LEN[8] = {{{}}};\n", hex_list(lengths.iter()));
     out
 }
 
 fn hex_list<'a>(values: impl Iterator<Item = &'a Felt>) -> String {
-    values
-        .map(|x| format!("0x{:016x}ull", x.inner()))
-        .collect::<Vec<_>>()
-        .join(", ")
+    values.map(|x| format!("0x{:016x}ull", x.inner())).collect::<Vec<_>>().join(", ")
 }
 
 // NVRTC
@@ -143,23 +133,15 @@ pub fn compile_for_arch(arch: &str) -> Result<Arc<Vec<u8>>, GpuError> {
     }
     let _span = tracing::info_span!("cuda.nvrtc", arch).entered();
     let cubin = Arc::new(compile(&kernel_source(), arch)?);
-    cache
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(key, cubin.clone());
+    cache.lock().unwrap_or_else(|p| p.into_inner()).insert(key, cubin.clone());
     Ok(cubin)
 }
 
 fn compile(source: &str, arch: &str) -> Result<Vec<u8>, GpuError> {
     let program = Program::new(source)?;
-    let options = [
-        format!("--gpu-architecture={arch}"),
-        "--std=c++17".to_string(),
-    ];
-    let options: Vec<CString> = options
-        .iter()
-        .map(|o| CString::new(o.as_str()).expect("no NUL in options"))
-        .collect();
+    let options = [format!("--gpu-architecture={arch}"), "--std=c++17".to_string()];
+    let options: Vec<CString> =
+        options.iter().map(|o| CString::new(o.as_str()).expect("no NUL in options")).collect();
     let pointers: Vec<*const core::ffi::c_char> = options.iter().map(|o| o.as_ptr()).collect();
     let status =
         unsafe { nvrtc::nvrtcCompileProgram(program.0, pointers.len() as i32, pointers.as_ptr()) };
@@ -169,10 +151,7 @@ fn compile(source: &str, arch: &str) -> Result<Vec<u8>, GpuError> {
         return Err(with_log(compile_error("NVRTC reported diagnostics"), &log));
     }
     let mut size = 0usize;
-    nvrtc_check(
-        unsafe { nvrtc::nvrtcGetCUBINSize(program.0, &mut size) },
-        "nvrtcGetCUBINSize",
-    )?;
+    nvrtc_check(unsafe { nvrtc::nvrtcGetCUBINSize(program.0, &mut size) }, "nvrtcGetCUBINSize")?;
     let mut cubin = vec![0u8; size];
     nvrtc_check(
         unsafe { nvrtc::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast()) },
@@ -231,10 +210,7 @@ fn nvrtc_check(status: nvrtc::nvrtcResult, what: &str) -> Result<(), GpuError> {
         return Ok(());
     }
     let text = unsafe { CStr::from_ptr(nvrtc::nvrtcGetErrorString(status)) };
-    Err(compile_error(&format!(
-        "{what}: {}",
-        text.to_string_lossy()
-    )))
+    Err(compile_error(&format!("{what}: {}", text.to_string_lossy())))
 }
 
 fn compile_error(message: &str) -> GpuError {
@@ -246,17 +222,13 @@ fn compile_error(message: &str) -> GpuError {
 
 fn with_log(error: GpuError, log: &str) -> GpuError {
     match error {
-        GpuError::Device { backend, message } if !log.trim().is_empty() => GpuError::Device {
-            backend,
-            message: format!("{message}\n{log}"),
+        GpuError::Device { backend, message } if !log.trim().is_empty() => {
+            GpuError::Device { backend, message: format!("{message}\n{log}") }
         },
         other => other,
     }
 }
 
 pub(super) fn unavailable(reason: &str) -> GpuError {
-    GpuError::BackendUnavailable {
-        backend: Backend::Cuda,
-        reason: reason.to_string(),
-    }
+    GpuError::BackendUnavailable { backend: Backend::Cuda, reason: reason.to_string() }
 }

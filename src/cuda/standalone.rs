@@ -84,9 +84,7 @@ pub(super) fn build_tree(
     let _uploaded = gpu.wait_for_uploads()?;
     merkle_levels(gpu, hash, leaves_ptr, nodes_ptr, n, 1, &(0..1))?;
     let done = gpu.completion()?;
-    download_digests(gpu, state, nodes_ptr, n, &done, |nodes| {
-        nodes[0] = [Felt::ZERO; 4]
-    })
+    download_digests(gpu, state, nodes_ptr, n, &done, |nodes| nodes[0] = [Felt::ZERO; 4])
 }
 
 /// Downloads `count` digests from `src` once `ready` fires; `fix` adjusts the result (node 0).
@@ -99,11 +97,7 @@ fn download_digests(
     fix: impl FnOnce(&mut [Digest]),
 ) -> Result<Vec<Digest>> {
     let mut out: Vec<Digest> = reserve_host(count)?;
-    let job = Download {
-        src,
-        dst: spare(&mut out, 0, count),
-        ready: Some(ready),
-    };
+    let job = Download { src, dst: spare(&mut out, 0, count), ready: Some(ready) };
     download(&[gpu], &mut [state], vec![vec![job]])?;
     // SAFETY: the download wrote all `count` digests.
     unsafe { out.set_len(count) };

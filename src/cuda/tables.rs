@@ -23,15 +23,13 @@ pub(super) fn twiddles(log_n: u32, inverse: bool) -> Vec<u64> {
 fn powers(g: Felt, count: usize, scale: Felt) -> Vec<u64> {
     const CHUNK: usize = 1 << 14;
     let mut out = vec![0u64; count];
-    out.par_chunks_mut(CHUNK)
-        .enumerate()
-        .for_each(|(c, chunk)| {
-            let mut x = scale * g.exp((c * CHUNK) as u64);
-            for slot in chunk {
-                *slot = x.inner();
-                x *= g;
-            }
-        });
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+        let mut x = scale * g.exp((c * CHUNK) as u64);
+        for slot in chunk {
+            *slot = x.inner();
+            x *= g;
+        }
+    });
     out
 }
 

@@ -54,11 +54,7 @@ pub(super) struct Timeline {
 
 impl Timeline {
     pub(super) fn new(gpu: &Gpu) -> DriverResult<Self> {
-        Ok(Self {
-            start: gpu.mark()?,
-            marks: Vec::new(),
-            first_lde: 0,
-        })
+        Ok(Self { start: gpu.mark()?, marks: Vec::new(), first_lde: 0 })
     }
 
     /// Ends the current span as `stage`.
@@ -74,11 +70,7 @@ impl Timeline {
 
     /// The stage times, once the work is done.
     pub(super) fn stage_times(&self, device: usize, passes: usize) -> DriverResult<StageTimes> {
-        let mut times = StageTimes {
-            device,
-            passes,
-            ..StageTimes::default()
-        };
+        let mut times = StageTimes { device, passes, ..StageTimes::default() };
         let Some((_, end)) = self.marks.last() else {
             return Ok(times);
         };
@@ -92,7 +84,7 @@ impl Timeline {
                 Stage::Exchange => times.exchange_ms += ms,
                 Stage::Hash => times.hash_ms += ms,
                 Stage::Tree => times.tree_ms += ms,
-                Stage::Wait => {}
+                Stage::Wait => {},
             }
             if i + 1 == self.first_lde {
                 times.upload_lde_ms = mark.elapsed_since(&self.start)?;

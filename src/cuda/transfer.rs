@@ -32,17 +32,10 @@ pub(super) struct Ring {
 impl Ring {
     /// Allocates the ring on `ctx` (once per GPU; reused by every call).
     pub(super) fn new(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
-        let slots = (0..SLOTS)
-            .map(|_| PinnedBuffer::new(ctx, SLOT_BYTES))
-            .collect::<DriverResult<_>>()?;
-        let done = (0..SLOTS)
-            .map(|_| Event::new(ctx))
-            .collect::<DriverResult<_>>()?;
-        Ok(Self {
-            slots,
-            done,
-            next: 0,
-        })
+        let slots =
+            (0..SLOTS).map(|_| PinnedBuffer::new(ctx, SLOT_BYTES)).collect::<DriverResult<_>>()?;
+        let done = (0..SLOTS).map(|_| Event::new(ctx)).collect::<DriverResult<_>>()?;
+        Ok(Self { slots, done, next: 0 })
     }
 }
 
@@ -65,12 +58,7 @@ impl HostDst {
     /// `ptr..ptr+len` must be writable, stay valid until the transfer completes, and not be
     /// accessed by anything else meanwhile.
     pub(super) unsafe fn new(ptr: *mut u8, len: usize) -> Self {
-        Self {
-            ptr,
-            len,
-            run: len,
-            stride: len,
-        }
+        Self { ptr, len, run: len, stride: len }
     }
 
     /// `count` runs of `run` bytes, the first at `ptr`, each `stride` bytes after the last.
@@ -82,12 +70,7 @@ impl HostDst {
         if run == stride {
             return Self::new(ptr, run * count);
         }
-        Self {
-            ptr,
-            len: run * count,
-            run,
-            stride,
-        }
+        Self { ptr, len: run * count, run, stride }
     }
 
     fn is_contiguous(&self) -> bool {
@@ -153,8 +136,7 @@ pub(super) fn upload(lane: &mut Lane<'_>, dst: sys::CUdeviceptr, src: &[u8]) -> 
         // SAFETY: the slot holds SLOT_BYTES >= piece.len() bytes and no transfer uses it now.
         unsafe {
             par_copy(staging, piece.as_ptr(), piece.len());
-            lane.stream
-                .copy_htod(dst + (i * SLOT_BYTES) as u64, staging, piece.len())?;
+            lane.stream.copy_htod(dst + (i * SLOT_BYTES) as u64, staging, piece.len())?;
         }
         lane.ring.done[slot].record(lane.stream)?;
     }
@@ -276,19 +258,16 @@ unsafe fn par_scatter(dst: HostDst, src: *const u8) {
     }
     let (to, from) = (dst.ptr as usize, src as usize);
     let runs_per_task = (HOST_COPY_CHUNK / dst.run).max(1);
-    (0..dst.len / dst.run)
-        .into_par_iter()
-        .with_min_len(runs_per_task)
-        .for_each(|i| {
-            // SAFETY: run i of the source and of the destination (see the function's contract).
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    (from + i * dst.run) as *const u8,
-                    (to + i * dst.stride) as *mut u8,
-                    dst.run,
-                )
-            }
-        });
+    (0..dst.len / dst.run).into_par_iter().with_min_len(runs_per_task).for_each(|i| {
+        // SAFETY: run i of the source and of the destination (see the function's contract).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (from + i * dst.run) as *const u8,
+                (to + i * dst.stride) as *mut u8,
+                dst.run,
+            )
+        }
+    });
 }
 
 /// memcpy with all cores.
