@@ -8,7 +8,6 @@ use cudarc::driver::{sys, CudaContext};
 use super::{
     driver::{bind, check, DeviceBuffer, DriverResult, Event, Scratch, Stream},
     launch::{Kernel, Module},
-    memory::BufferSizes,
     program::{compile_for_arch, KERNELS},
     tables,
     transfer::{self, Lane, Ring},
@@ -86,16 +85,12 @@ pub(super) struct Buffers {
 impl Buffers {
     /// Bytes held by the pipeline buffers (the small tables aside).
     pub(super) fn held(&self) -> u64 {
-        self.pipeline().iter().map(|s| s.bytes() as u64).sum()
+        self.pipeline_bytes().iter().map(|&bytes| bytes as u64).sum()
     }
 
-    /// Bytes held once a commitment needing `sizes` has grown the buffers (none shrink).
-    pub(super) fn held_with(&self, sizes: &BufferSizes) -> u64 {
-        self.pipeline()
-            .iter()
-            .zip(sizes.in_order())
-            .map(|(s, need)| s.bytes().max(need) as u64)
-            .sum()
+    /// Bytes of each pipeline buffer: source, polys, lde, slab, rows, leaves, nodes.
+    pub(super) fn pipeline_bytes(&self) -> [usize; 7] {
+        self.pipeline().map(Scratch::bytes)
     }
 
     /// Frees every pipeline buffer.
@@ -113,7 +108,7 @@ impl Buffers {
         }
     }
 
-    /// The pipeline buffers, in [`BufferSizes::in_order`] order.
+    /// The pipeline buffers, in the order of [`Self::pipeline_bytes`].
     fn pipeline(&self) -> [&Scratch; 7] {
         [&self.source, &self.polys, &self.lde, &self.slab, &self.rows, &self.leaves, &self.nodes]
     }

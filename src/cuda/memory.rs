@@ -60,7 +60,7 @@ pub(super) struct BufferSizes {
 }
 
 impl BufferSizes {
-    /// The sizes in the order of [`Buffers`]' pipeline buffers.
+    /// The sizes in the order of [`Buffers::pipeline_bytes`].
     pub(super) fn in_order(&self) -> [usize; 7] {
         [self.source, self.polys, self.lde, self.slab, self.rows, self.leaves, self.nodes]
     }
@@ -84,6 +84,16 @@ impl Footprint {
             nodes: self.digests * 32,
         }
     }
+}
+
+/// Bytes `buffers` hold once a commitment needing `sizes` has grown them (none shrink).
+fn held_with(buffers: &Buffers, sizes: &BufferSizes) -> u64 {
+    buffers
+        .pipeline_bytes()
+        .iter()
+        .zip(sizes.in_order())
+        .map(|(&held, need)| held.max(need) as u64)
+        .sum()
 }
 
 // PASSES
@@ -130,7 +140,7 @@ pub(super) fn cosets_per_pass(
     }
     for ((state, f), &budget) in states.iter_mut().zip(footprints).zip(&budgets) {
         let sizes = f.sizes(cosets, blowup);
-        if state.buffers.held_with(&sizes) + TABLES > budget {
+        if held_with(&state.buffers, &sizes) + TABLES > budget {
             state.buffers.release();
         }
     }

@@ -6,13 +6,10 @@ use super::{
     batch::Batch,
     buffers::{PooledBuffer, STORAGE},
     pipelines::Kernel,
-    sizes::FELT_BYTES,
+    sizes::{FELT_BYTES, SPONGE_ELEMENTS},
     Engine,
 };
 use crate::{committer::RowHashing, hash::HashFunction};
-
-/// Field elements of saved sponge state per row (inner and outer state) between dispatches.
-pub(super) const SPONGE_ELEMENTS: usize = 24;
 
 /// `HashRowsParams` of hash_rows.wgsl.
 #[repr(C)]

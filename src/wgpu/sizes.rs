@@ -1,12 +1,14 @@
 //! How work is split to fit the device: parts of arrays within one storage binding, staging
 //! buffers, row chunks, and hashing dispatches.
 
-use super::hash::SPONGE_ELEMENTS;
 use crate::error::{GpuError, Result};
 
 /// Bytes of a field element and of a digest.
 pub(super) const FELT_BYTES: u64 = 8;
 pub(super) const DIGEST_BYTES: u64 = 32;
+
+/// Field elements of saved sponge state per row (inner and outer state) between dispatches.
+pub(super) const SPONGE_ELEMENTS: usize = 24;
 
 // SIZES
 // ================================================================================================
