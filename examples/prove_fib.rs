@@ -9,24 +9,38 @@
 
 mod fib;
 
-use std::{sync::Arc, time::Instant};
+use std::sync::Arc;
 
 use clap::{Parser, ValueEnum};
 use fib::{FibAir, FibProver, FibTrace};
 use miden_crypto::hash::{rpo::Rpo256, rpx::Rpx256};
 use miden_gpu::{
-    compare_proofs, timing::stages, timing::StageTimes, Backend, GpuCommitter, GpuHasher, GpuProver,
+    compare_proofs,
+    timing::{self, stages, Row, StageTimes},
+    Backend, GpuCommitter, GpuHasher, GpuProver,
 };
 use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer};
-use winter_air::{proof::Proof, BatchingMethod, FieldExtension, ProofOptions};
+use winter_air::{BatchingMethod, FieldExtension, ProofOptions};
 use winter_crypto::{DefaultRandomCoin, MerkleTree};
-use winter_prover::Prover;
+use winter_prover::{Prover, ProverError};
 use winter_verifier::AcceptableOptions;
 
 /// Trace length when a GPU backend is in use.
 const GPU_LOG_STEPS: u32 = 20;
 /// Trace length when only the CPU backend is available (keeps the run short).
 const CPU_LOG_STEPS: u32 = 14;
+
+/// The stages of the timing table (the rest of the proof is in its total).
+const COMMITMENT_ROWS: [Row; 2] = [
+    Row {
+        label: "trace commitment",
+        spans: &[stages::MAIN_TRACE, stages::AUX_TRACE],
+    },
+    Row {
+        label: "constraint commitment",
+        spans: &[stages::CONSTRAINTS],
+    },
+];
 
 #[derive(Parser)]
 #[command(about = "Prove Fibonacci with Winterfell and with miden-gpu, compare and verify")]
@@ -85,9 +99,14 @@ fn run(args: Args, times: &StageTimes) -> Result<(), String> {
     };
     let committer = backend.create().map_err(|e| format!("{e}"))?;
     let on_gpu = committer.backend() != Backend::Cpu;
-    let log_steps = args.log_steps.unwrap_or(if on_gpu { GPU_LOG_STEPS } else { CPU_LOG_STEPS });
+    let log_steps = args
+        .log_steps
+        .unwrap_or(if on_gpu { GPU_LOG_STEPS } else { CPU_LOG_STEPS });
     if !on_gpu {
-        println!("No GPU backend available: running on the CPU backend ({}).", committer.device_name());
+        println!(
+            "No GPU backend available: running on the CPU backend ({}).",
+            committer.device_name()
+        );
         if args.log_steps.is_none() {
             println!("Using a smaller default trace of 2^{CPU_LOG_STEPS} steps (pass --log-steps to change it).");
         }
@@ -97,7 +116,16 @@ fn run(args: Args, times: &StageTimes) -> Result<(), String> {
         FieldArg::Quadratic => FieldExtension::Quadratic,
         FieldArg::Cubic => FieldExtension::Cubic,
     };
-    let options = ProofOptions::new(27, args.blowup, 16, field, 8, 127, BatchingMethod::Linear, BatchingMethod::Linear);
+    let options = ProofOptions::new(
+        27,
+        args.blowup,
+        16,
+        field,
+        8,
+        127,
+        BatchingMethod::Linear,
+        BatchingMethod::Linear,
+    );
     match args.hash {
         HashArg::Rpo => prove::<Rpo256>(committer, options, log_steps, args.pairs, times),
         HashArg::Rpx => prove::<Rpx256>(committer, options, log_steps, args.pairs, times),
@@ -125,15 +153,22 @@ fn prove<H: GpuHasher>(
     let gpu = GpuProver::with_committer(FibProver::<H>::new(options.clone()), committer);
 
     // Warm-up: kernel compilation, pipelines and device buffers stay out of the timings.
-    gpu.prove(FibTrace::new(pairs, 1 << 10)).map_err(|e| format!("warm-up proof: {e}"))?;
+    gpu.prove(FibTrace::new(pairs, 1 << 10))
+        .map_err(|e| format!("warm-up proof: {e}"))?;
 
     let trace = FibTrace::new(pairs, steps);
     let inputs = trace.inputs();
-    let (cpu_proof, cpu_times) = timed(times, || cpu.prove(trace))?;
-    let (gpu_proof, gpu_times) = timed(times, || gpu.prove(FibTrace::new(pairs, steps)))?;
+    let failed = |e: ProverError| format!("proof failed: {e}");
+    let (cpu_proof, cpu_times) = times.time("winterfell", || cpu.prove(trace));
+    let cpu_proof = cpu_proof.map_err(failed)?;
+    let (gpu_proof, gpu_times) = times.time("miden-gpu", || gpu.prove(FibTrace::new(pairs, steps)));
+    let gpu_proof = gpu_proof.map_err(failed)?;
 
     let agreement = compare_proofs(&cpu_proof, &gpu_proof);
-    println!("GPU proof vs Winterfell's: {agreement} ({} bytes).", gpu_proof.to_bytes().len());
+    println!(
+        "GPU proof vs Winterfell's: {agreement} ({} bytes).",
+        gpu_proof.to_bytes().len()
+    );
     if !agreement.is_match() {
         return Err("the GPU proof differs from Winterfell's".into());
     }
@@ -145,33 +180,9 @@ fn prove<H: GpuHasher>(
     .map_err(|e| format!("verification failed: {e}"))?;
     println!("Proof verified by winter-verifier.\n");
 
-    println!("{:<24}{:>14}{:>14}{:>9}", "stage", "winterfell", "miden-gpu", "ratio");
-    for (name, cpu_s, gpu_s) in [
-        ("trace commitment", cpu_times.trace, gpu_times.trace),
-        ("constraint commitment", cpu_times.constraints, gpu_times.constraints),
-        ("whole proof", cpu_times.total, gpu_times.total),
-    ] {
-        println!("{name:<24}{:>12.3} s{:>12.3} s{:>8.2}x", cpu_s, gpu_s, cpu_s / gpu_s);
-    }
+    println!(
+        "{}",
+        timing::stage_table(&[cpu_times, gpu_times], &COMMITMENT_ROWS)
+    );
     Ok(())
-}
-
-/// Seconds spent in the commitment stages and in the whole proof.
-struct ProofTimes {
-    trace: f64,
-    constraints: f64,
-    total: f64,
-}
-
-fn timed(
-    times: &StageTimes,
-    prove: impl FnOnce() -> Result<Proof, winter_prover::ProverError>,
-) -> Result<(Proof, ProofTimes), String> {
-    times.take();
-    let start = Instant::now();
-    let proof = prove().map_err(|e| format!("proof failed: {e}"))?;
-    let total = start.elapsed().as_secs_f64();
-    let trace = (times.get(stages::MAIN_TRACE) + times.get(stages::AUX_TRACE)).as_secs_f64();
-    let constraints = times.get(stages::CONSTRAINTS).as_secs_f64();
-    Ok((proof, ProofTimes { trace, constraints, total }))
 }
