@@ -4,21 +4,43 @@
 //! ```text
 //! cargo run --release --example bench_commit -- --quick
 //! cargo run --release --features cuda --example bench_commit -- --log-rows 16,18,20 --cols 8,73
+//! cargo run --release --features cuda --example bench_commit -- \
+//!     --log-rows 20 --cols 73 --hash rpo --backends cpu,cuda --runs 5 --stages
+//! cargo run --release --features cuda --example bench_commit -- \
+//!     --log-rows 20 --cols 73 --hash rpo --skip-cpu --devices '0;0,1' --runs 7
 //! ```
 //!
 //! Each point is the median of `--runs` runs, after one warm-up run on GPU backends, on random
-//! (never zero) columns; ratios are against the CPU backend on the same machine in the same run.
+//! (never zero) columns. Where the CPU backend ran (it runs first; `--skip-cpu` leaves it out),
+//! ratios are against it on the same machine in the same run, and every GPU result is compared
+//! with its result: polynomials, LDE rows, leaves and tree must be identical.
+//!
+//! GPU backends also report the device time of each stage of the median run (CUDA: events on
+//! each GPU's stream; wgpu: timestamp queries, where the adapter has them) and the kernel rates
+//! they give: hash and tree permutations/s, LDE and interpolation elements/s. `--stages` prints
+//! them under each point; the JSON always has them. `--devices` times CUDA on several GPU sets
+//! in one run (all stay open for the whole run), and each set against the first.
+//! `RUST_LOG=miden_gpu=info` adds the backends' log lines.
 
 #[path = "support/mod.rs"]
 mod support;
 
-use std::{fs, path::PathBuf, time::Instant};
+use std::{error::Error, fs, path::PathBuf, str::FromStr, time::Instant};
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use miden_gpu::{Backend, Felt, HashFunction};
+use miden_gpu::{Backend, CommitRequest, Commitment, Felt, GpuError, HashFunction};
 use plotters::prelude::*;
 use serde::Serialize;
+use support::{
+    device_times::{DeviceTimes, GpuStages},
+    targets::{self, Target},
+    Workload,
+};
+use tracing_subscriber::EnvFilter;
+
+// ARGUMENTS
+// ================================================================================================
 
 #[derive(Parser)]
 #[command(about = "Trace-commitment timings of every backend present")]
@@ -34,7 +56,7 @@ struct Args {
     cols: Option<Vec<usize>>,
     /// Hash functions: rpo, rpx.
     #[arg(long, value_delimiter = ',', default_value = "rpo,rpx")]
-    hash: Vec<String>,
+    hash: Vec<HashFunction>,
     /// LDE blowup.
     #[arg(long, default_value_t = 8)]
     blowup: usize,
@@ -47,18 +69,92 @@ struct Args {
     /// Skip shapes whose LDE alone exceeds this many GiB.
     #[arg(long, default_value_t = 16.0)]
     max_lde_gib: f64,
-    /// Backends to time [default: every backend present].
+    /// Backends to time: cpu, wgpu, cuda [default: every backend present].
     #[arg(long, value_delimiter = ',')]
-    backends: Option<Vec<String>>,
+    backends: Option<Vec<Backend>>,
+    /// Leave the CPU backend out: no ratios against it, no comparison of results.
+    #[arg(long)]
+    skip_cpu: bool,
+    /// CUDA GPU sets to time one after the other: `;` between sets, `,` between CUDA ordinals
+    /// (`'0;0,1'`: GPU 0 alone, then GPUs 0 and 1) [default: MIDEN_GPU_DEVICES, else every GPU].
+    #[arg(long, value_delimiter = ';')]
+    devices: Vec<GpuSet>,
+    /// Print the device time of each stage and the kernel rates of every GPU point.
+    #[arg(long)]
+    stages: bool,
     /// Output folder for results.json and time_vs_rows.svg.
     #[arg(long, default_value = "bench-results")]
     out: PathBuf,
 }
 
+/// CUDA ordinals of one GPU set (`0,1`).
+#[derive(Clone)]
+struct GpuSet(Vec<usize>);
+
+impl FromStr for GpuSet {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        text.split(',')
+            .map(|ordinal| ordinal.trim().parse().map_err(|_| format!("`{ordinal}` is not a GPU")))
+            .collect::<Result<_, _>>()
+            .map(GpuSet)
+    }
+}
+
+impl Args {
+    /// The backends to time.
+    fn backends(&self) -> Result<Vec<Backend>, String> {
+        let mut backends = self.backends.clone().unwrap_or(support::ALL_BACKENDS.to_vec());
+        if self.skip_cpu {
+            backends.retain(|&b| b != Backend::Cpu);
+        }
+        if !self.devices.is_empty() && !backends.contains(&Backend::Cuda) {
+            return Err("--devices chooses CUDA GPUs, but cuda is not among the backends".into());
+        }
+        Ok(backends)
+    }
+
+    /// Every shape of the sweep whose LDE fits `--max-lde-gib`.
+    fn workloads(&self) -> Vec<Workload> {
+        let (rows, cols) = if self.quick {
+            (vec![10, 12], vec![8, 73])
+        } else {
+            (vec![16, 18, 20, 22], vec![8, 73, 200])
+        };
+        let mut workloads = Vec::new();
+        for &log_rows in self.log_rows.as_ref().unwrap_or(&rows) {
+            for &cols in self.cols.as_ref().unwrap_or(&cols) {
+                for &hash in &self.hash {
+                    workloads.push(Workload { log_rows, cols, blowup: self.blowup, hash });
+                }
+            }
+        }
+        workloads.retain(|w| {
+            let fits = w.lde_gib() <= self.max_lde_gib;
+            if !fits {
+                eprintln!(
+                    "skipping 2^{} rows x {} columns: LDE of {:.1} GiB > --max-lde-gib",
+                    w.log_rows,
+                    w.cols,
+                    w.lde_gib()
+                );
+            }
+            fits
+        });
+        workloads
+    }
+}
+
+// MAIN
+// ================================================================================================
+
 /// One measured point.
-#[derive(Serialize, Clone)]
+#[derive(Serialize)]
 struct Point {
     backend: String,
+    /// The backend, with the GPU set where `--devices` chose one (`cuda:0,1`).
+    label: String,
     device: String,
     hash: String,
     log_rows: u32,
@@ -66,92 +162,100 @@ struct Point {
     blowup: usize,
     median_s: f64,
     runs: usize,
+    /// Every timed run, in order.
+    times_s: Vec<f64>,
+    /// The untimed first commitment of a GPU backend (kernel loading, allocations, tables).
+    warmup_s: Option<f64>,
+    /// Opening the device and building the kernels, once before the sweep.
+    startup_s: f64,
     ratio_vs_cpu: Option<f64>,
+    /// Speedup over the first GPU set of `--devices` (CUDA on chosen sets).
+    ratio_vs_first_set: Option<f64>,
+    /// Whether the result is identical to the CPU backend's (GPU backends, where it ran).
+    matches_cpu: Option<bool>,
     lde_rows_per_s: f64,
     permutations_per_s: f64,
+    /// Device times of the median run's stages and the kernel rates they give, per GPU.
+    stages: Vec<GpuStages>,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<(), Box<dyn Error>> {
     let args = Args::parse();
-    let log_rows = args.log_rows.clone().unwrap_or(if args.quick { vec![10, 12] } else { vec![16, 18, 20, 22] });
-    let cols = args.cols.clone().unwrap_or(if args.quick { vec![8, 73] } else { vec![8, 73, 200] });
-    let hashes: Vec<HashFunction> = args.hash.iter().map(|h| h.parse()).collect::<Result<_, _>>()?;
-    let wanted: Option<Vec<Backend>> = args
-        .backends
-        .as_ref()
-        .map(|names| names.iter().map(|n| n.parse()).collect::<Result<_, _>>())
-        .transpose()?;
-    let committers = support::available_backends(wanted.as_deref());
+    let log_filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_env_filter(log_filter).with_writer(std::io::stderr).init();
 
-    let mut shapes = Vec::new();
-    for &r in &log_rows {
-        for &c in &cols {
-            shapes.extend(hashes.iter().map(|&h| (r, c, h)));
-        }
+    let workloads = args.workloads();
+    let gpu_sets: Vec<Vec<usize>> = args.devices.iter().map(|set| set.0.clone()).collect();
+    let targets = targets::targets(&args.backends()?, &gpu_sets);
+    if targets.is_empty() {
+        return Err("no backend to time".into());
     }
-    let shapes: Vec<(u32, usize, HashFunction)> = shapes
-        .into_iter()
-        .filter(|&(r, c, _)| {
-            let gib = ((1usize << r) * args.blowup * c.div_ceil(8) * 8 * 8) as f64 / (1u64 << 30) as f64;
-            let fits = gib <= args.max_lde_gib;
-            if !fits {
-                eprintln!("skipping 2^{r} rows x {c} columns: LDE of {gib:.1} GiB > --max-lde-gib");
-            }
-            fits
-        })
-        .collect();
+    for target in &targets {
+        let startup = target.startup.as_secs_f64();
+        println!("{}: {} (opened in {startup:.2} s)", target.label, target.committer.device_name());
+    }
 
     fs::create_dir_all(&args.out)?;
     let json = args.out.join("results.json");
-    println!("{}", table_header());
-    let progress = ProgressBar::new((shapes.len() * committers.len()) as u64);
+    println!("\n{}", table_header());
+    let progress = ProgressBar::new((workloads.len() * targets.len()) as u64);
     progress.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")?);
-    let mut points = Vec::new();
-    for &(log_rows, cols, hash) in &shapes {
-        let columns = support::random_columns(u64::from(log_rows) * 1000 + cols as u64, cols, 1 << log_rows);
+    let mut points: Vec<Point> = Vec::new();
+    for workload in &workloads {
+        let columns = workload.columns();
         let slices: Vec<&[Felt]> = columns.iter().map(Vec::as_slice).collect();
-        let request = support::trace_request(&slices, args.blowup, hash);
-        let mut cpu_time = None;
-        for committer in &committers {
-            progress.set_message(format!("{} 2^{log_rows}x{cols} {hash}", committer.backend()));
-            // A GPU backend's first call compiles kernels and grows device buffers; the CPU
-            // backend keeps nothing between calls, so it needs no warm-up.
-            if committer.backend() != Backend::Cpu {
-                committer.commit(&request)?;
+        let request = support::trace_request(&slices, workload.blowup, workload.hash);
+        // the CPU backend's median and result, and the first GPU set's median, once they ran
+        let mut cpu: Option<(f64, Commitment)> = None;
+        let mut first_set_s: Option<f64> = None;
+        for target in &targets {
+            let Workload { log_rows, cols, hash, .. } = *workload;
+            progress.set_message(format!("{} 2^{log_rows}x{cols} {hash}", target.label));
+            let run = measure(target, &request, &args)?;
+            let backend = target.committer.backend();
+            if target.gpu_set.is_some() {
+                first_set_s.get_or_insert(run.median_s);
             }
-            let mut times = Vec::new();
-            while times.len() < args.runs {
-                let start = Instant::now();
-                let commitment = committer.commit(&request)?;
-                times.push(start.elapsed().as_secs_f64());
-                // freeing gigabytes of LDE rows is the caller's cost, not the commitment's
-                drop(commitment);
-                if times[0] > args.single_run_above {
-                    break;
-                }
-            }
-            times.sort_by(f64::total_cmp);
-            let median = times[times.len() / 2];
-            if committer.backend() == Backend::Cpu {
-                cpu_time = Some(median);
-            }
-            let lde_rows = (1usize << log_rows) * args.blowup;
-            points.push(Point {
-                backend: committer.backend().to_string(),
-                device: committer.device_name(),
+            let point = Point {
+                backend: backend.to_string(),
+                label: target.label.clone(),
+                device: target.committer.device_name(),
                 hash: hash.to_string(),
                 log_rows,
                 cols,
-                blowup: args.blowup,
-                median_s: median,
-                runs: times.len(),
-                ratio_vs_cpu: cpu_time.map(|cpu| cpu / median),
-                lde_rows_per_s: lde_rows as f64 / median,
-                permutations_per_s: support::permutations(lde_rows, cols) as f64 / median,
-            });
-            // each point is printed and saved as soon as it is measured, so a run cut short
-            // keeps what it measured
-            progress.println(table_row(points.last().expect("just pushed")));
+                blowup: workload.blowup,
+                median_s: run.median_s,
+                runs: run.times_s.len(),
+                times_s: run.times_s,
+                warmup_s: run.warmup_s,
+                startup_s: target.startup.as_secs_f64(),
+                // the CPU backend runs first: `cpu` is `None` while it runs
+                ratio_vs_cpu: match &cpu {
+                    Some((cpu_s, _)) => Some(cpu_s / run.median_s),
+                    None => (backend == Backend::Cpu).then_some(1.0),
+                },
+                ratio_vs_first_set: target
+                    .gpu_set
+                    .as_ref()
+                    .and(first_set_s)
+                    .map(|s| s / run.median_s),
+                matches_cpu: cpu.as_ref().map(|(_, cpu)| same_commitment(&run.result, cpu)),
+                lde_rows_per_s: workload.lde_rows() as f64 / run.median_s,
+                permutations_per_s: workload.permutations() as f64 / run.median_s,
+                stages: GpuStages::of(run.device_times, workload),
+            };
+            if backend == Backend::Cpu {
+                cpu = Some((run.median_s, run.result));
+            }
+            // each point is printed (through the progress bar on a terminal) and saved as soon as
+            // it is measured, so a run cut short keeps what it measured
+            let lines = point_lines(&point, args.stages);
+            if progress.is_hidden() {
+                println!("{lines}");
+            } else {
+                progress.println(lines);
+            }
+            points.push(point);
             fs::write(&json, serde_json::to_string_pretty(&points)?)?;
             progress.inc(1);
         }
@@ -159,40 +263,139 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     progress.finish_and_clear();
 
     println!("\n{}", table_header());
-    for p in &points {
-        println!("{}", table_row(p));
+    for point in &points {
+        println!("{}", point_lines(point, args.stages));
     }
     let svg = args.out.join("time_vs_rows.svg");
     plot(&points, &svg)?;
     println!("\nwrote {} and {}", json.display(), svg.display());
+    let differing = points.iter().filter(|p| p.matches_cpu == Some(false)).count();
+    if differing > 0 {
+        return Err(format!("{differing} results differ from the CPU backend's").into());
+    }
     Ok(())
 }
 
+// MEASUREMENT
+// ================================================================================================
+
+/// The timed runs of one target on one workload.
+struct Run {
+    /// Every timed run, in order.
+    times_s: Vec<f64>,
+    median_s: f64,
+    /// The warm-up commitment (GPU backends).
+    warmup_s: Option<f64>,
+    /// Device times of the median run, per GPU.
+    device_times: Vec<DeviceTimes>,
+    /// The last run's commitment.
+    result: Commitment,
+}
+
+/// Commits `request` on `target` `--runs` times (once if the first run takes longer than
+/// `--single-run-above`), after one untimed commitment on GPU backends.
+fn measure(target: &Target, request: &CommitRequest<'_>, args: &Args) -> Result<Run, GpuError> {
+    let committer = &target.committer;
+    // A GPU backend's first call loads kernels and grows device buffers; the CPU backend keeps
+    // nothing between calls, so it needs no warm-up.
+    let warmup_s = if committer.backend() == Backend::Cpu {
+        None
+    } else {
+        let start = Instant::now();
+        let first = committer.commit(request)?;
+        let warmup_s = start.elapsed().as_secs_f64();
+        drop(first);
+        Some(warmup_s)
+    };
+    let mut times_s = Vec::new();
+    let mut device_times = Vec::new();
+    let mut result = None;
+    while times_s.len() < args.runs.max(1) {
+        // freeing gigabytes of LDE rows is the caller's cost, not the commitment's
+        drop(result.take());
+        let start = Instant::now();
+        result = Some(committer.commit(request)?);
+        times_s.push(start.elapsed().as_secs_f64());
+        device_times.push(target.device_times());
+        if times_s[0] > args.single_run_above {
+            break;
+        }
+    }
+    let mut order: Vec<usize> = (0..times_s.len()).collect();
+    order.sort_by(|&a, &b| times_s[a].total_cmp(&times_s[b]));
+    let median = order[order.len() / 2];
+    Ok(Run {
+        median_s: times_s[median],
+        device_times: device_times.swap_remove(median),
+        times_s,
+        warmup_s,
+        result: result.expect("at least one run"),
+    })
+}
+
+/// Whether two commitments are identical: polynomials, LDE rows, leaves and tree (`nodes[0]` is
+/// unused).
+fn same_commitment(a: &Commitment, b: &Commitment) -> bool {
+    a.polys == b.polys && a.lde == b.lde && a.leaves == b.leaves && a.nodes[1..] == b.nodes[1..]
+}
+
+// OUTPUT
+// ================================================================================================
+
 fn table_header() -> String {
     format!(
-        "{:<6} {:<28} {:<4} {:>10} {:>6} {:>11} {:>9} {:>12} {:>12}",
-        "backend", "device", "hash", "rows", "cols", "time", "vs cpu", "LDE rows/s", "perms/s"
+        "{:<10} {:<28} {:<4} {:>6} {:>5} {:>10} {:>8} {:>8} {:>6} {:>10} {:>10}",
+        "backend",
+        "device",
+        "hash",
+        "rows",
+        "cols",
+        "time",
+        "vs cpu",
+        "vs set1",
+        "result",
+        "LDE rows/s",
+        "perms/s"
     )
 }
 
-fn table_row(p: &Point) -> String {
+/// The point's table row, and with `stages` its GPUs' stage times and kernel rates.
+fn point_lines(p: &Point, stages: bool) -> String {
     let device: String = p.device.chars().take(28).collect();
-    format!(
-        "{:<6} {:<28} {:<4} {:>10} {:>6} {:>9.4} s {:>8} {:>12.3e} {:>12.3e}",
-        p.backend,
-        device,
+    let ratio = |r: Option<f64>| r.map_or("-".into(), |r| format!("{r:.2}x"));
+    let result = match p.matches_cpu {
+        Some(true) => "same",
+        Some(false) => "DIFFERS",
+        None => "-",
+    };
+    let mut lines = format!(
+        "{:<10} {device:<28} {:<4} {:>6} {:>5} {:>8.4} s {:>8} {:>8} {result:>6} {:>10.3e} {:>10.3e}",
+        p.label,
         p.hash,
         format!("2^{}", p.log_rows),
         p.cols,
         p.median_s,
-        p.ratio_vs_cpu.map_or("-".into(), |r| format!("{r:.1}x")),
+        ratio(p.ratio_vs_cpu),
+        ratio(p.ratio_vs_first_set),
         p.lde_rows_per_s,
         p.permutations_per_s
-    )
+    );
+    if stages && p.backend != Backend::Cpu.to_string() {
+        if p.stages.is_empty() {
+            lines += "\n    no device stage times on this device";
+        }
+        for gpu in &p.stages {
+            for line in gpu.describe().lines() {
+                lines += &format!("\n    {line}");
+            }
+        }
+    }
+    lines
 }
 
-/// Log-log plot of median time against trace rows, one line per backend, column count and hash.
-fn plot(points: &[Point], path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+/// Log-log plot of median time against trace rows, one line per backend (GPU set), column count
+/// and hash.
+fn plot(points: &[Point], path: &std::path::Path) -> Result<(), Box<dyn Error>> {
     let root = SVGBackend::new(path, (960, 640)).into_drawing_area();
     root.fill(&WHITE)?;
     let min_rows = points.iter().map(|p| p.log_rows).min().unwrap_or(10);
@@ -208,14 +411,10 @@ fn plot(points: &[Point], path: &std::path::Path) -> Result<(), Box<dyn std::err
             (min_rows as f64 - 0.5)..(max_rows as f64 + 0.5),
             (min_t / 2.0..max_t * 2.0).log_scale(),
         )?;
-    chart
-        .configure_mesh()
-        .x_desc("log2(trace rows)")
-        .y_desc("seconds")
-        .draw()?;
+    chart.configure_mesh().x_desc("log2(trace rows)").y_desc("seconds").draw()?;
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for p in points {
-        let name = format!("{} {} cols {}", p.backend, p.cols, p.hash);
+        let name = format!("{} {} cols {}", p.label, p.cols, p.hash);
         match series.iter_mut().find(|(n, _)| *n == name) {
             Some((_, s)) => s.push((p.log_rows as f64, p.median_s)),
             None => series.push((name, vec![(p.log_rows as f64, p.median_s)])),

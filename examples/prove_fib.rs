@@ -9,26 +9,34 @@
 
 mod fib;
 
-use std::{io::IsTerminal, sync::Arc, time::Instant};
+use std::{io::IsTerminal, sync::Arc};
 
 use clap::{Parser, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 use fib::{FibAir, FibProver, FibTrace};
+use indicatif::{ProgressBar, ProgressStyle};
 use miden_crypto::hash::{rpo::Rpo256, rpx::Rpx256};
 use miden_gpu::{
-    compare_proofs, progress::ProofProgress, timing::stages, timing::StageTimes, Backend,
-    GpuCommitter, GpuHasher, GpuProver,
+    compare_proofs,
+    progress::ProofProgress,
+    timing::{self, stages, Row, StageTimes},
+    Backend, GpuCommitter, GpuHasher, GpuProver,
 };
 use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer};
-use winter_air::{proof::Proof, BatchingMethod, FieldExtension, ProofOptions};
+use winter_air::{BatchingMethod, FieldExtension, ProofOptions};
 use winter_crypto::{DefaultRandomCoin, MerkleTree};
-use winter_prover::Prover;
+use winter_prover::{Prover, ProverError};
 use winter_verifier::AcceptableOptions;
 
 /// Trace length when a GPU backend is in use.
 const GPU_LOG_STEPS: u32 = 20;
 /// Trace length when only the CPU backend is available (keeps the run short).
 const CPU_LOG_STEPS: u32 = 14;
+
+/// The stages of the timing table (the rest of the proof is in its total).
+const COMMITMENT_ROWS: [Row; 2] = [
+    Row { label: "trace commitment", spans: &[stages::MAIN_TRACE, stages::AUX_TRACE] },
+    Row { label: "constraint commitment", spans: &[stages::CONSTRAINTS] },
+];
 
 #[derive(Parser)]
 #[command(about = "Prove Fibonacci with Winterfell and with miden-gpu, compare and verify")]
@@ -124,7 +132,16 @@ fn run(args: Args, times: &StageTimes, spinner: &ProgressBar) -> Result<(), Stri
         FieldArg::Quadratic => FieldExtension::Quadratic,
         FieldArg::Cubic => FieldExtension::Cubic,
     };
-    let options = ProofOptions::new(27, args.blowup, 16, field, 8, 127, BatchingMethod::Linear, BatchingMethod::Linear);
+    let options = ProofOptions::new(
+        27,
+        args.blowup,
+        16,
+        field,
+        8,
+        127,
+        BatchingMethod::Linear,
+        BatchingMethod::Linear,
+    );
     match args.hash {
         HashArg::Rpo => prove::<Rpo256>(committer, options, log_steps, args.pairs, times, spinner),
         HashArg::Rpx => prove::<Rpx256>(committer, options, log_steps, args.pairs, times, spinner),
@@ -140,7 +157,8 @@ fn prove<H: GpuHasher>(
     spinner: &ProgressBar,
 ) -> Result<(), String> {
     let steps = 1usize << log_steps;
-    spinner.suspend(|| println!(
+    spinner.suspend(|| {
+        println!(
         "Fibonacci: 2^{log_steps} steps x {} columns, {} blowup {}, {:?} field; backend {} on {}",
         2 * pairs,
         H::FUNCTION,
@@ -148,7 +166,8 @@ fn prove<H: GpuHasher>(
         options.field_extension(),
         committer.backend(),
         committer.device_name()
-    ));
+    )
+    });
     let cpu = FibProver::<H>::new(options.clone());
     let gpu = GpuProver::with_committer(FibProver::<H>::new(options.clone()), committer);
 
@@ -158,10 +177,13 @@ fn prove<H: GpuHasher>(
 
     let trace = FibTrace::new(pairs, steps);
     let inputs = trace.inputs();
+    let failed = |e: ProverError| format!("proof failed: {e}");
     spinner.set_prefix("Winterfell's proof");
-    let (cpu_proof, cpu_times) = timed(times, || cpu.prove(trace))?;
+    let (cpu_proof, cpu_times) = times.time("winterfell", || cpu.prove(trace));
+    let cpu_proof = cpu_proof.map_err(failed)?;
     spinner.set_prefix("GPU proof");
-    let (gpu_proof, gpu_times) = timed(times, || gpu.prove(FibTrace::new(pairs, steps)))?;
+    let (gpu_proof, gpu_times) = times.time("miden-gpu", || gpu.prove(FibTrace::new(pairs, steps)));
+    let gpu_proof = gpu_proof.map_err(failed)?;
     spinner.finish_and_clear();
 
     let agreement = compare_proofs(&cpu_proof, &gpu_proof);
@@ -177,33 +199,6 @@ fn prove<H: GpuHasher>(
     .map_err(|e| format!("verification failed: {e}"))?;
     println!("Proof verified by winter-verifier.\n");
 
-    println!("{:<24}{:>14}{:>14}{:>9}", "stage", "winterfell", "miden-gpu", "ratio");
-    for (name, cpu_s, gpu_s) in [
-        ("trace commitment", cpu_times.trace, gpu_times.trace),
-        ("constraint commitment", cpu_times.constraints, gpu_times.constraints),
-        ("whole proof", cpu_times.total, gpu_times.total),
-    ] {
-        println!("{name:<24}{:>12.3} s{:>12.3} s{:>8.2}x", cpu_s, gpu_s, cpu_s / gpu_s);
-    }
+    println!("{}", timing::stage_table(&[cpu_times, gpu_times], &COMMITMENT_ROWS));
     Ok(())
-}
-
-/// Seconds spent in the commitment stages and in the whole proof.
-struct ProofTimes {
-    trace: f64,
-    constraints: f64,
-    total: f64,
-}
-
-fn timed(
-    times: &StageTimes,
-    prove: impl FnOnce() -> Result<Proof, winter_prover::ProverError>,
-) -> Result<(Proof, ProofTimes), String> {
-    times.take();
-    let start = Instant::now();
-    let proof = prove().map_err(|e| format!("proof failed: {e}"))?;
-    let total = start.elapsed().as_secs_f64();
-    let trace = (times.get(stages::MAIN_TRACE) + times.get(stages::AUX_TRACE)).as_secs_f64();
-    let constraints = times.get(stages::CONSTRAINTS).as_secs_f64();
-    Ok((proof, ProofTimes { trace, constraints, total }))
 }

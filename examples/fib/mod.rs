@@ -146,19 +146,13 @@ impl FibTrace {
             columns.extend([first, second]);
         }
         let info = TraceInfo::new_multi_segment(2 * pairs, 1, 1, length, vec![]);
-        Self {
-            info,
-            main: ColMatrix::new(columns),
-        }
+        Self { info, main: ColMatrix::new(columns) }
     }
 
     /// The public inputs this trace proves.
     pub fn inputs(&self) -> FibInputs {
         let result = self.main.get(0, self.main.num_rows() - 1);
-        FibInputs {
-            result,
-            pairs: self.main.num_cols() / 2,
-        }
+        FibInputs { result, pairs: self.main.num_cols() / 2 }
     }
 }
 
@@ -192,10 +186,7 @@ pub struct FibProver<H> {
 impl<H> FibProver<H> {
     /// A prover with the given options.
     pub fn new(options: ProofOptions) -> Self {
-        Self {
-            options,
-            _hasher: PhantomData,
-        }
+        Self { options, _hasher: PhantomData }
     }
 }
 

@@ -1,0 +1,114 @@
+//! The committers a benchmark times: every backend present, CUDA on each chosen GPU set, each
+//! able to report the device times of its last commitment's stages.
+
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use miden_gpu::{Backend, GpuCommitter, Result};
+
+use super::device_times::DeviceTimes;
+
+/// Reads the device times of a committer's last commitment, one entry per GPU that worked.
+type TimesReader = Box<dyn Fn() -> Vec<DeviceTimes>>;
+
+/// A committer to time.
+pub struct Target {
+    /// Name in tables and plots: the backend, with the GPU set where one was chosen
+    /// (`cuda:0,1`).
+    pub label: String,
+    /// The CUDA ordinals where a GPU set was chosen.
+    pub gpu_set: Option<Vec<usize>>,
+    /// The committer.
+    pub committer: Arc<dyn GpuCommitter>,
+    /// Time it took to open the device and build the kernels.
+    pub startup: Duration,
+    read_times: TimesReader,
+}
+
+impl Target {
+    /// Device times of the stages of the last commitment, one entry per GPU that worked; empty
+    /// for the CPU backend and for devices that cannot time stages.
+    pub fn device_times(&self) -> Vec<DeviceTimes> {
+        (self.read_times)()
+    }
+}
+
+/// The committers of every backend present among `wanted`, in the order of
+/// [`ALL_BACKENDS`](super::ALL_BACKENDS): CUDA once per set of `gpu_sets` (CUDA ordinals), or
+/// once on its default GPUs (`MIDEN_GPU_DEVICES`, else every GPU) if there is none. Those that
+/// cannot be opened are reported on stderr and left out.
+pub fn targets(wanted: &[Backend], gpu_sets: &[Vec<usize>]) -> Vec<Target> {
+    let mut chosen: Vec<(String, Backend, Option<&Vec<usize>>)> = Vec::new();
+    for backend in super::ALL_BACKENDS.into_iter().filter(|b| wanted.contains(b)) {
+        if backend == Backend::Cuda && !gpu_sets.is_empty() {
+            for set in gpu_sets {
+                let list: Vec<String> = set.iter().map(usize::to_string).collect();
+                chosen.push((format!("cuda:{}", list.join(",")), backend, Some(set)));
+            }
+        } else {
+            chosen.push((backend.to_string(), backend, None));
+        }
+    }
+    chosen
+        .into_iter()
+        .filter_map(|(label, backend, set)| {
+            let start = Instant::now();
+            match open(backend, set.map(Vec::as_slice)) {
+                Ok((committer, read_times)) => Some(Target {
+                    label,
+                    gpu_set: set.cloned(),
+                    committer,
+                    startup: start.elapsed(),
+                    read_times,
+                }),
+                Err(error) => {
+                    eprintln!("skipping {label}: {error}");
+                    None
+                },
+            }
+        })
+        .collect()
+}
+
+// BACKENDS
+// ================================================================================================
+
+/// A committer and the reader of its device times.
+type Opened = (Arc<dyn GpuCommitter>, TimesReader);
+
+/// Opens `backend`, on the GPUs `set` where one is given (CUDA only).
+#[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
+fn open(backend: Backend, set: Option<&[usize]>) -> Result<Opened> {
+    match backend {
+        #[cfg(feature = "wgpu")]
+        Backend::Wgpu => Ok(with_reader(
+            miden_gpu::wgpu::WgpuCommitter::new()?,
+            miden_gpu::wgpu::WgpuCommitter::last_stage_times,
+        )),
+        #[cfg(feature = "cuda")]
+        Backend::Cuda => {
+            let builder = miden_gpu::cuda::CudaCommitter::builder();
+            let builder = match set {
+                Some(set) => builder.devices(set),
+                None => builder,
+            };
+            Ok(with_reader(builder.build()?, miden_gpu::cuda::CudaCommitter::last_stage_times))
+        },
+        // the CPU backend, and backends this build does not have (the error of `create` says so)
+        _ => Ok((backend.create()?, Box::new(Vec::new))),
+    }
+}
+
+/// `committer`, and a reader of its device times through `read` (its own accessor).
+fn with_reader<C, T>(committer: C, read: fn(&C) -> T) -> Opened
+where
+    C: GpuCommitter + 'static,
+    T: IntoIterator<Item: Into<DeviceTimes>> + 'static,
+{
+    let committer = Arc::new(committer);
+    let reader = committer.clone();
+    let read_times = move || read(&reader).into_iter().map(Into::into).collect();
+    (committer, Box::new(read_times))
+}
