@@ -180,6 +180,8 @@ struct Point {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
+    #[cfg(feature = "wgpu")]
+    miden_gpu::wgpu::prepare_headless_vulkan();
     let args = Args::parse();
     let log_filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     tracing_subscriber::fmt().with_env_filter(log_filter).with_writer(std::io::stderr).init();

@@ -75,6 +75,8 @@ enum FieldArg {
 }
 
 fn main() {
+    #[cfg(feature = "wgpu")]
+    miden_gpu::wgpu::prepare_headless_vulkan();
     let args = Args::parse();
     let times = StageTimes::new();
     let spinner = spinner();

@@ -37,6 +37,19 @@ impl AdapterSummary {
     }
 }
 
+/// Prepares a process without a desktop session for Vulkan compute: where `XDG_RUNTIME_DIR` is
+/// unset, turns off Mesa's device-select layer (`NODEVICE_SELECT=1`), which otherwise looks for a
+/// Wayland display that compute does not need and prints
+/// `error: XDG_RUNTIME_DIR is invalid or not set in the environment.` Changes the process
+/// environment, so call it at the start of `main`, before any other thread runs.
+pub fn prepare_headless_vulkan() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none()
+        && std::env::var_os("NODEVICE_SELECT").is_none()
+    {
+        std::env::set_var("NODEVICE_SELECT", "1");
+    }
+}
+
 /// The adapter to open: `WGPU_ADAPTER_NAME` picks one by name, `WGPU_BACKEND` the APIs, which
 /// are otherwise Vulkan, Metal and DX12 (the compute APIs; OpenGL only when asked for), and the
 /// high-performance adapter is preferred.

@@ -48,8 +48,8 @@ mod upload;
 
 use buffers::BufferPool;
 use constants::{RescueConstants, Tables};
-pub use context::AdapterSummary;
 use context::{device_error, Context};
+pub use context::{prepare_headless_vulkan, AdapterSummary};
 use pipelines::Pipelines;
 pub use shaders::{composed_shaders, Arithmetic, ComposedShader};
 use sizes::Sizes;

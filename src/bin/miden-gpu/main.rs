@@ -63,6 +63,8 @@ enum Command {
 // ================================================================================================
 
 fn main() -> ExitCode {
+    #[cfg(feature = "wgpu")]
+    miden_gpu::wgpu::prepare_headless_vulkan();
     let cli = Cli::parse();
     let progress = Progress::new();
     let times = StageTimes::new();
