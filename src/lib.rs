@@ -10,11 +10,15 @@
 //! `ConstraintCommitment`, producing byte-identical proofs.
 //!
 //! ## Architecture
+//! Imports run one way, from the foundations up:
+//! - Foundations: [`error`], [`backend`] (the [`Backend`] names), [`hash`], [`host`] (host
+//!   interpolation and result memory shared by the backends).
 //! - [`GpuCommitter`] ([`committer`]): the one interface every backend implements, over base
 //!   field columns: evaluations in, polynomials + LDE rows + leaves + Merkle nodes out.
 //! - Backends: [`CpuCommitter`] (rayon; the oracle), `wgpu::WgpuCommitter` (WGSL kernels, feature
-//!   `wgpu`), `cuda::CudaCommitter` (CUDA kernels through NVRTC, feature `cuda`). [`Backend`]
-//!   chooses one, also from `MIDEN_GPU_BACKEND`.
+//!   `wgpu`), `cuda::CudaCommitter` (CUDA kernels through NVRTC, feature `cuda`).
+//! - Selection ([`select`]): [`Backend::create`] makes the chosen one, also from
+//!   `MIDEN_GPU_BACKEND`; `Auto` decides before opening any device.
 //! - Prover integration ([`GpuProver`], [`GpuTraceLde`], [`GpuConstraintCommitment`]): knows
 //!   nothing of any backend's internals.
 
