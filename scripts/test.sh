@@ -90,9 +90,9 @@ say "summary: $passed passed, $failed failed"
 sed -i -E 's/\x1b\[[0-9;]*m//g' "$log"
 if grep -qE '^test .* \.\.\. ignored \(' "$log"; then
   say "skipped on this machine, with the reason:"
-  grep -E '^test .* \.\.\. ignored \(' "$log" | sed -E 's/^test (.*) \.\.\. ignored \((.*)\)$/  - \1: \2/'
+  grep -E '^test .* \.\.\. ignored \(' "$log" | sed -E 's/^test ([^ ]+) +\.\.\. ignored \((.*)\)$/  - \1: \2/'
 fi
 if grep -qE '^test .* \.\.\. ignored(, .*)?$' "$log"; then
-  say "left out unless asked for (-- --ignored): $(grep -cE '^test .* \.\.\. ignored(, .*)?$' "$log") timing and soak tests"
+  say "left out unless asked for (-- --ignored): $(grep -cE '^test .* \.\.\. ignored(, .*)?$' "$log") tests marked #[ignore] (timing, soak, documentation examples)"
 fi
 exit "$status"
