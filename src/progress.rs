@@ -9,18 +9,20 @@ use std::sync::Arc;
 use tracing::{span, Subscriber};
 use tracing_subscriber::{layer::Context, registry::LookupSpan, Layer};
 
+use crate::timing::stages;
+
 /// Winterfell's proof steps, by span name, with what a progress display calls them.
 pub const PROOF_STEPS: &[(&str, &str)] = &[
-    ("commit_to_main_trace_segment", "committing to the main trace"),
-    ("build_aux_trace", "building the auxiliary trace"),
-    ("commit_to_aux_trace_segment", "committing to the auxiliary trace"),
-    ("evaluate_constraints", "evaluating the constraints"),
-    ("commit_to_constraint_evaluations", "committing to the constraint evaluations"),
-    ("build_deep_composition_poly", "building the DEEP composition polynomial"),
-    ("evaluate_deep_composition_poly", "evaluating the DEEP composition polynomial"),
-    ("compute_fri_layers", "computing the FRI layers"),
-    ("determine_query_positions", "grinding and drawing the queries"),
-    ("build_proof_object", "assembling the proof"),
+    (stages::MAIN_TRACE, "committing to the main trace"),
+    (stages::AUX_TRACE_BUILD, "building the auxiliary trace"),
+    (stages::AUX_TRACE, "committing to the auxiliary trace"),
+    (stages::CONSTRAINT_EVALUATION, "evaluating the constraints"),
+    (stages::CONSTRAINTS, "committing to the constraint evaluations"),
+    (stages::DEEP_BUILD, "building the DEEP composition polynomial"),
+    (stages::DEEP_EVALUATION, "evaluating the DEEP composition polynomial"),
+    (stages::FRI_LAYERS, "computing the FRI layers"),
+    (stages::QUERY_POSITIONS, "grinding and drawing the queries"),
+    (stages::PROOF_OBJECT, "assembling the proof"),
 ];
 
 /// A layer that reports each of [`PROOF_STEPS`] as it starts.

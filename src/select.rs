@@ -65,9 +65,10 @@ impl FromStr for Backend {
     type Err = GpuError;
 
     fn from_str(s: &str) -> Result<Self> {
+        let name = s.trim().to_ascii_lowercase();
         [Self::Auto, Self::Cpu, Self::Wgpu, Self::Cuda]
             .into_iter()
-            .find(|backend| backend.name() == s.trim().to_ascii_lowercase())
+            .find(|backend| backend.name() == name)
             .ok_or_else(|| GpuError::UnknownBackend(s.to_string()))
     }
 }

@@ -36,6 +36,16 @@ pub mod stages {
     /// Miden VM: building the auxiliary (bus) columns (`miden_prover` and this crate's `miden`
     /// module), outside Winterfell's [`AUX_TRACE`] span.
     pub const AUX_TRACE_BUILD: &str = "build_aux_trace";
+    /// Building the DEEP composition polynomial.
+    pub const DEEP_BUILD: &str = "build_deep_composition_poly";
+    /// Evaluating the DEEP composition polynomial over the LDE domain.
+    pub const DEEP_EVALUATION: &str = "evaluate_deep_composition_poly";
+    /// Folding and committing to the FRI layers.
+    pub const FRI_LAYERS: &str = "compute_fri_layers";
+    /// Grinding and drawing the query positions.
+    pub const QUERY_POSITIONS: &str = "determine_query_positions";
+    /// Assembling the proof object.
+    pub const PROOF_OBJECT: &str = "build_proof_object";
 }
 
 /// Accumulated time per span name; cheap to clone (shared).

@@ -14,7 +14,7 @@ use super::{
     Engine,
 };
 use crate::{
-    committer::{check_lde_rows, check_leaves, LdeRows, RowHashing},
+    committer::{LdeRows, RowHashing},
     error::{GpuError, Result},
     hash::{Digest, HashFunction},
 };
@@ -22,14 +22,13 @@ use crate::{
 // HASH ROWS AND BUILD TREE
 // ================================================================================================
 
-/// Hashes the rows of host LDE rows on the device.
+/// Hashes the rows of host LDE rows on the device (`lde` already checked by the caller).
 pub(super) fn hash_rows(
     engine: &Engine<'_>,
     lde: &LdeRows,
     row_hashing: RowHashing,
     hash: HashFunction,
 ) -> Result<Vec<Digest>> {
-    check_lde_rows(lde, row_hashing)?;
     let num_rows = lde.num_rows();
     if num_rows == 0 {
         return Ok(Vec::new());
@@ -97,13 +96,12 @@ pub(super) fn hash_rows(
     Ok(sinks.digests.pop().unwrap_or_default())
 }
 
-/// Builds a Merkle tree over host leaves on the device.
+/// Builds a Merkle tree over host leaves on the device (`leaves` already checked by the caller).
 pub(super) fn build_tree(
     engine: &Engine<'_>,
     leaves: &[Digest],
     hash: HashFunction,
 ) -> Result<Vec<Digest>> {
-    check_leaves(leaves)?;
     let device = &engine.ctx.device;
     let len = leaves.len() as u64;
     let leaf_array = Chunked::new(engine.pool, device, len, DIGEST_BYTES, engine.sizes.digests());
