@@ -15,6 +15,7 @@ use miden_crypto::Felt;
 use crate::{
     backend::Backend,
     error::{GpuError, Result},
+    fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{Digest, HashFunction},
     host,
 };
@@ -228,6 +229,21 @@ pub trait GpuCommitter: Send + Sync {
 
     /// Builds the Merkle nodes over `leaves` (a power of two, at least 2) in Winterfell's layout.
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>>;
+
+    /// Commits to the FRI layers of a DEEP composition polynomial (see [`crate::fri`]): evaluates
+    /// it over the LDE domain, then commits to and folds every layer, calling `channel` with each
+    /// layer's root to draw the layer's folding challenge.
+    ///
+    /// A backend without FRI kernels returns [`GpuError::Unsupported`]; the prover then runs the
+    /// commit phase on the CPU backend.
+    fn commit_fri(
+        &self,
+        request: &FriRequest<'_>,
+        channel: &mut FoldingChannel<'_>,
+    ) -> Result<FriLayers> {
+        let _ = (request, channel);
+        Err(GpuError::Unsupported { backend: self.backend(), operation: "FRI layer commitments" })
+    }
 
     /// Device memory this committer holds now, in bytes, where the backend can tell (soak tests
     /// check it returns to its baseline); `None` for the CPU and backends that cannot.

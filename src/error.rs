@@ -88,6 +88,17 @@ pub enum GpuError {
         /// Bytes the backend may use.
         available: u64,
     },
+    /// A FRI request is malformed (folding factor, layer count, component count or length).
+    #[error("invalid FRI request: {0}")]
+    InvalidFri(String),
+    /// The backend does not implement this operation; the caller computes it on the CPU.
+    #[error("{backend} does not implement {operation}")]
+    Unsupported {
+        /// The backend asked.
+        backend: Backend,
+        /// What it was asked to do.
+        operation: &'static str,
+    },
     /// The device or its driver failed while committing (allocation, launch, device loss).
     #[error("{backend} device failure: {message}")]
     Device {

@@ -10,6 +10,7 @@ use crate::{
     backend::Backend,
     committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
     error::{GpuError, Result},
+    fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{Digest, HashFunction},
 };
 
@@ -108,5 +109,14 @@ impl GpuCommitter for FaultyCommitter {
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
         self.check()?;
         self.inner.build_tree(leaves, hash)
+    }
+
+    fn commit_fri(
+        &self,
+        request: &FriRequest<'_>,
+        channel: &mut FoldingChannel<'_>,
+    ) -> Result<FriLayers> {
+        self.check()?;
+        self.inner.commit_fri(request, channel)
     }
 }

@@ -31,6 +31,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod error;
 pub mod faults;
+pub mod fri;
 pub mod hash;
 pub mod host;
 #[cfg(feature = "miden")]

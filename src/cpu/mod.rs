@@ -4,6 +4,8 @@
 //! tested against. It reuses Winterfell's functions wherever Winterfell has one, so its results
 //! are Winterfell's by construction.
 
+mod fri;
+
 use miden_crypto::Felt;
 use rayon::prelude::*;
 use tracing::info_span;
@@ -20,6 +22,7 @@ use crate::{
         Shape, SEGMENT_WIDTH,
     },
     error::Result,
+    fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{Digest, HashFunction},
     host::reserve_host,
 };
@@ -69,6 +72,15 @@ impl GpuCommitter for CpuCommitter {
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
         check_leaves(leaves)?;
         Ok(build_tree(leaves, hash))
+    }
+
+    fn commit_fri(
+        &self,
+        request: &FriRequest<'_>,
+        channel: &mut FoldingChannel<'_>,
+    ) -> Result<FriLayers> {
+        info_span!("cpu.fri", layers = request.num_layers)
+            .in_scope(|| fri::commit_fri(request, channel))
     }
 }
 

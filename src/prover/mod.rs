@@ -10,18 +10,24 @@ use winter_air::{
 use winter_crypto::MerkleTree;
 use winter_math::FieldElement;
 use winter_prover::{
-    matrix::ColMatrix, CompositionPoly, CompositionPolyTrace, Prover, StarkDomain, TracePolyTable,
+    matrix::ColMatrix, CompositionPoly, CompositionPolyTrace, Proof, Prover, ProverError,
+    StarkDomain, TracePolyTable,
 };
 
 use crate::{backend::Backend, committer::GpuCommitter, error::Result, hash::GpuHasher};
 
+mod channel;
 mod compare;
 mod constraint_commitment;
+mod deep;
+mod fri_proof;
+mod proof;
 mod segment;
 mod trace_lde;
 
 pub use compare::{compare_proofs, ProofMatch};
 pub use constraint_commitment::GpuConstraintCommitment;
+pub use proof::FriPlacement;
 use segment::CommitterHandle;
 pub use segment::{commit_composition, commit_trace_segment, SegmentCommitment, SegmentLde};
 pub use trace_lde::GpuTraceLde;
@@ -29,10 +35,11 @@ pub use trace_lde::GpuTraceLde;
 // GPU PROVER
 // ================================================================================================
 
-/// Wraps a Winterfell prover `P` and computes its trace and constraint commitments on a
-/// [`GpuCommitter`]; everything else (AIR, options, public inputs, constraint evaluation,
-/// auxiliary trace, FRI) is `P`'s. Proofs are byte-identical to `P`'s own when `P` uses
-/// Winterfell's default trace LDE and constraint commitment with `MerkleTree<P::HashFn>`.
+/// Wraps a Winterfell prover `P` and computes its trace and constraint commitments, the DEEP
+/// composition and the FRI layers on a [`GpuCommitter`]; the AIR, options, public inputs,
+/// constraint evaluation and auxiliary trace stay `P`'s. Proofs are byte-identical to `P`'s own
+/// when `P` uses Winterfell's default trace LDE and constraint commitment with
+/// `MerkleTree<P::HashFn>`.
 ///
 /// ```ignore
 /// let prover = GpuProver::new(FibProver::new(options), Backend::Auto)?;
@@ -41,6 +48,7 @@ pub use trace_lde::GpuTraceLde;
 pub struct GpuProver<P> {
     inner: P,
     committer: CommitterHandle,
+    fri_placement: FriPlacement,
 }
 
 impl<P> GpuProver<P>
@@ -56,7 +64,17 @@ where
 
     /// Wraps `inner`, committing on the given committer.
     pub fn with_committer(inner: P, committer: Arc<dyn GpuCommitter>) -> Self {
-        Self { inner, committer: CommitterHandle { committer, cpu_fallback: true } }
+        Self {
+            inner,
+            committer: CommitterHandle { committer, cpu_fallback: true },
+            fri_placement: FriPlacement::Backend,
+        }
+    }
+
+    /// Where the DEEP composition and the FRI commit phase run (on the backend by default).
+    pub fn with_fri_placement(mut self, placement: FriPlacement) -> Self {
+        self.fri_placement = placement;
+        self
     }
 
     /// Whether a backend failure mid-proof is recomputed on the CPU (the default) or panics with
@@ -100,6 +118,13 @@ where
         = GpuConstraintCommitment<E, P::HashFn>
     where
         E: FieldElement<BaseField = Felt>;
+
+    fn prove(&self, trace: Self::Trace) -> core::result::Result<Proof, ProverError>
+    where
+        <Self::Air as Air>::PublicInputs: Send,
+    {
+        self.prove_trace(trace)
+    }
 
     fn get_pub_inputs(&self, trace: &Self::Trace) -> <Self::Air as Air>::PublicInputs {
         self.inner.get_pub_inputs(trace)

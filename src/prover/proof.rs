@@ -1,0 +1,243 @@
+//! The whole proof, step by step as winter-prover 0.13's `Prover::generate_proof` runs it, with
+//! the DEEP composition and the FRI commit phase on the backend.
+//!
+//! winter-prover's own flow builds the DEEP polynomial and the FRI layers inside a provided
+//! method, with its private channel, so [`GpuProver`] overrides `Prover::prove` with this copy.
+//! Everything the AIR owns (public inputs, auxiliary trace, constraint evaluation) is still the
+//! wrapped prover's; the transcript ([`ProverChannel`]) is reproduced exactly, so the proof is
+//! byte-identical to Winterfell's.
+
+use miden_crypto::{Felt, Word};
+use tracing::{debug, info_span, warn};
+use winter_air::{Air, AuxRandElements, FieldExtension};
+use winter_crypto::ElementHasher;
+use winter_math::{
+    fields::{CubeExtension, QuadExtension},
+    FieldElement,
+};
+use winter_prover::{
+    ConstraintCommitment, ConstraintEvaluator, Proof, Prover, ProverError, StarkDomain, Trace,
+    TraceLde,
+};
+
+use super::{
+    channel::ProverChannel,
+    deep::deep_composition_poly,
+    fri_proof::{build_fri_proof, remainder_poly},
+    GpuProver,
+};
+use crate::{
+    committer::GpuCommitter,
+    cpu::CpuCommitter,
+    error::{GpuError, Result},
+    fri::{FriLayers, FriRequest},
+    hash::{Digest, GpuHasher},
+    timing::stages,
+};
+
+/// Where a [`GpuProver`] runs the DEEP composition and the FRI commit phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FriPlacement {
+    /// On the prover's backend (the CPU backend's FRI is winter-fri's own).
+    #[default]
+    Backend,
+    /// On the CPU backend, whatever the commitments run on: for comparison, or as a fallback.
+    Cpu,
+}
+
+type Channel<'a, P, E> = ProverChannel<'a, <P as Prover>::Air, E, <P as Prover>::RandomCoin>;
+
+impl<P> GpuProver<P>
+where
+    P: Prover<BaseField = Felt>,
+    P::HashFn: GpuHasher,
+{
+    /// `Prover::prove`: picks the extension field the options ask for.
+    pub(super) fn prove_trace(&self, trace: P::Trace) -> core::result::Result<Proof, ProverError>
+    where
+        <P::Air as Air>::PublicInputs: Send,
+    {
+        match self.options().field_extension() {
+            FieldExtension::None => self.generate::<Felt>(trace),
+            FieldExtension::Quadratic => self.generate::<QuadExtension<Felt>>(trace),
+            FieldExtension::Cubic => self.generate::<CubeExtension<Felt>>(trace),
+        }
+    }
+
+    fn generate<E>(&self, trace: P::Trace) -> core::result::Result<Proof, ProverError>
+    where
+        E: FieldElement<BaseField = Felt>,
+        <P::Air as Air>::PublicInputs: Send,
+    {
+        // 0 ----- AIR and channel ----------------------------------------------------------------
+        let pub_inputs = self.get_pub_inputs(&trace);
+        let pub_inputs_elements = winter_math::ToElements::to_elements(&pub_inputs);
+        let air = P::Air::new(trace.info().clone(), pub_inputs, self.options().clone());
+        let mut channel = Channel::<P, E>::new(&air, pub_inputs_elements);
+
+        // 1 ----- trace commitments --------------------------------------------------------------
+        let lde_domain_size = air.lde_domain_size();
+        let trace_length = air.trace_length();
+        let domain = info_span!("build_domain", trace_length, lde_domain_size)
+            .in_scope(|| StarkDomain::new(&air));
+        let (mut trace_lde, mut trace_polys) = info_span!(stages::MAIN_TRACE).in_scope(|| {
+            let (lde, polys) = self.new_trace_lde::<E>(
+                trace.info(),
+                trace.main_segment(),
+                &domain,
+                self.options().partition_options(),
+            );
+            channel.commit_trace(lde.get_main_trace_commitment());
+            (lde, polys)
+        });
+        let aux_rand_elements = if air.trace_info().is_multi_segment() {
+            let rand_elements: AuxRandElements<E> = air
+                .get_aux_rand_elements(channel.public_coin())
+                .expect("failed to draw random elements for the auxiliary trace segment");
+            let aux_trace = self.build_aux_trace(&trace, &rand_elements);
+            let _span = info_span!(stages::AUX_TRACE).entered();
+            let (aux_polys, aux_root) = trace_lde.set_aux_trace(&aux_trace, &domain);
+            channel.commit_trace(aux_root);
+            trace_polys.add_aux_segment(aux_polys);
+            Some(rand_elements)
+        } else {
+            None
+        };
+        drop(trace);
+
+        // 2 ----- constraint evaluation ----------------------------------------------------------
+        let composition_coefficients = channel.get_constraint_composition_coeffs();
+        let composition_trace = self
+            .new_evaluator(&air, aux_rand_elements, composition_coefficients)
+            .evaluate(&trace_lde, &domain);
+
+        // 3 ----- constraint commitment ----------------------------------------------------------
+        let (constraint_commitment, composition_poly) =
+            info_span!(stages::CONSTRAINTS).in_scope(|| {
+                let (commitment, poly) = self.build_constraint_commitment::<E>(
+                    composition_trace,
+                    air.context().num_constraint_composition_columns(),
+                    &domain,
+                    self.options().partition_options(),
+                );
+                channel.commit_constraints(commitment.commitment());
+                (commitment, poly)
+            });
+
+        // 4 ----- DEEP composition polynomial ----------------------------------------------------
+        let deep_poly = info_span!(stages::DEEP_BUILD).in_scope(|| {
+            let z = channel.get_ood_point();
+            let ood_trace = trace_polys.get_ood_frame(z);
+            let ood_quotients = composition_poly.get_ood_frame(z);
+            channel.send_ood_evaluations(&ood_trace, &ood_quotients);
+            let coefficients = channel.get_deep_composition_coeffs();
+            deep_composition_poly(
+                &trace_polys,
+                &composition_poly,
+                &ood_trace,
+                &ood_quotients,
+                &coefficients,
+                z,
+            )
+        });
+        drop((trace_polys, composition_poly));
+        debug_assert_eq!(trace_length - 2, winter_math::polynom::degree_of(&deep_poly));
+
+        // 5, 6 ----- DEEP evaluations and FRI layers ---------------------------------------------
+        let fri_options = air.options().to_fri_options();
+        let num_layers = fri_options.num_fri_layers(lde_domain_size);
+        let folding_factor = fri_options.folding_factor();
+        let (layers, remainder) = info_span!(stages::FRI_LAYERS, num_layers).in_scope(|| {
+            let layers = self
+                .commit_fri_layers::<E>(&deep_poly, num_layers, &mut channel)
+                .unwrap_or_else(|error| panic!("FRI layer commitment failed: {error}"));
+            let remainder = E::slice_from_base_elements(&layers.remainder);
+            let remainder = remainder_poly(remainder, fri_options.blowup_factor());
+            channel.commit_fri_layer(<P::HashFn as ElementHasher>::hash_elements(&remainder));
+            (layers.layers, remainder)
+        });
+
+        // 7 ----- query positions ----------------------------------------------------------------
+        let query_positions = info_span!(stages::QUERY_POSITIONS).in_scope(|| {
+            channel.grind_query_seed();
+            channel.get_query_positions()
+        });
+
+        // 8 ----- proof object -------------------------------------------------------------------
+        let _span = info_span!(stages::PROOF_OBJECT).entered();
+        let fri_proof =
+            build_fri_proof::<E, P::HashFn>(&layers, &remainder, folding_factor, &query_positions);
+        let trace_queries = trace_lde.query(&query_positions);
+        let constraint_queries = constraint_commitment.query(&query_positions);
+        Ok(channel.build_proof(trace_queries, constraint_queries, fri_proof, query_positions.len()))
+    }
+
+    /// Evaluates the DEEP polynomial and commits to the FRI layers where [`FriPlacement`] says,
+    /// drawing each layer's `alpha` from `channel`. A backend failure recomputes on the CPU,
+    /// replaying the challenges already drawn for the roots already sent.
+    fn commit_fri_layers<E: FieldElement<BaseField = Felt>>(
+        &self,
+        deep_poly: &[E],
+        num_layers: usize,
+        channel: &mut Channel<'_, P, E>,
+    ) -> Result<FriLayers> {
+        let d = E::EXTENSION_DEGREE;
+        let flat = E::slice_as_base_elements(deep_poly);
+        let components: Vec<Vec<Felt>> =
+            (0..d).map(|c| flat.iter().skip(c).step_by(d).copied().collect()).collect();
+        let slices: Vec<&[Felt]> = components.iter().map(Vec::as_slice).collect();
+        let fri_options = self.options().to_fri_options();
+        let request = FriRequest {
+            components: &slices,
+            blowup: fri_options.blowup_factor(),
+            folding_factor: fri_options.folding_factor(),
+            num_layers,
+            hash: <P::HashFn as GpuHasher>::FUNCTION,
+        };
+
+        let mut drawn: Vec<(Digest, Vec<Felt>)> = Vec::new();
+        let mut draw = |root: Digest| -> Vec<Felt> {
+            channel.commit_fri_layer(Word::new(root));
+            let alpha = channel.draw_fri_alpha();
+            let components = E::slice_as_base_elements(&[alpha]).to_vec();
+            drawn.push((root, components.clone()));
+            components
+        };
+        let committer = match self.fri_placement {
+            FriPlacement::Backend => self.committer.committer.as_ref(),
+            FriPlacement::Cpu => &CpuCommitter,
+        };
+        let error = match committer.commit_fri(&request, &mut draw) {
+            Ok(layers) => return Ok(layers),
+            Err(error @ GpuError::Unsupported { .. }) => {
+                debug!(%error, "folding on the CPU");
+                error
+            },
+            Err(error) if self.committer.cpu_fallback => {
+                warn!(backend = %committer.backend(), %error,
+                    "backend failed; recomputing the FRI layers on the CPU");
+                error
+            },
+            Err(error) => return Err(error),
+        };
+
+        // Replay: the roots sent so far must come out the same on the CPU.
+        let mut replay = drawn.into_iter();
+        let mut diverged = None;
+        let layers = CpuCommitter.commit_fri(&request, &mut |root| match replay.next() {
+            Some((sent, alpha)) => {
+                if sent != root {
+                    diverged = Some(GpuError::InvalidFri(format!(
+                        "the backend's layer root differs from the CPU's after: {error}"
+                    )));
+                }
+                alpha
+            },
+            None => {
+                channel.commit_fri_layer(Word::new(root));
+                E::slice_as_base_elements(&[channel.draw_fri_alpha()]).to_vec()
+            },
+        })?;
+        diverged.map_or(Ok(layers), Err)
+    }
+}
