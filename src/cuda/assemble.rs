@@ -197,6 +197,22 @@ pub(super) fn row_downloads<'a>(
         .collect())
 }
 
+/// Downloads `count` values of `T` from `src` on `gpu` once `ready` fires.
+pub(super) fn download_vec<T>(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    src: u64,
+    count: usize,
+    ready: &Event,
+) -> Result<Vec<T>> {
+    let mut out: Vec<T> = reserve_host(count)?;
+    let job = Download { src, dst: spare(&mut out, 0, count), ready: Some(ready) };
+    download(&[gpu], &mut [state], vec![vec![job]])?;
+    // SAFETY: the download wrote all `count` values.
+    unsafe { out.set_len(count) };
+    Ok(out)
+}
+
 /// The host destination of `len` elements of `vec` starting at `start`, in its spare capacity.
 pub(super) fn spare<T>(vec: &mut Vec<T>, start: usize, len: usize) -> HostDst {
     spare_strided(vec, start, len, len, 1)

@@ -20,12 +20,15 @@ pub(super) struct Kernels {
     pub scale_coefficients: Kernel,
     hash_rows: [Kernel; 4],
     merkle_level: [Kernel; 2],
+    pub fri_spread: Kernel,
+    pub fri_to_slots: Kernel,
+    fri_fold: [Kernel; 3],
 }
 
 impl Kernels {
     fn load(module: &Module) -> DriverResult<Self> {
         let k = |name: &str| module.function(name);
-        debug_assert_eq!(KERNELS.len(), 8);
+        debug_assert_eq!(KERNELS.len(), 13);
         Ok(Self {
             ntt_pass: k("ntt_pass")?,
             scale_coefficients: k("scale_coefficients")?,
@@ -36,7 +39,15 @@ impl Kernels {
                 k("hash_rows_rpx_partitioned")?,
             ],
             merkle_level: [k("merkle_level_rpo")?, k("merkle_level_rpx")?],
+            fri_spread: k("fri_spread")?,
+            fri_to_slots: k("fri_to_slots")?,
+            fri_fold: [k("fri_fold_base")?, k("fri_fold_quadratic")?, k("fri_fold_cubic")?],
         })
+    }
+
+    /// The FRI fold kernel for elements of `ext_degree` (1, 2 or 3) base components.
+    pub(super) fn fri_fold(&self, ext_degree: usize) -> &Kernel {
+        &self.fri_fold[ext_degree - 1]
     }
 
     /// The row-hashing kernel for `hash`, whole rows or partitioned.

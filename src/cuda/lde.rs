@@ -197,7 +197,7 @@ fn coset_lde(
 // ================================================================================================
 
 /// In-place batched NTT of `segments` contiguous segments of 2^log_n elements.
-fn ntt(
+pub(super) fn ntt(
     gpu: &Gpu,
     data: u64,
     segments: usize,

@@ -23,6 +23,7 @@
 //!   hashing and Merkle levels);
 //! - `commit`: one commitment over the GPUs, their exchange of LDE rows, the passes;
 //! - `assemble`: the results on the host (their memory, downloads and assembly);
+//! - `fri`: the FRI commit phase (DEEP evaluation, layer commitments and folding) on the first GPU;
 //! - `standalone`: the trait's single stages (`hash_rows`, `build_tree`) on the first GPU;
 //! - `timeline`: stage times from events.
 
@@ -30,6 +31,7 @@ mod assemble;
 mod commit;
 mod devices;
 mod driver;
+mod fri;
 mod gpu;
 mod hashing;
 mod launch;
@@ -58,6 +60,7 @@ use crate::{
         check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing,
     },
     error::Result,
+    fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{Digest, HashFunction},
 };
 
@@ -223,5 +226,18 @@ impl GpuCommitter for CudaCommitter {
         let _span = tracing::info_span!("cuda.build_tree", leaves = leaves.len()).entered();
         let mut states = self.states();
         standalone::build_tree(&self.gpus[0], &mut states[0], leaves, hash)
+    }
+
+    fn commit_fri(
+        &self,
+        request: &FriRequest<'_>,
+        channel: &mut FoldingChannel<'_>,
+    ) -> Result<FriLayers> {
+        let shape = request.validate()?;
+        let _span =
+            tracing::info_span!("cuda.fri", layers = request.num_layers, rows = shape.domain_len)
+                .entered();
+        let mut states = self.states();
+        fri::commit_fri(&self.gpus[0], &mut states[0], request, shape, channel)
     }
 }

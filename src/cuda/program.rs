@@ -47,9 +47,10 @@ const FIELD: &str = include_str!("../../cuda/field.cuh");
 const RESCUE: &str = include_str!("../../cuda/rescue.cuh");
 const NTT: &str = include_str!("../../cuda/ntt.cu");
 const HASH: &str = include_str!("../../cuda/hash.cu");
+const FRI: &str = include_str!("../../cuda/fri.cu");
 
 /// Every kernel the backend launches.
-pub const KERNELS: [&str; 8] = [
+pub const KERNELS: [&str; 13] = [
     "ntt_pass",
     "scale_coefficients",
     "hash_rows_rpo",
@@ -58,6 +59,11 @@ pub const KERNELS: [&str; 8] = [
     "hash_rows_rpx_partitioned",
     "merkle_level_rpo",
     "merkle_level_rpx",
+    "fri_spread",
+    "fri_to_slots",
+    "fri_fold_base",
+    "fri_fold_quadratic",
+    "fri_fold_cubic",
 ];
 
 // SOURCE
@@ -66,13 +72,15 @@ pub const KERNELS: [&str; 8] = [
 /// The complete CUDA source the backend compiles: field arithmetic, the generated constants,
 /// the Rescue permutations, the NTT kernels and the hashing kernels, in dependency order.
 pub fn kernel_source() -> String {
-    let mut source =
-        String::with_capacity(FIELD.len() + RESCUE.len() + NTT.len() + HASH.len() + 8192);
+    let mut source = String::with_capacity(
+        FIELD.len() + RESCUE.len() + NTT.len() + HASH.len() + FRI.len() + 8192,
+    );
     source.push_str(FIELD);
     source.push_str(&prelude());
     source.push_str(RESCUE);
     source.push_str(NTT);
     source.push_str(HASH);
+    source.push_str(FRI);
     source
 }
 

@@ -11,18 +11,15 @@ use miden_crypto::Felt;
 use winter_math::FieldElement;
 
 use super::{
-    assemble::{download, spare},
-    driver::Event,
+    assemble::download_vec,
     gpu::{Gpu, GpuState},
     hashing::{merkle_levels, HashRowsArgs},
     plan::partition_size,
-    transfer::Download,
 };
 use crate::{
     committer::{LdeRows, RowHashing},
     error::Result,
     hash::{Digest, HashFunction},
-    host::reserve_host,
 };
 
 // SINGLE STAGES
@@ -65,7 +62,7 @@ pub(super) fn hash_rows(
     }
     .launch(gpu, gpu.kernels.hash_rows(hash, part != 0))?;
     let done = gpu.completion()?;
-    download_digests(gpu, state, leaves, num_rows, &done, |_| {})
+    download_vec(gpu, state, leaves, num_rows, &done)
 }
 
 /// Builds the Merkle nodes over host leaves on `gpu`.
@@ -84,23 +81,7 @@ pub(super) fn build_tree(
     let _uploaded = gpu.wait_for_uploads()?;
     merkle_levels(gpu, hash, leaves_ptr, nodes_ptr, n, 1, &(0..1))?;
     let done = gpu.completion()?;
-    download_digests(gpu, state, nodes_ptr, n, &done, |nodes| nodes[0] = [Felt::ZERO; 4])
-}
-
-/// Downloads `count` digests from `src` once `ready` fires; `fix` adjusts the result (node 0).
-fn download_digests(
-    gpu: &Gpu,
-    state: &mut GpuState,
-    src: u64,
-    count: usize,
-    ready: &Event,
-    fix: impl FnOnce(&mut [Digest]),
-) -> Result<Vec<Digest>> {
-    let mut out: Vec<Digest> = reserve_host(count)?;
-    let job = Download { src, dst: spare(&mut out, 0, count), ready: Some(ready) };
-    download(&[gpu], &mut [state], vec![vec![job]])?;
-    // SAFETY: the download wrote all `count` digests.
-    unsafe { out.set_len(count) };
-    fix(&mut out);
-    Ok(out)
+    let mut nodes: Vec<Digest> = download_vec(gpu, state, nodes_ptr, n, &done)?;
+    nodes[0] = [Felt::ZERO; 4];
+    Ok(nodes)
 }
