@@ -6,6 +6,9 @@ use std::sync::{
     Arc,
 };
 
+use miden_crypto::Felt;
+use winter_math::FieldElement;
+
 use crate::{
     backend::Backend,
     committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
@@ -55,7 +58,8 @@ impl Fault {
 }
 
 /// Wraps a committer and fails its `fail_on`-th call (0-based, counting every trait call that
-/// computes) with `fault`; all other calls go to the wrapped committer.
+/// computes) with `fault`; all other calls go to the wrapped committer. A failing FRI commit
+/// phase fails after its first layer's root went to the channel.
 pub struct FaultyCommitter {
     inner: Arc<dyn GpuCommitter>,
     fault: Fault,
@@ -116,7 +120,19 @@ impl GpuCommitter for FaultyCommitter {
         request: &FriRequest<'_>,
         channel: &mut FoldingChannel<'_>,
     ) -> Result<FriLayers> {
-        self.check()?;
-        self.inner.commit_fri(request, channel)
+        // A fault here strikes mid-phase, after the first layer's root reached the channel: the
+        // caller has to replay that layer's challenge when it recomputes.
+        let Err(error) = self.check() else {
+            return self.inner.commit_fri(request, channel);
+        };
+        let mut roots_sent = 0;
+        let _ = self.inner.commit_fri(request, &mut |root| {
+            roots_sent += 1;
+            match roots_sent {
+                1 => channel(root),
+                _ => vec![Felt::ONE; request.components.len()],
+            }
+        });
+        Err(error)
     }
 }

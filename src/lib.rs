@@ -50,7 +50,7 @@ pub use error::{GpuError, Result};
 pub use hash::{GpuHasher, HashFunction};
 pub use miden_crypto::Felt;
 pub use prover::{
-    commit_composition, commit_trace_segment, compare_proofs, GpuConstraintCommitment, GpuProver,
-    GpuTraceLde, ProofMatch, SegmentCommitment, SegmentLde,
+    commit_composition, commit_trace_segment, compare_proofs, FriPlacement,
+    GpuConstraintCommitment, GpuProver, GpuTraceLde, ProofMatch, SegmentCommitment, SegmentLde,
 };
 pub use select::BACKEND_ENV;

@@ -42,7 +42,8 @@ fn options() -> ProofOptions {
     )
 }
 
-/// Calls 0, 1, 2 of a proof are the main trace, aux trace and constraint commitments. The
+/// Calls 0, 1, 2, 3 of a proof are the main trace, aux trace and constraint commitments and the
+/// FRI commit phase (which fails after sending its first layer root). The
 /// proofs run on one rayon thread: Winterfell's concurrent grinding keeps the first nonce any
 /// thread finds, so only then are two correct proofs equal byte for byte.
 #[test]
@@ -55,7 +56,7 @@ fn fall_back_to_identical_proofs() {
     let expected =
         FibProver::<Rpo256>::new(options()).prove(FibTrace::new(2, 256)).unwrap().to_bytes();
     for fault in Fault::ALL {
-        for call in 0..3 {
+        for call in 0..4 {
             let faulty = Arc::new(FaultyCommitter::new(backend(), fault, call));
             let prover =
                 GpuProver::with_committer(FibProver::<Rpo256>::new(options()), faulty.clone());
@@ -63,7 +64,7 @@ fn fall_back_to_identical_proofs() {
             assert!(proof.to_bytes() == expected, "{fault:?} on call {call}: proof differs");
             assert_eq!(
                 faulty.calls(),
-                3,
+                4,
                 "{fault:?} on call {call}: every commitment reached the backend once"
             );
         }
@@ -85,7 +86,7 @@ fn without_fallback_a_fault_is_a_typed_error_or_a_panic_never_a_proof() {
         );
         assert_eq!(result.err(), Some(fault.error(faulty.backend())), "{fault:?}");
 
-        for call in 0..3 {
+        for call in 0..4 {
             let faulty = Arc::new(FaultyCommitter::new(backend(), fault, call));
             let expected = fault.error(faulty.backend()).to_string();
             let prover = GpuProver::with_committer(FibProver::<Rpo256>::new(options()), faulty)

@@ -32,6 +32,7 @@ fn main() {
         .on_device(tests![
             cuda_backend_matches_winterfell,
             cuda_prover_matches_winterfell,
+            cuda_fri_layers_match_cpu,
             cuda_field_arithmetic_matches_felt,
             cuda_multi_chunk_commitment_matches_cpu,
             invalid_device_lists_are_rejected,
@@ -51,6 +52,12 @@ fn cuda_backend_matches_winterfell() {
 fn cuda_prover_matches_winterfell() {
     let c = committer();
     common::check_proofs(std::sync::Arc::new(c));
+}
+
+/// The FRI commit phase (DEEP evaluation, layer leaves and trees, folding) against the CPU's.
+fn cuda_fri_layers_match_cpu() {
+    let c = committer();
+    common::check_fri(&c, 0xF01D);
 }
 
 // FIELD ARITHMETIC

@@ -11,3 +11,4 @@ use miden_gpu::CpuCommitter;
 fn gpu_prover_matches_winterfell_on_cpu_backend() {
     common::check_proofs(Arc::new(CpuCommitter::new()));
 }
+

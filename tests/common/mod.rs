@@ -305,6 +305,59 @@ pub fn check_build_tree(committer: &dyn GpuCommitter, seed: u64) {
     }
 }
 
+// FRI LAYERS
+// ================================================================================================
+
+/// The FRI commit phase on `committer` against the CPU backend's (winter-fri's `apply_drp` and
+/// `transpose_slice`): every layer's columns, leaves and nodes and the remainder, for the base
+/// field and both extensions, folding factors 2/4/8/16, blowups 2–32, RPO and RPX, on random
+/// non-zero DEEP polynomials. The channel derives each alpha from the root it is given.
+pub fn check_fri(committer: &dyn GpuCommitter, seed: u64) {
+    use miden_gpu::{
+        fri::{FriLayers, FriRequest},
+        CpuCommitter,
+    };
+    let mut rng = StdRng::seed_from_u64(seed);
+    let shapes = [
+        (1, 2, 2, 5, 1),
+        (2, 4, 8, 8, 2),
+        (3, 8, 4, 7, 1),
+        (2, 16, 16, 6, 1),
+        (1, 16, 32, 9, 2),
+        (3, 2, 2, 10, 6),
+        (2, 8, 8, 12, 3),
+        (3, 4, 32, 6, 4),
+        (2, 2, 4, 11, 9),
+    ];
+    for (ext_degree, folding_factor, blowup, log_poly, num_layers) in shapes {
+        for hash in [HashFunction::Rpo256, HashFunction::Rpx256] {
+            let label = format!(
+                "{hash} degree {ext_degree}, folding {folding_factor}, blowup {blowup}, 2^{log_poly} coefficients, {num_layers} layers"
+            );
+            let components: Vec<Vec<Felt>> = (0..ext_degree)
+                .map(|_| (0..1usize << log_poly).map(|_| random_felt(&mut rng)).collect())
+                .collect();
+            let slices: Vec<&[Felt]> = components.iter().map(Vec::as_slice).collect();
+            let request =
+                FriRequest { components: &slices, blowup, folding_factor, num_layers, hash };
+            let run = |c: &dyn GpuCommitter| -> FriLayers {
+                let mut draw = |root: [Felt; 4]| hash.hash_elements(&root)[..ext_degree].to_vec();
+                c.commit_fri(&request, &mut draw).unwrap_or_else(|e| panic!("{label}: {e}"))
+            };
+            let want = run(&CpuCommitter::new());
+            let got = run(committer);
+            assert_eq!(got.layers.len(), want.layers.len(), "{label}: layer count");
+            for (l, (g, w)) in got.layers.iter().zip(&want.layers).enumerate() {
+                assert_eq!(g.num_rows, w.num_rows, "{label}: layer {l} rows");
+                assert!(g.columns == w.columns, "{label}: layer {l} values differ");
+                assert!(g.leaves == w.leaves, "{label}: layer {l} leaves differ");
+                assert!(g.nodes == w.nodes, "{label}: layer {l} Merkle nodes differ");
+            }
+            assert!(got.remainder == want.remainder, "{label}: remainder differs");
+        }
+    }
+}
+
 // PROOFS
 // ================================================================================================
 
@@ -316,28 +369,63 @@ pub mod fib;
 /// proofs that verify, and that a proof with one flipped byte is rejected.
 pub fn check_proofs(committer: std::sync::Arc<dyn GpuCommitter>) {
     use winter_air::FieldExtension;
+    use winter_air::{BatchingMethod, ProofOptions};
     for field in [FieldExtension::None, FieldExtension::Quadratic, FieldExtension::Cubic] {
         for partitions in [1, 3] {
-            check_proof::<Rpo256>(committer.clone(), field, partitions);
-            check_proof::<Rpx256>(committer.clone(), field, partitions);
+            let options = ProofOptions::new(
+                27,
+                8,
+                0,
+                field,
+                4,
+                31,
+                BatchingMethod::Linear,
+                BatchingMethod::Linear,
+            )
+            .with_partitions(partitions, 8);
+            check_proof::<Rpo256>(committer.clone(), options.clone());
+            check_proof::<Rpx256>(committer.clone(), options);
         }
+    }
+    // FRI shapes: (blowup, folding factor, remainder max degree, field)
+    for (blowup, folding, remainder, field) in [
+        (2, 2, 0, FieldExtension::Quadratic),
+        (4, 8, 15, FieldExtension::Cubic),
+        (16, 16, 7, FieldExtension::None),
+        (32, 4, 63, FieldExtension::Quadratic),
+        (8, 2, 3, FieldExtension::Cubic),
+    ] {
+        let options = ProofOptions::new(
+            20,
+            blowup,
+            0,
+            field,
+            folding,
+            remainder,
+            BatchingMethod::Linear,
+            BatchingMethod::Linear,
+        );
+        check_proof::<Rpo256>(committer.clone(), options);
     }
 }
 
 fn check_proof<H: GpuHasher>(
     committer: std::sync::Arc<dyn GpuCommitter>,
-    field: winter_air::FieldExtension,
-    partitions: usize,
+    options: winter_air::ProofOptions,
 ) {
-    use winter_air::{proof::Proof, BatchingMethod, ProofOptions};
+    use winter_air::proof::Proof;
     use winter_crypto::DefaultRandomCoin;
     use winter_prover::Prover;
     use winter_verifier::AcceptableOptions;
 
-    let options =
-        ProofOptions::new(27, 8, 0, field, 4, 31, BatchingMethod::Linear, BatchingMethod::Linear)
-            .with_partitions(partitions, 8);
-    let label = format!("{} {field:?} partitions={partitions}", H::FUNCTION);
+    let label = format!(
+        "{} {:?} blowup {} folding {} partitions {:?}",
+        H::FUNCTION,
+        options.field_extension(),
+        options.blowup_factor(),
+        options.to_fri_options().folding_factor(),
+        options.partition_options()
+    );
     let cpu = fib::FibProver::<H>::new(options.clone());
     let gpu =
         miden_gpu::GpuProver::with_committer(fib::FibProver::<H>::new(options.clone()), committer)
