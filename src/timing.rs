@@ -151,14 +151,22 @@ pub struct Row {
 }
 
 /// The stages of a proof, adding up to its total: Miden's execution and bus columns (zero in
-/// other Winterfell proofs), Winterfell's commitments and constraint evaluation, and the rest.
-pub const PROOF_ROWS: [Row; 6] = [
+/// other Winterfell proofs), Winterfell's commitments and constraint evaluation, the DEEP
+/// composition, the FRI commit phase (which, on a GPU backend, includes evaluating the DEEP
+/// polynomial over the LDE domain), grinding, queries and the proof object, and the rest.
+pub const PROOF_ROWS: [Row; 9] = [
     Row { label: "execution", spans: &[stages::EXECUTION] },
     Row { label: "trace commitment", spans: &[stages::MAIN_TRACE, stages::AUX_TRACE] },
     Row { label: "aux trace build", spans: &[stages::AUX_TRACE_BUILD] },
     Row { label: "constraint evaluation", spans: &[stages::CONSTRAINT_EVALUATION] },
     Row { label: "constraint commitment", spans: &[stages::CONSTRAINTS] },
-    Row { label: "rest (DEEP, FRI, queries)", spans: &[] },
+    Row { label: "DEEP composition", spans: &[stages::DEEP_BUILD, stages::DEEP_EVALUATION] },
+    Row { label: "FRI commit phase", spans: &[stages::FRI_LAYERS] },
+    Row {
+        label: "grinding, queries, proof",
+        spans: &[stages::QUERY_POSITIONS, stages::PROOF_OBJECT],
+    },
+    Row { label: "rest", spans: &[] },
 ];
 
 /// A table of `runs` side by side: one line per row of `rows`, then the total; one column per
@@ -236,7 +244,7 @@ mod tests {
         );
         let times: Vec<Duration> = PROOF_ROWS.iter().map(|row| run.row(row, &PROOF_ROWS)).collect();
         assert_eq!(times[1], Duration::from_millis(40));
-        assert_eq!(times[5], Duration::from_millis(40));
+        assert_eq!(times[8], Duration::from_millis(40));
         assert_eq!(times.iter().sum::<Duration>(), run.total);
     }
 

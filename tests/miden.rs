@@ -1,8 +1,9 @@
 //! Miden VM integration: `miden_gpu::miden::prove` against `miden_prover::prove`.
 //!
 //! Proofs of small programs (traces of a few thousand rows, to keep CI short) on the CPU backend,
-//! which goes through the same `GpuProver` path as the GPU backends: byte-identical to
-//! `miden_prover`'s, accepted by `miden_verifier`, tampered ones rejected.
+//! which goes through the same `GpuProver` path as the GPU backends (`MIDEN_GPU_BACKEND` picks
+//! another one): byte-identical to `miden_prover`'s, accepted by `miden_verifier`, tampered ones
+//! rejected.
 
 #![cfg(feature = "miden")]
 
@@ -23,11 +24,19 @@ fn assemble(source: &str) -> Program {
     Assembler::default().assemble_program(source).expect("program assembles")
 }
 
+/// The backend the proofs run on: `MIDEN_GPU_BACKEND`, or the CPU.
+fn backend_under_test() -> Backend {
+    match Backend::from_env().expect("MIDEN_GPU_BACKEND") {
+        Backend::Auto => Backend::Cpu,
+        backend => backend,
+    }
+}
+
 fn inputs(n: u64) -> StackInputs {
     StackInputs::new(vec![Felt::new(n)]).expect("valid stack inputs")
 }
 
-/// Proves `program` on input `n` with `miden_prover` and with `miden_gpu` on the CPU backend;
+/// Proves `program` on input `n` with `miden_prover` and with `miden_gpu` on the backend under test;
 /// asserts the proofs are byte-identical and returns the outputs and the proof.
 ///
 /// Both run on one rayon thread: Winterfell's concurrent grinding keeps the first nonce any
@@ -61,7 +70,7 @@ fn prove_both_here(
         AdviceInputs::default(),
         &mut DefaultHost::default(),
         options,
-        Backend::Cpu,
+        backend_under_test(),
     )
     .expect("miden_gpu proves");
     assert_eq!(outputs, cpu_outputs, "stack outputs differ");

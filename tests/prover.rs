@@ -11,4 +11,3 @@ use miden_gpu::CpuCommitter;
 fn gpu_prover_matches_winterfell_on_cpu_backend() {
     common::check_proofs(Arc::new(CpuCommitter::new()));
 }
-

@@ -156,6 +156,13 @@ pub(super) fn commit_fri(
     Ok(FriLayers { layers, remainder })
 }
 
+/// Device bytes of the phase: the coefficients, two layer buffers, the leaves and the nodes.
+pub(super) fn device_bytes(request: &FriRequest<'_>, shape: FriShape) -> u64 {
+    let words = shape.poly_len * shape.ext_degree + 2 * shape.domain_len * shape.ext_degree;
+    let digests = 2 * shape.domain_len / request.folding_factor;
+    (words * 8 + digests * 32) as u64
+}
+
 /// The fold kernels' constants, raw Montgomery words: alpha, offset^-1, g^-1 for a domain of
 /// `domain_len`, 1/F, one, then ω^-m for m < F.
 fn fold_constants(alpha: &[Felt], domain_len: usize, folding: usize) -> Vec<u64> {

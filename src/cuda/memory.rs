@@ -147,6 +147,20 @@ pub(super) fn cosets_per_pass(
     Ok(cosets)
 }
 
+/// Checks that `needed` bytes of buffers fit one GPU's budget (as [`cosets_per_pass`] counts
+/// it), freeing the buffers held from earlier work when they would not fit beside them.
+/// [`GpuError::OutOfMemory`] if `needed` does not fit at all.
+pub(super) fn fit(gpu: &Gpu, state: &mut GpuState, needed: u64, limit: Option<u64>) -> Result<()> {
+    let budget = budget(gpu, &state.buffers, limit)?;
+    if needed + TABLES > budget {
+        return Err(GpuError::OutOfMemory { memory: "device", needed, available: budget });
+    }
+    if state.buffers.held() + needed + TABLES > budget {
+        state.buffers.release();
+    }
+    Ok(())
+}
+
 /// One GPU's budget: `limit`, or its free memory plus the pipeline buffers already held, less
 /// [`DRIVER_RESERVE`].
 fn budget(gpu: &Gpu, buffers: &Buffers, limit: Option<u64>) -> DriverResult<u64> {

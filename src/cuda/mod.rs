@@ -238,6 +238,12 @@ impl GpuCommitter for CudaCommitter {
             tracing::info_span!("cuda.fri", layers = request.num_layers, rows = shape.domain_len)
                 .entered();
         let mut states = self.states();
+        memory::fit(
+            &self.gpus[0],
+            &mut states[0],
+            fri::device_bytes(request, shape),
+            self.memory_limit,
+        )?;
         fri::commit_fri(&self.gpus[0], &mut states[0], request, shape, channel)
     }
 }
