@@ -51,9 +51,11 @@ pub(super) fn commit_fri(
     let mut layer =
         Layer::new(engine, shape.layer_rows(0, request.folding_factor) as u64, folding, degree);
     let mut stream = layer_stream(engine, &layer);
-    let staged = info_span!("wgpu.fri.evaluate", points = shape.domain_len)
-        .in_scope(|| record_evaluation(engine, &mut stream, request, shape, &layer))?;
-    let mut staged = Some(staged);
+    // The upload's staging buffers are kept until the first stream is submitted.
+    let mut staged = Some(
+        info_span!("wgpu.fri.evaluate", points = shape.domain_len)
+            .in_scope(|| record_evaluation(engine, &mut stream, request, shape, &layer))?,
+    );
     let mut layers = Vec::with_capacity(request.num_layers);
     for l in 0..request.num_layers {
         let _span = info_span!("wgpu.fri.layer", layer = l, rows = layer.rows()).entered();
