@@ -161,11 +161,21 @@ fn run(args: &Args, times: &StageTimes) -> Result<(), String> {
     let mut failures = Vec::new();
     for committer in committers {
         let label = format!("miden_gpu {}", committer.backend());
+        let memory = committer.clone();
         let (proved, gpu_times) =
             times.time(&label, || prove(&program, iterations, &options, committer));
+        // Device buffers are kept between commitments, so this is the proof's peak footprint
+        // (plus the context), as the driver reports it.
+        let committer_memory = memory.memory_in_use();
         let (outputs, proof) = proved?;
         runs.push(gpu_times);
         print_proof(&label, &proof);
+        if let Some(bytes) = committer_memory {
+            println!(
+                "{label}: device memory in use after the proof: {:.2} GiB",
+                bytes as f64 / (1u64 << 30) as f64
+            );
+        }
         if let Some((cpu_outputs, cpu_proof)) = &cpu_proof {
             let agreement = compare_proofs(cpu_proof.stark_proof(), proof.stark_proof());
             println!("{label} vs miden_prover: {agreement}");

@@ -57,7 +57,7 @@ fn cuda_prover_matches_winterfell() {
 /// The FRI commit phase (DEEP evaluation, layer leaves and trees, folding) against the CPU's.
 fn cuda_fri_layers_match_cpu() {
     let c = committer();
-    common::check_fri(&c, 0xF01D);
+    common::check_fri(&c, &common::random_fri_cases(0xF01D, 60, 12), 0xF01D);
 }
 
 // FIELD ARITHMETIC
@@ -158,9 +158,7 @@ fn random_columns(rng: &mut StdRng, cols: usize, rows: usize) -> Vec<Vec<Felt>> 
 }
 
 fn assert_same(got: &miden_gpu::Commitment, want: &miden_gpu::Commitment, what: &str) {
-    fn first_difference<T: PartialEq>(got: &[T], want: &[T]) -> Option<usize> {
-        (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i))
-    }
+    use common::first_difference;
     assert_eq!(got.polys.len(), want.polys.len(), "{what}: number of polynomials");
     for (j, (g, w)) in got.polys.iter().zip(&want.polys).enumerate() {
         if let Some(i) = first_difference(g, w) {

@@ -42,7 +42,9 @@ fn main() {
             wgpu_prover_matches_winterfell,
             wgpu_backend_matches_winterfell_with_small_chunks,
             wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk,
-            wgpu_stage_times
+            wgpu_stage_times,
+            wgpu_fri_matches_winterfell,
+            wgpu_fri_matches_winterfell_with_small_chunks
         ])
         .on_device_when_asked(tests![wgpu_w1_timing])
         .run()
@@ -85,6 +87,20 @@ fn wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk() {
         eprintln!("[wgpu, 4 KiB parts] {case:?}");
         common::check_case(&committer, &case, 0xF01D + i as u64);
     }
+}
+
+/// The FRI commit phase against winter-fri's: every extension degree, folding factor, blowup
+/// 2–32, layer counts up to the most the domain allows, RPO and RPX.
+fn wgpu_fri_matches_winterfell() {
+    let committer = committer(None);
+    common::check_fri(&committer, &common::random_fri_cases(0xF41, 40, 9), 0xF41);
+}
+
+/// The FRI commit phase with 1 KiB parts in the portable arithmetic: layers, leaves and tree
+/// levels in many parts, polynomials longer than a part (coset evaluation by folding).
+fn wgpu_fri_matches_winterfell_with_small_chunks() {
+    let committer = committer(Some(Arithmetic::U32)).with_max_chunk_bytes(1 << 10);
+    common::check_fri(&committer, &common::random_fri_cases(0xF42, 20, 9), 0xF42);
 }
 
 /// Stage times from timestamp queries: reported after each commitment where the adapter has

@@ -1,5 +1,5 @@
 // Cubic extension of the Goldilocks field, F_p[x] / (x^3 - x - 1), as in Winterfell's
-// `CubeExtension<BaseElement>`. Used inside RPX only. Needs field.wgsl.
+// `CubeExtension<BaseElement>`. Used inside RPX and by FRI folding. Needs field.wgsl.
 
 /// `c0 + c1 x + c2 x^2`.
 struct Ext3 {

@@ -114,6 +114,22 @@ impl CudaCommitter {
     }
 }
 
+/// Environment variable capping the device memory of each GPU's buffers, in MiB (as
+/// [`CudaCommitterBuilder::memory_limit`]), e.g. to force streaming in a benchmark.
+pub const MEMORY_LIMIT_ENV: &str = "MIDEN_GPU_CUDA_MEMORY_LIMIT";
+
+/// [`MEMORY_LIMIT_ENV`] in bytes, if set.
+fn memory_limit_from_env() -> Result<Option<u64>> {
+    let Ok(value) = std::env::var(MEMORY_LIMIT_ENV) else { return Ok(None) };
+    match value.trim().parse::<u64>() {
+        Ok(mib) if mib > 0 => Ok(Some(mib << 20)),
+        _ => Err(crate::error::GpuError::BackendUnavailable {
+            backend: Backend::Cuda,
+            reason: format!("{MEMORY_LIMIT_ENV} must be a positive number of MiB, not `{value}`"),
+        }),
+    }
+}
+
 /// Chooses the GPUs of a [`CudaCommitter`] and the device memory it may use.
 #[derive(Debug, Clone, Default)]
 pub struct CudaCommitterBuilder {
@@ -140,7 +156,12 @@ impl CudaCommitterBuilder {
     }
 
     /// Opens the GPUs and compiles the kernels for each architecture (once per process).
+    /// Without [`Self::memory_limit`], [`MEMORY_LIMIT_ENV`] (MiB) sets the cap if present.
     pub fn build(self) -> Result<CudaCommitter> {
+        let memory_limit = match self.memory_limit {
+            Some(bytes) => Some(bytes),
+            None => memory_limit_from_env()?,
+        };
         let ordinals = devices::select(self.devices)?;
         if !program::nvrtc_present() {
             return Err(program::unavailable("the NVRTC library (libnvrtc) was not found"));
@@ -162,7 +183,7 @@ impl CudaCommitterBuilder {
         }
         Ok(CudaCommitter {
             gpus,
-            memory_limit: self.memory_limit,
+            memory_limit,
             states: Mutex::new(states),
             last_times: Mutex::new(Vec::new()),
         })

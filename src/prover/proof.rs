@@ -22,7 +22,7 @@ use winter_prover::{
 
 use super::{
     channel::ProverChannel,
-    deep::deep_composition_poly,
+    deep::{deep_composition_poly, ood_frames},
     fri_proof::{build_fri_proof, remainder_poly},
     GpuProver,
 };
@@ -66,7 +66,7 @@ where
 
     fn generate<E>(&self, trace: P::Trace) -> core::result::Result<Proof, ProverError>
     where
-        E: FieldElement<BaseField = Felt>,
+        E: FieldElement<BaseField = Felt> + 'static,
         <P::Air as Air>::PublicInputs: Send,
     {
         // 0 ----- AIR and channel ----------------------------------------------------------------
@@ -127,8 +127,8 @@ where
         // 4 ----- DEEP composition polynomial ----------------------------------------------------
         let deep_poly = info_span!(stages::DEEP_BUILD).in_scope(|| {
             let z = channel.get_ood_point();
-            let ood_trace = trace_polys.get_ood_frame(z);
-            let ood_quotients = composition_poly.get_ood_frame(z);
+            let (ood_trace, ood_quotients) = info_span!("deep.ood_frame")
+                .in_scope(|| ood_frames(&trace_polys, &composition_poly, z));
             channel.send_ood_evaluations(&ood_trace, &ood_quotients);
             let coefficients = channel.get_deep_composition_coeffs();
             deep_composition_poly(
@@ -169,6 +169,8 @@ where
             build_fri_proof::<E, P::HashFn>(&layers, &remainder, folding_factor, &query_positions);
         let trace_queries = trace_lde.query(&query_positions);
         let constraint_queries = constraint_commitment.query(&query_positions);
+        // The LDEs and layers take gigabytes: freeing them need not delay the proof.
+        std::thread::spawn(move || drop((trace_lde, layers)));
         Ok(channel.build_proof(trace_queries, constraint_queries, fri_proof, query_positions.len()))
     }
 

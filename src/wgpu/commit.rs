@@ -18,13 +18,13 @@ use winter_math::FieldElement;
 use super::{
     batch::Batch,
     buffers::{Chunked, STORAGE},
-    constants::{felt_bytes, PowerTables},
+    constants::felt_bytes,
     context::device_error,
     download::{download_array, zeroed, zeroed_digests, RecordSink, Sinks, Store, Stream, Target},
     hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
     lde::{
-        record_coset_scale, record_finish_interpolation, record_to_rows, CoefficientBlock,
-        CosetParams, RowsParams,
+        record_coset_evaluation, record_finish_interpolation, record_to_rows, CoefficientBlock,
+        CosetArrays, CosetShape, RowsParams,
     },
     merkle::{download_levels, push_level_sinks, record_tree, tree_levels, Layout},
     ntt::record_dif,
@@ -82,6 +82,16 @@ impl Plan {
             units: shape.lde_len as u64 / unit,
             rows: sizes.rows_per_chunk(shape.row_width, unit),
         })
+    }
+
+    /// The coset-by-coset evaluation of the coefficients.
+    fn cosets(&self) -> CosetShape {
+        CosetShape {
+            num_cols: self.shape.num_cols as u64,
+            poly_len: self.shape.poly_len as u64,
+            unit: self.unit,
+            domain_len: self.shape.lde_len as u64,
+        }
     }
 
     /// Whether the interpolation runs on the device (every input column fits one part).
@@ -186,11 +196,8 @@ pub(super) fn commit(
         for coset in 0..plan.units {
             let batch = stream.batch();
             batch.set_stage(Some(Stage::Lde));
-            record_coset_input(batch, &plan, coset, &coefficients, &work, &powers, tables);
-            for p in 0..work.num_parts() {
-                let (_, len) = work.part_range(p);
-                record_dif(batch, work.part(p), 0, len / plan.unit, plan.unit.ilog2(), &twiddles);
-            }
+            let arrays = CosetArrays { coefficients: &coefficients, work: &work, powers: &powers, twiddles: &twiddles };
+            record_coset_evaluation(batch, plan.cosets(), coset, arrays, tables);
             for row0 in (0..plan.unit).step_by(plan.rows as usize) {
                 let batch = stream.batch();
                 batch.set_stage(Some(Stage::Rows));
@@ -386,60 +393,5 @@ fn record_interpolation(
                 }
             }
         },
-    }
-}
-
-// LDE
-// ================================================================================================
-
-/// Records the input of coset `coset` into `work`: each coefficient column scaled by powers
-/// of the coset offset, folded to the coset size when a column is longer than one part.
-fn record_coset_input(
-    batch: &mut Batch,
-    plan: &Plan,
-    coset: u64,
-    coefficients: &Chunked,
-    work: &Chunked,
-    powers: &::wgpu::Buffer,
-    tables: PowerTables,
-) {
-    let n = plan.shape.poly_len as u64;
-    let params =
-        |count: u64, src_offset: u32, dst_offset: u32, exp_offset: u64, accumulate: bool| {
-            CosetParams {
-                count: count as u32,
-                log_len: plan.unit.ilog2(),
-                src_offset,
-                src_stride: plan.unit as u32,
-                dst_offset,
-                exp_offset: exp_offset as u32,
-                coset: coset as u32,
-                accumulate: accumulate as u32,
-                domain_mask: (plan.shape.lde_len as u64 - 1) as u32,
-                generator_table: tables.generator,
-                root_table: tables.root,
-            }
-        };
-    if plan.unit == n {
-        // Same layout in and out: one dispatch per part.
-        for p in 0..coefficients.num_parts() {
-            let (_, len) = coefficients.part_range(p);
-            record_coset_scale(
-                batch,
-                &params(len, 0, 0, 0, false),
-                coefficients.part(p),
-                work.part(p),
-                powers,
-            );
-        }
-    } else {
-        for c in 0..plan.shape.num_cols as u64 {
-            let (dst, dst_offset) = work.locate(c * plan.unit);
-            for block in 0..n / plan.unit {
-                let (src, src_offset) = coefficients.locate(c * n + block * plan.unit);
-                let p = params(plan.unit, src_offset, dst_offset, block * plan.unit, block > 0);
-                record_coset_scale(batch, &p, src, dst, powers);
-            }
-        }
     }
 }

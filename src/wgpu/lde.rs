@@ -1,11 +1,13 @@
-//! The kernels around the NTTs: finishing an interpolation (`interpolate.wgsl`), preparing a
-//! coset evaluation (`coset.wgsl`) and writing evaluations as LDE rows (`rows.wgsl`).
+//! The kernels around the NTTs: finishing an interpolation (`interpolate.wgsl`), evaluating a
+//! coset (`coset.wgsl`, then the forward NTT) and writing evaluations as LDE rows (`rows.wgsl`).
 
 use bytemuck::{Pod, Zeroable};
 use miden_crypto::Felt;
 use winter_math::FieldElement;
 
-use super::{batch::Batch, pipelines::Kernel};
+use super::{
+    batch::Batch, buffers::Chunked, constants::PowerTables, ntt::record_dif, pipelines::Kernel,
+};
 
 /// `offset_table` value meaning "domain offset 1" in `InterpolateParams`.
 const NO_OFFSET: u32 = u32::MAX;
@@ -79,22 +81,22 @@ pub(super) fn record_finish_interpolation(
 /// `CosetParams` of coset.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-pub(super) struct CosetParams {
-    pub count: u32,
-    pub log_len: u32,
-    pub src_offset: u32,
-    pub src_stride: u32,
-    pub dst_offset: u32,
-    pub exp_offset: u32,
-    pub coset: u32,
-    pub accumulate: u32,
-    pub domain_mask: u32,
-    pub generator_table: u32,
-    pub root_table: u32,
+struct CosetParams {
+    count: u32,
+    log_len: u32,
+    src_offset: u32,
+    src_stride: u32,
+    dst_offset: u32,
+    exp_offset: u32,
+    coset: u32,
+    accumulate: u32,
+    domain_mask: u32,
+    generator_table: u32,
+    root_table: u32,
 }
 
 /// Records `dst[c][t] (+)= src[c][t] * (GENERATOR g^coset)^(exp_offset + t)`.
-pub(super) fn record_coset_scale(
+fn record_coset_scale(
     batch: &mut Batch,
     params: &CosetParams,
     src: &::wgpu::Buffer,
@@ -102,6 +104,89 @@ pub(super) fn record_coset_scale(
     powers: &::wgpu::Buffer,
 ) {
     batch.dispatch_items(Kernel::CosetScale, params, &[src, dst, powers], params.count as u64);
+}
+
+// COSET EVALUATION
+// ================================================================================================
+
+/// The shape of a coset-by-coset evaluation: `num_cols` coefficient columns of `poly_len`
+/// (stored one after another) evaluated over the domain `GENERATOR · <g>` of `domain_len`
+/// points, as `domain_len / unit` cosets `GENERATOR · g^coset · <g^(domain_len / unit)>` of
+/// `unit` points.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CosetShape {
+    pub num_cols: u64,
+    pub poly_len: u64,
+    pub unit: u64,
+    pub domain_len: u64,
+}
+
+/// The device arrays of a coset evaluation.
+pub(super) struct CosetArrays<'a> {
+    /// The coefficient columns (parts of the field-element part size).
+    pub coefficients: &'a Chunked,
+    /// `num_cols` columns of `unit` elements (same part size): the coset's evaluations.
+    pub work: &'a Chunked,
+    /// The power tables of the domain (`Tables::powers`).
+    pub powers: &'a ::wgpu::Buffer,
+    /// Forward twiddles of size `unit`.
+    pub twiddles: &'a ::wgpu::Buffer,
+}
+
+/// Records the evaluation of coset `coset` into `work`, bit-reversed: each coefficient column
+/// scaled by powers of the coset offset (folded to the coset size when a column is longer than
+/// `unit`), then a forward NTT.
+pub(super) fn record_coset_evaluation(
+    batch: &mut Batch,
+    shape: CosetShape,
+    coset: u64,
+    arrays: CosetArrays<'_>,
+    tables: PowerTables,
+) {
+    let CosetArrays { coefficients, work, powers, twiddles } = arrays;
+    let n = shape.poly_len;
+    let params =
+        |count: u64, src_offset: u32, dst_offset: u32, exp_offset: u64, accumulate: bool| {
+            CosetParams {
+                count: count as u32,
+                log_len: shape.unit.ilog2(),
+                src_offset,
+                src_stride: shape.unit as u32,
+                dst_offset,
+                exp_offset: exp_offset as u32,
+                coset: coset as u32,
+                accumulate: accumulate as u32,
+                domain_mask: (shape.domain_len - 1) as u32,
+                generator_table: tables.generator,
+                root_table: tables.root,
+            }
+        };
+    if shape.unit == n {
+        // Same layout in and out: one dispatch per part.
+        for p in 0..coefficients.num_parts() {
+            let (_, len) = coefficients.part_range(p);
+            record_coset_scale(
+                batch,
+                &params(len, 0, 0, 0, false),
+                coefficients.part(p),
+                work.part(p),
+                powers,
+            );
+        }
+    } else {
+        for c in 0..shape.num_cols {
+            let (dst, dst_offset) = work.locate(c * shape.unit);
+            for block in 0..n / shape.unit {
+                let (src, src_offset) = coefficients.locate(c * n + block * shape.unit);
+                let p = params(shape.unit, src_offset, dst_offset, block * shape.unit, block > 0);
+                record_coset_scale(batch, &p, src, dst, powers);
+            }
+        }
+    }
+    for p in 0..work.num_parts() {
+        let (_, len) = work.part_range(p);
+        record_dif(batch, work.part(p), 0, len / shape.unit, shape.unit.ilog2(), twiddles);
+    }
 }
 
 // ROWS

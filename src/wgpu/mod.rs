@@ -7,11 +7,11 @@
 //! - `shaders`, `pipelines`, `constants`: modules, pipelines and constant tables, made once;
 //! - `buffers`: the buffer pool and arrays split into binding-sized parts;
 //! - `batch`, `upload`, `download`: recording submissions, uploads, pipelined downloads;
-//! - `ntt`, `lde`, `hash`, `merkle`: the dispatches of each kernel family;
+//! - `ntt`, `lde`, `hash`, `merkle`, `fold`: the dispatches of each kernel family;
 //! - `sizes`: how work is split to fit the device;
 //! - `timestamps`: device times of a commitment's stages ([`StageTimes`]) from timestamp queries;
-//! - `commit`, `standalone`: the orchestration of a whole commitment, and of the per-stage
-//!   calls.
+//! - `commit`, `fri`, `standalone`: the orchestration of a whole commitment, of the FRI commit
+//!   phase, and of the per-stage calls.
 //!
 //! A commitment uploads the evaluations once and keeps everything on the device until the
 //! polynomials, LDE rows (already in `RowMatrix` layout), leaves and nodes come back. Arrays
@@ -26,6 +26,7 @@ use crate::{
     backend::Backend,
     committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
     error::Result,
+    fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{Digest, HashFunction},
 };
 
@@ -35,6 +36,8 @@ mod commit;
 mod constants;
 mod context;
 mod download;
+mod fold;
+mod fri;
 mod hash;
 mod lde;
 mod merkle;
@@ -221,6 +224,15 @@ impl GpuCommitter for WgpuCommitter {
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
         crate::committer::check_leaves(leaves)?;
         self.run(|engine| standalone::build_tree(engine, leaves, hash))
+    }
+
+    fn commit_fri(
+        &self,
+        request: &FriRequest<'_>,
+        channel: &mut FoldingChannel<'_>,
+    ) -> Result<FriLayers> {
+        let shape = request.validate()?;
+        self.run(|engine| fri::commit_fri(engine, request, shape, channel))
     }
 
     /// Buffer memory allocated on this device, as wgpu-hal counts it (its `counters` feature):

@@ -9,7 +9,7 @@ use super::shaders::{Arithmetic, Module};
 use crate::hash::HashFunction;
 
 /// Bytes of every kernel's parameter block (the largest WGSL parameter struct, rounded up).
-pub(super) const PARAMS_BYTES: u64 = 64;
+pub(super) const PARAMS_BYTES: u64 = 128;
 
 // KERNELS
 // ================================================================================================
@@ -38,11 +38,15 @@ pub(super) enum Kernel {
     HashRows(HashFunction),
     /// One Merkle level.
     MergeNodes(HashFunction),
+    /// Coset evaluations into the first FRI layer's rows.
+    FriRows,
+    /// Folding of FRI layer rows into the next layer.
+    FriFold,
 }
 
 impl Kernel {
     /// Every kernel.
-    const ALL: [Kernel; 9] = [
+    const ALL: [Kernel; 11] = [
         Kernel::NttStage,
         Kernel::NttTile,
         Kernel::CosetScale,
@@ -52,6 +56,8 @@ impl Kernel {
         Kernel::HashRows(HashFunction::Rpx256),
         Kernel::MergeNodes(HashFunction::Rpo256),
         Kernel::MergeNodes(HashFunction::Rpx256),
+        Kernel::FriRows,
+        Kernel::FriFold,
     ];
 
     fn module(self) -> Module {
@@ -62,6 +68,7 @@ impl Kernel {
             Kernel::ToRows => Module::Rows,
             Kernel::HashRows(hash) => Module::HashRows(hash),
             Kernel::MergeNodes(hash) => Module::Merkle(hash),
+            Kernel::FriRows | Kernel::FriFold => Module::Fri,
         }
     }
 
@@ -74,6 +81,8 @@ impl Kernel {
             Kernel::ToRows => "to_rows",
             Kernel::HashRows(_) => "hash_rows",
             Kernel::MergeNodes(_) => "merge_nodes",
+            Kernel::FriRows => "fri_rows",
+            Kernel::FriFold => "fri_fold",
         }
     }
 
@@ -82,8 +91,10 @@ impl Kernel {
         use Access::*;
         match self {
             Kernel::NttStage | Kernel::NttTile => &[ReadWrite, Read],
-            Kernel::CosetScale | Kernel::FinishInterpolation => &[Read, ReadWrite, Read],
-            Kernel::ToRows => &[Read, ReadWrite],
+            Kernel::CosetScale | Kernel::FinishInterpolation | Kernel::FriFold => {
+                &[Read, ReadWrite, Read]
+            },
+            Kernel::ToRows | Kernel::FriRows => &[Read, ReadWrite],
             Kernel::HashRows(_) => &[Read, ReadWrite, ReadWrite],
             Kernel::MergeNodes(_) => &[Read, Read, ReadWrite],
         }

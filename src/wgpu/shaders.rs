@@ -22,6 +22,7 @@ const INTERPOLATE: &str = include_str!("../../wgsl/interpolate.wgsl");
 const ROWS: &str = include_str!("../../wgsl/rows.wgsl");
 const HASH_ROWS: &str = include_str!("../../wgsl/hash_rows.wgsl");
 const MERKLE: &str = include_str!("../../wgsl/merkle.wgsl");
+const FRI: &str = include_str!("../../wgsl/fri.wgsl");
 
 // MODULES
 // ================================================================================================
@@ -50,11 +51,13 @@ pub(super) enum Module {
     HashRows(HashFunction),
     /// `merge_nodes` with a permutation.
     Merkle(HashFunction),
+    /// `fri_rows`, `fri_fold`.
+    Fri,
 }
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 8] = [
+    pub const ALL: [Module; 9] = [
         Module::Ntt,
         Module::Coset,
         Module::Interpolate,
@@ -63,6 +66,7 @@ impl Module {
         Module::HashRows(HashFunction::Rpx256),
         Module::Merkle(HashFunction::Rpo256),
         Module::Merkle(HashFunction::Rpx256),
+        Module::Fri,
     ];
 
     /// A short name, for labels.
@@ -76,6 +80,7 @@ impl Module {
             Module::HashRows(HashFunction::Rpx256) => "hash_rows_rpx",
             Module::Merkle(HashFunction::Rpo256) => "merkle_rpo",
             Module::Merkle(HashFunction::Rpx256) => "merkle_rpx",
+            Module::Fri => "fri",
         }
     }
 
@@ -98,6 +103,7 @@ impl Module {
             Module::Rows => vec![COMMON, ROWS],
             Module::HashRows(hash) => [&field[..], permutation(hash), &[HASH_ROWS]].concat(),
             Module::Merkle(hash) => [&field[..], permutation(hash), &[MERKLE]].concat(),
+            Module::Fri => [&field[..], &[POWERS, EXT3, FRI]].concat(),
         };
         parts.join("\n")
     }

@@ -16,8 +16,8 @@ use miden_crypto::{
     Felt, Word,
 };
 use miden_gpu::{
-    commit_composition, commit_trace_segment, GpuCommitter, GpuHasher, HashFunction, LdeRows,
-    RowHashing, SegmentCommitment,
+    commit_composition, commit_trace_segment, fri::FriRequest, CpuCommitter, GpuCommitter,
+    GpuHasher, HashFunction, LdeRows, RowHashing, SegmentCommitment,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use winter_air::{PartitionOptions, TraceInfo};
@@ -308,54 +308,87 @@ pub fn check_build_tree(committer: &dyn GpuCommitter, seed: u64) {
 // FRI LAYERS
 // ================================================================================================
 
-/// The FRI commit phase on `committer` against the CPU backend's (winter-fri's `apply_drp` and
-/// `transpose_slice`): every layer's columns, leaves and nodes and the remainder, for the base
-/// field and both extensions, folding factors 2/4/8/16, blowups 2–32, RPO and RPX, on random
-/// non-zero DEEP polynomials. The channel derives each alpha from the root it is given.
-pub fn check_fri(committer: &dyn GpuCommitter, seed: u64) {
-    use miden_gpu::{
-        fri::{FriLayers, FriRequest},
-        CpuCommitter,
-    };
+/// One FRI commit phase shape.
+#[derive(Debug, Clone, Copy)]
+pub struct FriCase {
+    /// log2 of the DEEP polynomial's length.
+    pub log_len: u32,
+    pub blowup: usize,
+    pub folding: usize,
+    pub layers: usize,
+    /// Extension degree: 1, 2 or 3.
+    pub extension: usize,
+    pub hash: HashFunction,
+}
+
+/// `count` random FRI shapes, cycling through every extension degree, folding factor, blowup
+/// (2–32) and hash, with polynomials of 2–2^`max_log_len` coefficients (some shorter than the
+/// folding factor) and 1 to the most layers the domain allows.
+pub fn random_fri_cases(seed: u64, count: usize, max_log_len: u32) -> Vec<FriCase> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let shapes = [
-        (1, 2, 2, 5, 1),
-        (2, 4, 8, 8, 2),
-        (3, 8, 4, 7, 1),
-        (2, 16, 16, 6, 1),
-        (1, 16, 32, 9, 2),
-        (3, 2, 2, 10, 6),
-        (2, 8, 8, 12, 3),
-        (3, 4, 32, 6, 4),
-        (2, 2, 4, 11, 9),
-    ];
-    for (ext_degree, folding_factor, blowup, log_poly, num_layers) in shapes {
-        for hash in [HashFunction::Rpo256, HashFunction::Rpx256] {
-            let label = format!(
-                "{hash} degree {ext_degree}, folding {folding_factor}, blowup {blowup}, 2^{log_poly} coefficients, {num_layers} layers"
-            );
-            let components: Vec<Vec<Felt>> = (0..ext_degree)
-                .map(|_| (0..1usize << log_poly).map(|_| random_felt(&mut rng)).collect())
-                .collect();
-            let slices: Vec<&[Felt]> = components.iter().map(Vec::as_slice).collect();
-            let request =
-                FriRequest { components: &slices, blowup, folding_factor, num_layers, hash };
-            let run = |c: &dyn GpuCommitter| -> FriLayers {
-                let mut draw = |root: [Felt; 4]| hash.hash_elements(&root)[..ext_degree].to_vec();
-                c.commit_fri(&request, &mut draw).unwrap_or_else(|e| panic!("{label}: {e}"))
-            };
-            let want = run(&CpuCommitter::new());
-            let got = run(committer);
-            assert_eq!(got.layers.len(), want.layers.len(), "{label}: layer count");
-            for (l, (g, w)) in got.layers.iter().zip(&want.layers).enumerate() {
-                assert_eq!(g.num_rows, w.num_rows, "{label}: layer {l} rows");
-                assert!(g.columns == w.columns, "{label}: layer {l} values differ");
-                assert!(g.leaves == w.leaves, "{label}: layer {l} leaves differ");
-                assert!(g.nodes == w.nodes, "{label}: layer {l} Merkle nodes differ");
+    (0..count)
+        .map(|i| {
+            let extension = [1, 2, 3][i % 3];
+            let folding: usize = [2, 4, 8, 16][i % 4];
+            let blowup: usize = [2, 4, 8, 16, 32][i % 5];
+            let hash = [HashFunction::Rpo256, HashFunction::Rpx256][(i / 2) % 2];
+            // The first fold needs folding ≤ domain / 2.
+            let min_log = (folding.ilog2() + 1).saturating_sub(blowup.ilog2()).max(1);
+            let log_len = rng.random_range(min_log..=max_log_len.max(min_log));
+            let half_domain = (1usize << log_len) * blowup / 2;
+            let max_layers = (half_domain.ilog2() / folding.ilog2()) as usize;
+            let layers = rng.random_range(1..=max_layers);
+            FriCase { log_len, blowup, folding, layers, extension, hash }
+        })
+        .collect()
+}
+
+/// The FRI commit phase of random non-zero DEEP polynomials on `committer` against
+/// `CpuCommitter` (winter-fri's own functions), with the same deterministic channel (alpha from
+/// the hash of the root): every layer's columns, leaves and nodes, and the remainder.
+pub fn check_fri(committer: &dyn GpuCommitter, cases: &[FriCase], seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    for (i, case) in cases.iter().enumerate() {
+        eprintln!("[{}] FRI case {i}/{}: {case:?}", committer.backend(), cases.len());
+        let len = 1usize << case.log_len;
+        let components: Vec<Vec<Felt>> = (0..case.extension)
+            .map(|_| (0..len).map(|_| random_felt(&mut rng)).collect())
+            .collect();
+        let slices: Vec<&[Felt]> = components.iter().map(Vec::as_slice).collect();
+        let request = FriRequest {
+            components: &slices,
+            blowup: case.blowup,
+            folding_factor: case.folding,
+            num_layers: case.layers,
+            hash: case.hash,
+        };
+        let channel = |root: [Felt; 4]| case.hash.hash_elements(&root)[..case.extension].to_vec();
+        let got = committer
+            .commit_fri(&request, &mut { channel })
+            .unwrap_or_else(|e| panic!("{case:?}: {e}"));
+        let want = CpuCommitter::new().commit_fri(&request, &mut { channel }).expect("CPU FRI");
+        assert_eq!(got.layers.len(), want.layers.len(), "{case:?}: number of layers");
+        for (l, (got, want)) in got.layers.iter().zip(&want.layers).enumerate() {
+            assert_eq!(got.num_rows, want.num_rows, "{case:?}: rows of layer {l}");
+            if let Some(x) = first_difference(&got.columns, &want.columns) {
+                panic!("{case:?}: layer {l}, column element {x} differs");
             }
-            assert!(got.remainder == want.remainder, "{label}: remainder differs");
+            if let Some(x) = first_difference(&got.leaves, &want.leaves) {
+                panic!("{case:?}: layer {l}, leaf {x} differs");
+            }
+            if let Some(x) = first_difference(&got.nodes, &want.nodes) {
+                panic!("{case:?}: layer {l}, node {x} differs");
+            }
+        }
+        if let Some(x) = first_difference(&got.remainder, &want.remainder) {
+            panic!("{case:?}: remainder element {x} differs");
         }
     }
+}
+
+/// The first index where two slices differ (an element one of them lacks counts).
+pub fn first_difference<T: PartialEq>(got: &[T], want: &[T]) -> Option<usize> {
+    (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i))
 }
 
 // PROOFS

@@ -1,0 +1,166 @@
+//! FRI layers on the device and the dispatches of `fri.wgsl`: the first layer's rows from coset
+//! evaluations, and the folding of a layer into the next one.
+//!
+//! A layer is stored row-major (a row is the `slots · degree` base elements Winterfell hashes
+//! into its leaf), in parts of whole rows, so the row-hashing kernel reads it as it reads LDE
+//! rows. Each dispatch stays inside one source part and one destination part.
+
+use bytemuck::{Pod, Zeroable};
+use miden_crypto::Felt;
+use winter_math::{FieldElement, StarkField};
+
+use super::{
+    batch::Batch, buffers::Chunked, constants::PowerTables, pipelines::Kernel, sizes::FELT_BYTES,
+    Engine,
+};
+
+/// `FriParams` of fri.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Pod, Zeroable)]
+struct FriParams {
+    count: u32,
+    src_offset: u32,
+    dst_offset: u32,
+    dst_stride: u32,
+    folding: u32,
+    degree: u32,
+    first: u32,
+    log_unit: u32,
+    slot_step: u32,
+    rows: u32,
+    domain_mask: u32,
+    root_table: u32,
+    alpha: [[u32; 2]; 3],
+    f_inv: [u32; 2],
+}
+
+// LAYERS
+// ================================================================================================
+
+/// A FRI layer on the device: `rows` rows of `slots` elements of `degree` base components;
+/// evaluation `k` is slot `k / rows` of row `k mod rows`. The remainder is a layer of one slot
+/// per row.
+pub(super) struct Layer {
+    /// One record per row.
+    pub array: Chunked,
+    pub slots: u64,
+    pub degree: u64,
+}
+
+impl Layer {
+    /// Allocates a layer, in parts of as many rows as a row chunk of the row hashing holds.
+    pub fn new(engine: &Engine<'_>, rows: u64, slots: u64, degree: u64) -> Self {
+        let width = slots * degree;
+        let part_rows = engine.sizes.rows_per_chunk(width as usize, rows);
+        let array =
+            Chunked::new(engine.pool, &engine.ctx.device, rows, width * FELT_BYTES, part_rows);
+        Self { array, slots, degree }
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> u64 {
+        self.array.len
+    }
+
+    /// Base elements per row.
+    pub fn width(&self) -> u64 {
+        self.slots * self.degree
+    }
+
+    /// The part holding row `row`, and the element index of the row in it.
+    fn locate(&self, row: u64) -> (&::wgpu::Buffer, u32) {
+        let (buffer, index) = self.array.locate(row);
+        (buffer, index * self.width() as u32)
+    }
+}
+
+// FIRST LAYER
+// ================================================================================================
+
+/// Records the writing of coset `coset` of `cosets` into `layer`'s rows: `work` holds the
+/// coset's evaluations, one bit-reversed column of `unit` elements per component (each column
+/// inside one part). Needs `cosets <= layer.rows()`.
+pub(super) fn record_layer_rows(
+    batch: &mut Batch,
+    work: &Chunked,
+    unit: u64,
+    coset: u64,
+    cosets: u64,
+    layer: &Layer,
+) {
+    let per_slot = layer.rows() / cosets;
+    // Rows `coset + cosets · b` of a dispatch stay in one part.
+    let run = (layer.array.part_len / cosets).clamp(1, per_slot);
+    for d in 0..layer.degree {
+        let (src, src_offset) = work.locate(d * unit);
+        for first in (0..per_slot).step_by(run as usize) {
+            let (dst, dst_offset) = layer.locate(coset + cosets * first);
+            let params = FriParams {
+                count: (run * layer.slots) as u32,
+                src_offset,
+                dst_offset: dst_offset + d as u32,
+                dst_stride: (cosets * layer.width()) as u32,
+                folding: layer.slots as u32,
+                degree: layer.degree as u32,
+                first: first as u32,
+                log_unit: unit.ilog2(),
+                slot_step: per_slot as u32,
+                ..FriParams::default()
+            };
+            batch.dispatch_items(Kernel::FriRows, &params, &[src, dst], params.count as u64);
+        }
+    }
+}
+
+// FOLDING
+// ================================================================================================
+
+/// Records the folding of every row of `layer` with `alpha` (its base components) into `next`,
+/// whose rows times slots equal `layer`'s rows. `powers` holds the power tables of `layer`'s
+/// domain (`rows · slots` points).
+pub(super) fn record_fold(
+    batch: &mut Batch,
+    layer: &Layer,
+    next: &Layer,
+    alpha: &[Felt],
+    powers: (&::wgpu::Buffer, PowerTables),
+) {
+    let (rows, folding) = (layer.rows(), layer.slots);
+    let offset_inv = Felt::GENERATOR.inv();
+    let mut alpha_words = [[0; 2]; 3];
+    for (words, &component) in alpha_words.iter_mut().zip(alpha) {
+        *words = words_of(component * offset_inv);
+    }
+    let base = FriParams {
+        folding: folding as u32,
+        degree: layer.degree as u32,
+        rows: rows as u32,
+        domain_mask: (rows * folding - 1) as u32,
+        root_table: powers.1.root,
+        alpha: alpha_words,
+        f_inv: words_of(Felt::from(folding as u32).inv()),
+        dst_stride: next.width() as u32,
+        ..FriParams::default()
+    };
+    // Aligned runs of rows inside one source part, one destination slot and one destination part.
+    let run = layer.array.part_len.min(next.rows()).min(next.array.part_len);
+    for first in (0..rows).step_by(run as usize) {
+        let (src, src_offset) = layer.locate(first);
+        let (dst, dst_offset) = next.locate(first % next.rows());
+        let slot = first / next.rows();
+        let params = FriParams {
+            count: run as u32,
+            src_offset,
+            dst_offset: dst_offset + (slot * next.degree) as u32,
+            first: first as u32,
+            ..base
+        };
+        batch.dispatch_items(Kernel::FriFold, &params, &[src, dst, powers.0], run);
+    }
+}
+
+/// The Montgomery words of an element as (low, high).
+fn words_of(value: Felt) -> [u32; 2] {
+    let word = value.inner();
+    [word as u32, (word >> 32) as u32]
+}

@@ -1,0 +1,258 @@
+//! The FRI commit phase on the device: the orchestration of `fold.rs`'s kernels with the
+//! commitments' coset evaluation, row hashing and Merkle levels.
+//!
+//! The DEEP coefficients go up once and are evaluated coset by coset into the first layer's
+//! rows (as a commitment's LDE, `lde.rs`). Each layer is then one [`Stream`]: hash its rows into
+//! leaves, build its tree, download rows, leaves and nodes; the host reads the root, draws
+//! `alpha` from the channel, and the next stream folds the layer, still on the device, into the
+//! next one (or into the remainder, downloaded last).
+
+use miden_crypto::Felt;
+use rayon::prelude::*;
+use tracing::info_span;
+
+use super::{
+    buffers::Chunked,
+    constants::felt_bytes,
+    download::{download_array, zeroed, zeroed_digests, RecordSink, Sinks, Store, Stream, Target},
+    fold::{record_fold, record_layer_rows, Layer},
+    hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
+    lde::{record_coset_evaluation, CosetArrays, CosetShape},
+    merkle::{download_levels, push_level_sinks, record_tree, tree_levels, Layout},
+    sizes::{DIGEST_BYTES, FELT_BYTES},
+    upload::{upload, Staged, Write},
+    Engine,
+};
+use crate::{
+    committer::RowHashing,
+    error::{GpuError, Result},
+    fri::{FoldingChannel, FriLayer, FriLayers, FriRequest, FriShape},
+};
+
+/// Sink indices of a layer's downloads: rows, leaves, then the tree levels.
+const ROWS_SINK: usize = 0;
+const LEAF_SINK: usize = 1;
+const LEVEL_SINK: usize = 2;
+
+// COMMIT PHASE
+// ================================================================================================
+
+/// Evaluates the DEEP polynomial over the LDE domain and commits to and folds every layer.
+pub(super) fn commit_fri(
+    engine: &Engine<'_>,
+    request: &FriRequest<'_>,
+    shape: FriShape,
+    channel: &mut FoldingChannel<'_>,
+) -> Result<FriLayers> {
+    let degree = shape.ext_degree as u64;
+    let folding = request.folding_factor as u64;
+    engine.sizes.check_row((folding * degree) as usize)?;
+
+    let mut layer =
+        Layer::new(engine, shape.layer_rows(0, request.folding_factor) as u64, folding, degree);
+    let mut stream = layer_stream(engine, &layer);
+    // The upload's staging buffers are kept until the first stream is submitted.
+    let mut staged = Some(
+        info_span!("wgpu.fri.evaluate", points = shape.domain_len)
+            .in_scope(|| record_evaluation(engine, &mut stream, request, shape, &layer))?,
+    );
+    let mut layers = Vec::with_capacity(request.num_layers);
+    for l in 0..request.num_layers {
+        let _span = info_span!("wgpu.fri.layer", layer = l, rows = layer.rows()).entered();
+        let committed = commit_layer(engine, stream, &layer, request)?;
+        drop(staged.take());
+        let alpha = channel(committed.root());
+        if alpha.len() != shape.ext_degree {
+            return Err(GpuError::InvalidFri(format!(
+                "the channel drew {} components for an element of degree {degree}",
+                alpha.len()
+            )));
+        }
+        layers.push(committed);
+
+        let last = l + 1 == request.num_layers;
+        let next = if last {
+            Layer::new(engine, layer.rows(), 1, degree)
+        } else {
+            Layer::new(engine, layer.rows() / folding, folding, degree)
+        };
+        stream = if last { remainder_stream(engine, &next) } else { layer_stream(engine, &next) };
+        let log_domain = (layer.rows() * folding).ilog2();
+        let (powers, tables) =
+            engine.tables().powers(&engine.ctx.device, &engine.ctx.queue, log_domain);
+        record_fold(stream.batch(), &layer, &next, &alpha, (&powers, tables));
+        layer = next;
+    }
+
+    download_array(&mut stream, &layer.array, degree * FELT_BYTES, |first| Target::Records {
+        sink: ROWS_SINK,
+        first,
+    })?;
+    let remainder = stream.finish()?.felts.pop().unwrap_or_default();
+    Ok(FriLayers { layers, remainder })
+}
+
+// FIRST LAYER
+// ================================================================================================
+
+/// Uploads the DEEP coefficients and records their evaluation over the LDE domain into `layer`,
+/// coset by coset. Each component is zero-padded to at least the folding factor, so that a
+/// coset has at least as many points as a row has slots and every coset fills whole rows.
+fn record_evaluation(
+    engine: &Engine<'_>,
+    stream: &mut Stream<'_, '_>,
+    request: &FriRequest<'_>,
+    shape: FriShape,
+    layer: &Layer,
+) -> Result<Staged> {
+    let device = &engine.ctx.device;
+    let part = engine.sizes.felts();
+    let poly_len = (shape.poly_len as u64).max(layer.slots);
+    let domain_len = shape.domain_len as u64;
+    let unit = poly_len.min(part);
+    let cosets = CosetShape { num_cols: layer.degree, poly_len, unit, domain_len };
+
+    let coefficients = Chunked::new(engine.pool, device, layer.degree * poly_len, FELT_BYTES, part);
+    if poly_len > shape.poly_len as u64 {
+        for p in 0..coefficients.num_parts() {
+            stream.batch().clear(coefficients.part(p));
+        }
+    }
+    let writes: Vec<Write<'_>> = request
+        .components
+        .iter()
+        .enumerate()
+        .map(|(d, component)| Write {
+            bytes: felt_bytes(component),
+            array: &coefficients,
+            first: d as u64 * poly_len,
+            record_bytes: FELT_BYTES,
+        })
+        .collect();
+    let staged = upload(engine, stream.batch(), &writes)?;
+
+    let work = Chunked::new(engine.pool, device, layer.degree * unit, FELT_BYTES, part);
+    let (powers, tables) = engine.tables().powers(device, &engine.ctx.queue, domain_len.ilog2());
+    let twiddles = engine.tables().twiddles(device, &engine.ctx.queue, unit.ilog2(), false);
+    let num_cosets = domain_len / unit;
+    for coset in 0..num_cosets {
+        let arrays = CosetArrays {
+            coefficients: &coefficients,
+            work: &work,
+            powers: &powers,
+            twiddles: &twiddles,
+        };
+        record_coset_evaluation(stream.batch(), cosets, coset, arrays, tables);
+        record_layer_rows(stream.batch(), &work, unit, coset, num_cosets, layer);
+    }
+    Ok(staged)
+}
+
+// LAYER COMMITMENT
+// ================================================================================================
+
+/// Records the hashing of `layer`'s rows and its Merkle tree on `stream`, downloads rows, leaves
+/// and nodes, and returns them as a [`FriLayer`] (columns transposed on the host).
+fn commit_layer(
+    engine: &Engine<'_>,
+    mut stream: Stream<'_, '_>,
+    layer: &Layer,
+    request: &FriRequest<'_>,
+) -> Result<FriLayer> {
+    let device = &engine.ctx.device;
+    let (rows, width) = (layer.rows(), layer.width());
+    let leaves = Chunked::new(engine.pool, device, rows, DIGEST_BYTES, engine.sizes.digests());
+    let levels = tree_levels(engine.pool, device, rows, engine.sizes.digests());
+    let sponges = sponge_buffer(engine, RowHashing::WholeRow, width as usize, layer.array.part_len);
+    for p in 0..layer.array.num_parts() {
+        let (first, count) = layer.array.part_range(p);
+        let (leaf_buffer, dst_offset) = leaves.locate(first);
+        let block = RowBlock {
+            num_rows: count,
+            row_width: width as usize,
+            num_cols: width as usize,
+            src_offset: 0,
+            dst_offset,
+        };
+        let buffers =
+            RowBuffers { rows: layer.array.part(p), leaves: leaf_buffer, sponges: &sponges };
+        let events = engine.sizes.hash_events;
+        record_hash_rows(
+            stream.batch(),
+            request.hash,
+            RowHashing::WholeRow,
+            block,
+            buffers,
+            events,
+        );
+    }
+    record_tree(stream.batch(), request.hash, &leaves, Layout::new(rows, 1), &levels);
+
+    download_array(&mut stream, &layer.array, width * FELT_BYTES, |first| Target::Records {
+        sink: ROWS_SINK,
+        first,
+    })?;
+    download_array(&mut stream, &leaves, DIGEST_BYTES, |first| Target::Records {
+        sink: LEAF_SINK,
+        first,
+    })?;
+    download_levels(&mut stream, &levels, LEVEL_SINK)?;
+    let mut sinks = stream.finish()?;
+    let nodes = sinks.digests.pop().unwrap_or_default();
+    let leaves = sinks.digests.pop().unwrap_or_default();
+    let row_major = sinks.felts.pop().unwrap_or_default();
+    let columns = info_span!("wgpu.fri.columns")
+        .in_scope(|| transpose(&row_major, rows as usize, width as usize));
+    Ok(FriLayer { columns, num_rows: rows as usize, leaves, nodes })
+}
+
+/// Column-major `columns` of [`FriLayer`] from `num_rows` row-major rows of `width` elements.
+fn transpose(rows: &[Felt], num_rows: usize, width: usize) -> Vec<Felt> {
+    let mut columns = zeroed(rows.len());
+    columns.par_chunks_mut(num_rows).enumerate().for_each(|(c, column)| {
+        for (i, value) in column.iter_mut().enumerate() {
+            *value = rows[i * width + c];
+        }
+    });
+    columns
+}
+
+// HOST SINKS
+// ================================================================================================
+
+/// A stream delivering `layer`'s rows, leaves and nodes (Winterfell's layout).
+fn layer_stream<'e>(engine: &'e Engine<'e>, layer: &Layer) -> Stream<'e, 'static> {
+    let (rows, width) = (layer.rows() as usize, layer.width() as usize);
+    Stream::new(
+        engine,
+        Box::new(move || {
+            let mut sinks = Sinks::default();
+            sinks.felts.push(zeroed(rows * width));
+            sinks.digests.push(zeroed_digests(rows));
+            sinks.digests.push(zeroed_digests(rows));
+            sinks.records.push(natural_sink(Store::Felts(0), width, rows));
+            sinks.records.push(natural_sink(Store::Digests(0), 4, rows));
+            push_level_sinks(&mut sinks, Store::Digests(1), rows, Layout::new(rows as u64, 1));
+            Ok(sinks)
+        }),
+    )
+}
+
+/// A stream delivering the remainder `layer` (one slot per row) in natural order.
+fn remainder_stream<'e>(engine: &'e Engine<'e>, layer: &Layer) -> Stream<'e, 'static> {
+    let (rows, width) = (layer.rows() as usize, layer.width() as usize);
+    Stream::new(
+        engine,
+        Box::new(move || {
+            let mut sinks = Sinks::default();
+            sinks.felts.push(zeroed(rows * width));
+            sinks.records.push(natural_sink(Store::Felts(0), width, rows));
+            Ok(sinks)
+        }),
+    )
+}
+
+/// A sink of `len` records of `record_len` elements in natural order.
+fn natural_sink(store: Store, record_len: usize, len: usize) -> RecordSink {
+    RecordSink { store, start: 0, record_len, groups: 1, group_len: len }
+}
