@@ -7,7 +7,7 @@
 use miden_crypto::Felt;
 use rayon::prelude::*;
 use tracing::info_span;
-use winter_math::{fft, FieldElement, StarkField};
+use winter_math::{fft, StarkField};
 use winter_prover::{
     matrix::{ColMatrix, RowMatrix},
     StarkDomain,
@@ -104,7 +104,7 @@ pub(crate) fn hash_row(row: &[Felt], row_hashing: RowHashing, hash: HashFunction
         RowHashing::WholeRow => hash.hash_elements(row),
         RowHashing::Partitioned(size) => {
             let digests: Vec<Felt> =
-                row.chunks(size).flat_map(|chunk| hash.hash_elements(chunk)).collect();
+                row.chunks(size).flat_map(|chunk| hash.hash_elements(chunk).to_felts()).collect();
             hash.hash_elements(&digests)
         },
     }
@@ -113,7 +113,7 @@ pub(crate) fn hash_row(row: &[Felt], row_hashing: RowHashing, hash: HashFunction
 /// Builds the Merkle nodes level by level, each level in parallel.
 pub(crate) fn build_tree(leaves: &[Digest], hash: HashFunction) -> Vec<Digest> {
     let n = leaves.len();
-    let mut nodes = vec![[Felt::ZERO; 4]; n];
+    let mut nodes = vec![Digest::ZERO; n];
     nodes[n / 2..].par_iter_mut().enumerate().with_min_len(256).for_each(|(i, node)| {
         *node = hash.merge(&[leaves[2 * i], leaves[2 * i + 1]]);
     });

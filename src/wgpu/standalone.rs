@@ -112,7 +112,7 @@ pub(super) fn build_tree(
     push_level_sinks(&mut sinks, Store::Digests(0), leaves.len(), layout);
     let mut stream = Stream::new(engine, Box::new(move || Ok(sinks)));
     let write = Write {
-        bytes: felt_bytes(leaves.as_flattened()),
+        bytes: Digest::slice_as_bytes(leaves),
         array: &leaf_array,
         first: 0,
         record_bytes: DIGEST_BYTES,

@@ -3,18 +3,19 @@
 //! Backends see only [`HashFunction`]; the prover integration is generic over [`GpuHasher`],
 //! which ties a Winterfell hasher type to the function a backend must compute for it.
 
+mod digest;
+mod hasher;
+
 use core::{fmt, str::FromStr};
 
+pub use digest::{Digest, DIGEST_BYTES};
+pub use hasher::GpuHasher;
 use miden_crypto::{
     hash::{rpo::Rpo256, rpx::Rpx256},
     Felt, Word,
 };
-use winter_crypto::ElementHasher;
 
 use crate::error::GpuError;
-
-/// A digest as backends produce it: four base field elements (`Word` in miden-crypto).
-pub type Digest = [Felt; 4];
 
 // HASH FUNCTION
 // ================================================================================================
@@ -39,7 +40,7 @@ impl HashFunction {
 
     /// Merges two digests into their parent, as a Merkle tree node.
     pub fn merge(self, pair: &[Digest; 2]) -> Digest {
-        let words = [Word::new(pair[0]), Word::new(pair[1])];
+        let words = [Word::from(pair[0]), Word::from(pair[1])];
         match self {
             Self::Rpo256 => Rpo256::merge(&words).into(),
             Self::Rpx256 => Rpx256::merge(&words).into(),
@@ -67,26 +68,4 @@ impl FromStr for HashFunction {
             _ => Err(GpuError::UnsupportedHasher(s.to_string())),
         }
     }
-}
-
-// GPU HASHER
-// ================================================================================================
-
-/// A Winterfell hasher whose row hashing and Merkle tree a backend can compute.
-///
-/// Implemented for [`Rpo256`] and [`Rpx256`] only: a prover with another `HashFn` does not
-/// type-check with [`crate::GpuProver`].
-pub trait GpuHasher:
-    ElementHasher<BaseField = Felt, Digest = Word> + Send + Sync + 'static
-{
-    /// The function backends compute for this hasher.
-    const FUNCTION: HashFunction;
-}
-
-impl GpuHasher for Rpo256 {
-    const FUNCTION: HashFunction = HashFunction::Rpo256;
-}
-
-impl GpuHasher for Rpx256 {
-    const FUNCTION: HashFunction = HashFunction::Rpx256;
 }
