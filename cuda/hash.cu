@@ -1,4 +1,5 @@
-// Row hashing into Merkle leaves, and Merkle tree levels (needs field.cuh, rescue.cuh).
+// Row hashing into Merkle leaves, and Merkle tree levels (needs field.cuh, rescue.cuh,
+// poseidon2.cuh).
 
 // ROW HASHING
 // ================================================================================================
@@ -133,6 +134,8 @@ HASH_ROWS_KERNEL(hash_rows_rpo, HASH_RPO, false)
 HASH_ROWS_KERNEL(hash_rows_rpo_partitioned, HASH_RPO, true)
 HASH_ROWS_KERNEL(hash_rows_rpx, HASH_RPX, false)
 HASH_ROWS_KERNEL(hash_rows_rpx_partitioned, HASH_RPX, true)
+HASH_ROWS_KERNEL(hash_rows_poseidon2, HASH_POSEIDON2, false)
+HASH_ROWS_KERNEL(hash_rows_poseidon2_partitioned, HASH_POSEIDON2, true)
 
 // MERKLE TREE
 // ================================================================================================
@@ -162,3 +165,4 @@ __device__ __forceinline__ void merkle_level_impl(const u64* children, u64* pare
 
 MERKLE_KERNEL(merkle_level_rpo, HASH_RPO)
 MERKLE_KERNEL(merkle_level_rpx, HASH_RPX)
+MERKLE_KERNEL(merkle_level_poseidon2, HASH_POSEIDON2)

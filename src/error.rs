@@ -53,8 +53,10 @@ pub enum GpuError {
     /// A partition size of zero was requested.
     #[error("partition size must be at least 1 base element")]
     InvalidPartition,
-    /// The requested hash function has no GPU implementation.
-    #[error("hash function `{0}` is not supported on the GPU; use RPO256 or RPX256")]
+    /// The hash function is not known, or the backend has no kernels for it.
+    #[error(
+        "hash function `{0}` is not supported; expected rpo, rpx, poseidon2, blake3-192 or blake3-256"
+    )]
     UnsupportedHasher(String),
     /// The backend named in a request or in `MIDEN_GPU_BACKEND` is not a known name.
     #[error("unknown backend `{0}`; expected one of: auto, cpu, wgpu, cuda")]

@@ -141,13 +141,16 @@ fn aux_segment_with_wrong_row_count() {
 
 #[test]
 fn unsupported_hasher() {
-    for name in ["blake3", "sha3", "poseidon2", ""] {
+    for name in ["blake3", "sha3", "keccak", ""] {
         assert_eq!(
             name.parse::<HashFunction>().unwrap_err(),
             GpuError::UnsupportedHasher(name.into())
         );
     }
     assert_eq!("RPX256".parse::<HashFunction>().unwrap(), HashFunction::Rpx256);
+    for hash in HashFunction::ALL {
+        assert_eq!(hash.to_string().parse::<HashFunction>().unwrap(), hash);
+    }
 }
 
 #[test]

@@ -103,9 +103,9 @@ pub(crate) fn hash_row(row: &[Felt], row_hashing: RowHashing, hash: HashFunction
     match row_hashing {
         RowHashing::WholeRow => hash.hash_elements(row),
         RowHashing::Partitioned(size) => {
-            let digests: Vec<Felt> =
-                row.chunks(size).flat_map(|chunk| hash.hash_elements(chunk).to_felts()).collect();
-            hash.hash_elements(&digests)
+            let digests: Vec<Digest> =
+                row.chunks(size).map(|chunk| hash.hash_elements(chunk)).collect();
+            hash.merge_many(&digests)
         },
     }
 }

@@ -55,11 +55,13 @@ use self::{
 use crate::{
     backend::Backend,
     committer::{
-        check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing,
+        check_hash, check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows,
+        RowHashing,
     },
     error::Result,
     hash::{Digest, HashFunction},
 };
+use program::HASHES;
 
 // Host `Felt` memory is copied to and from the device byte for byte.
 const _: () = assert!(
@@ -183,6 +185,7 @@ impl GpuCommitter for CudaCommitter {
     }
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+        check_hash(request.hash, &HASHES)?;
         let shape = request.validate()?;
         let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
         let mut states = self.states();
@@ -212,6 +215,7 @@ impl GpuCommitter for CudaCommitter {
         row_hashing: RowHashing,
         hash: HashFunction,
     ) -> Result<Vec<Digest>> {
+        check_hash(hash, &HASHES)?;
         check_lde_rows(lde, row_hashing)?;
         let _span = tracing::info_span!("cuda.hash_rows", rows = lde.num_rows()).entered();
         let mut states = self.states();
@@ -219,6 +223,7 @@ impl GpuCommitter for CudaCommitter {
     }
 
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
+        check_hash(hash, &HASHES)?;
         check_leaves(leaves)?;
         let _span = tracing::info_span!("cuda.build_tree", leaves = leaves.len()).entered();
         let mut states = self.states();

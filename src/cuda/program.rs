@@ -14,11 +14,15 @@ use std::{
 
 use cudarc::nvrtc::sys as nvrtc;
 use miden_crypto::{
-    hash::{rpo::Rpo256, rpx::Rpx256},
+    hash::{poseidon2::Poseidon2, rpo::Rpo256, rpx::Rpx256},
     Felt,
 };
 
-use crate::{backend::Backend, error::GpuError};
+use crate::{backend::Backend, error::GpuError, hash::HashFunction};
+
+/// The hash functions the CUDA kernels implement.
+pub(super) const HASHES: [HashFunction; 3] =
+    [HashFunction::Rpo256, HashFunction::Rpx256, HashFunction::Poseidon2];
 
 /// Threads per block of the hashing and Merkle kernels (the kernels' `__launch_bounds__`).
 pub(super) const HASH_BLOCK: u32 = 128;
@@ -45,39 +49,47 @@ fn hash_min_blocks() -> u32 {
 
 const FIELD: &str = include_str!("../../cuda/field.cuh");
 const RESCUE: &str = include_str!("../../cuda/rescue.cuh");
+const POSEIDON2: &str = include_str!("../../cuda/poseidon2.cuh");
 const NTT: &str = include_str!("../../cuda/ntt.cu");
 const HASH: &str = include_str!("../../cuda/hash.cu");
 
 /// Every kernel the backend launches.
-pub const KERNELS: [&str; 8] = [
+pub const KERNELS: [&str; 11] = [
     "ntt_pass",
     "scale_coefficients",
     "hash_rows_rpo",
     "hash_rows_rpo_partitioned",
     "hash_rows_rpx",
     "hash_rows_rpx_partitioned",
+    "hash_rows_poseidon2",
+    "hash_rows_poseidon2_partitioned",
     "merkle_level_rpo",
     "merkle_level_rpx",
+    "merkle_level_poseidon2",
 ];
 
 // SOURCE
 // ================================================================================================
 
 /// The complete CUDA source the backend compiles: field arithmetic, the generated constants,
-/// the Rescue permutations, the NTT kernels and the hashing kernels, in dependency order.
+/// the Rescue and Poseidon2 permutations, the NTT kernels and the hashing kernels, in dependency
+/// order.
 pub fn kernel_source() -> String {
-    let mut source =
-        String::with_capacity(FIELD.len() + RESCUE.len() + NTT.len() + HASH.len() + 8192);
+    let mut source = String::with_capacity(
+        FIELD.len() + RESCUE.len() + POSEIDON2.len() + NTT.len() + HASH.len() + 16384,
+    );
     source.push_str(FIELD);
     source.push_str(&prelude());
     source.push_str(RESCUE);
+    source.push_str(POSEIDON2);
     source.push_str(NTT);
     source.push_str(HASH);
     source
 }
 
-/// Constants generated from miden-crypto (never retyped): the MDS matrix, the round constants in
-/// Montgomery form, and the Montgomery forms of 0..7 for the sponge's length word.
+/// Constants generated from miden-crypto (never retyped): the MDS matrix, the Rescue and
+/// Poseidon2 round constants and Poseidon2's internal diagonal in Montgomery form, Poseidon2's
+/// round counts, and the Montgomery forms of 0..7 for the sponge's length word.
 fn prelude() -> String {
     // RPX shares RPO's MDS matrix and round constants; fail loudly if a release ever splits them.
     assert!(
@@ -97,6 +109,27 @@ fn prelude() -> String {
             "__constant__ u64 {name}[{}] = {{{}}};",
             table.len() * 12,
             hex_list(table.iter().flatten())
+        );
+    }
+    assert!(Poseidon2::STATE_WIDTH == 12, "the CUDA kernels assume a Poseidon2 width of 12");
+    let _ = writeln!(out, "#define P2_EXTERNAL_HALF {}", Poseidon2::NUM_EXTERNAL_ROUNDS_HALF);
+    let _ = writeln!(out, "#define P2_INTERNAL {}", Poseidon2::NUM_INTERNAL_ROUNDS);
+    let external: Vec<Felt> = Poseidon2::ARK_EXT_INITIAL
+        .iter()
+        .chain(&Poseidon2::ARK_EXT_TERMINAL)
+        .flatten()
+        .copied()
+        .collect();
+    for (name, table) in [
+        ("P2_ARK_EXT", &external[..]),
+        ("P2_ARK_INT", &Poseidon2::ARK_INT[..]),
+        ("P2_MAT_DIAG", &Poseidon2::MAT_DIAG[..]),
+    ] {
+        let _ = writeln!(
+            out,
+            "__constant__ u64 {name}[{}] = {{{}}};",
+            table.len(),
+            hex_list(table.iter())
         );
     }
     let lengths: Vec<Felt> = (0..8u8).map(Felt::from).collect();

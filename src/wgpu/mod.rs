@@ -24,10 +24,11 @@ use tracing::info_span;
 
 use crate::{
     backend::Backend,
-    committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
+    committer::{check_hash, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
     error::Result,
     hash::{Digest, HashFunction},
 };
+use shaders::HASHES;
 
 mod batch;
 mod buffers;
@@ -47,7 +48,7 @@ mod timestamps;
 mod upload;
 
 use buffers::BufferPool;
-use constants::{RescueConstants, Tables};
+use constants::{HashConstants, Tables};
 use context::{device_error, Context};
 pub use context::{prepare_headless_vulkan, AdapterSummary};
 use pipelines::Pipelines;
@@ -66,7 +67,7 @@ use timestamps::Timer;
 pub struct WgpuCommitter {
     ctx: Context,
     pipelines: Pipelines,
-    rescue: RescueConstants,
+    constants: HashConstants,
     pool: BufferPool,
     tables: Mutex<Tables>,
     sizes: Sizes,
@@ -96,18 +97,18 @@ impl WgpuCommitter {
     fn open(int64: Option<bool>) -> Result<Self> {
         let ctx = Context::new(int64)?;
         let arithmetic = if ctx.int64 { Arithmetic::U64 } else { Arithmetic::U32 };
-        let (pipelines, rescue) = ctx.checked(|| {
+        let (pipelines, constants) = ctx.checked(|| {
             let pipelines =
                 info_span!("wgpu.pipelines").in_scope(|| Pipelines::new(&ctx.device, arithmetic));
-            let rescue = RescueConstants::new(&ctx.device, &ctx.queue, &pipelines)?;
-            Ok((pipelines, rescue))
+            let constants = HashConstants::new(&ctx.device, &ctx.queue, &pipelines)?;
+            Ok((pipelines, constants))
         })?;
         let sizes = Sizes::new(&ctx.limits, ctx.is_software(), None);
         let timer = Timer::new(&ctx);
         Ok(Self {
             ctx,
             pipelines,
-            rescue,
+            constants,
             pool: BufferPool::default(),
             tables: Mutex::new(Tables::default()),
             sizes,
@@ -171,7 +172,7 @@ impl WgpuCommitter {
         let engine = Engine {
             ctx: &self.ctx,
             pipelines: &self.pipelines,
-            rescue: &self.rescue,
+            constants: &self.constants,
             pool: &self.pool,
             tables: &self.tables,
             sizes: self.sizes,
@@ -191,6 +192,7 @@ impl GpuCommitter for WgpuCommitter {
     }
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+        check_hash(request.hash, &HASHES)?;
         request.validate()?;
         *self.times() = None;
         let (commitment, times) = self.run(|engine| commit::commit(engine, request))?;
@@ -214,11 +216,13 @@ impl GpuCommitter for WgpuCommitter {
         row_hashing: RowHashing,
         hash: HashFunction,
     ) -> Result<Vec<Digest>> {
+        check_hash(hash, &HASHES)?;
         crate::committer::check_lde_rows(lde, row_hashing)?;
         self.run(|engine| standalone::hash_rows(engine, lde, row_hashing, hash))
     }
 
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
+        check_hash(hash, &HASHES)?;
         crate::committer::check_leaves(leaves)?;
         self.run(|engine| standalone::build_tree(engine, leaves, hash))
     }
@@ -238,7 +242,7 @@ impl GpuCommitter for WgpuCommitter {
 pub(super) struct Engine<'a> {
     ctx: &'a Context,
     pipelines: &'a Pipelines,
-    rescue: &'a RescueConstants,
+    constants: &'a HashConstants,
     pool: &'a BufferPool,
     tables: &'a Mutex<Tables>,
     sizes: Sizes,
@@ -249,7 +253,7 @@ pub(super) struct Engine<'a> {
 impl Engine<'_> {
     /// Submits a batch.
     fn submit(&self, batch: batch::Batch) -> Option<::wgpu::SubmissionIndex> {
-        batch.submit(self.ctx, self.pipelines, self.rescue, self.pool, self.timer)
+        batch.submit(self.ctx, self.pipelines, self.constants, self.pool, self.timer)
     }
 
     /// The table caches.

@@ -2,7 +2,13 @@
 //! file has one job (field arithmetic, extension arithmetic, a permutation, an algorithm) and
 //! is written once; a module is the list of files its entry points need.
 
+use miden_crypto::hash::poseidon2::Poseidon2;
+
 use crate::hash::HashFunction;
+
+/// The hash functions the WGSL kernels implement.
+pub(super) const HASHES: [HashFunction; 3] =
+    [HashFunction::Rpo256, HashFunction::Rpx256, HashFunction::Poseidon2];
 
 // SOURCES
 // ================================================================================================
@@ -12,9 +18,11 @@ const FIELD_U32: &str = include_str!("../../wgsl/field_u32.wgsl");
 const FIELD_U64: &str = include_str!("../../wgsl/field_u64.wgsl");
 const FIELD: &str = include_str!("../../wgsl/field.wgsl");
 const EXT3: &str = include_str!("../../wgsl/ext3.wgsl");
+const SPONGE: &str = include_str!("../../wgsl/sponge.wgsl");
 const RESCUE: &str = include_str!("../../wgsl/rescue.wgsl");
 const RPO: &str = include_str!("../../wgsl/rpo.wgsl");
 const RPX: &str = include_str!("../../wgsl/rpx.wgsl");
+const POSEIDON2: &str = include_str!("../../wgsl/poseidon2.wgsl");
 const POWERS: &str = include_str!("../../wgsl/powers.wgsl");
 const NTT: &str = include_str!("../../wgsl/ntt.wgsl");
 const COSET: &str = include_str!("../../wgsl/coset.wgsl");
@@ -54,28 +62,22 @@ pub(super) enum Module {
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 8] = [
-        Module::Ntt,
-        Module::Coset,
-        Module::Interpolate,
-        Module::Rows,
-        Module::HashRows(HashFunction::Rpo256),
-        Module::HashRows(HashFunction::Rpx256),
-        Module::Merkle(HashFunction::Rpo256),
-        Module::Merkle(HashFunction::Rpx256),
-    ];
+    pub fn all() -> Vec<Module> {
+        let mut modules = vec![Module::Ntt, Module::Coset, Module::Interpolate, Module::Rows];
+        modules.extend(HASHES.map(Module::HashRows));
+        modules.extend(HASHES.map(Module::Merkle));
+        modules
+    }
 
     /// A short name, for labels.
-    pub fn name(self) -> &'static str {
+    pub fn name(self) -> String {
         match self {
-            Module::Ntt => "ntt",
-            Module::Coset => "coset",
-            Module::Interpolate => "interpolate",
-            Module::Rows => "rows",
-            Module::HashRows(HashFunction::Rpo256) => "hash_rows_rpo",
-            Module::HashRows(HashFunction::Rpx256) => "hash_rows_rpx",
-            Module::Merkle(HashFunction::Rpo256) => "merkle_rpo",
-            Module::Merkle(HashFunction::Rpx256) => "merkle_rpx",
+            Module::Ntt => "ntt".into(),
+            Module::Coset => "coset".into(),
+            Module::Interpolate => "interpolate".into(),
+            Module::Rows => "rows".into(),
+            Module::HashRows(hash) => format!("hash_rows_{}", hash.ident()),
+            Module::Merkle(hash) => format!("merkle_{}", hash.ident()),
         }
     }
 
@@ -96,19 +98,37 @@ impl Module {
             Module::Coset => [&field[..], &[POWERS, COSET]].concat(),
             Module::Interpolate => [&field[..], &[POWERS, INTERPOLATE]].concat(),
             Module::Rows => vec![COMMON, ROWS],
-            Module::HashRows(hash) => [&field[..], permutation(hash), &[HASH_ROWS]].concat(),
-            Module::Merkle(hash) => [&field[..], permutation(hash), &[MERKLE]].concat(),
+            Module::HashRows(hash) => {
+                return [field.join("\n"), permutation(hash), HASH_ROWS.into()].join("\n")
+            },
+            Module::Merkle(hash) => {
+                return [field.join("\n"), permutation(hash), MERKLE.into()].join("\n")
+            },
         };
         parts.join("\n")
     }
 }
 
-/// The files of a permutation.
-fn permutation(hash: HashFunction) -> &'static [&'static str] {
+/// The source of a permutation: its files, after the constants they are generated with.
+fn permutation(hash: HashFunction) -> String {
     match hash {
-        HashFunction::Rpo256 => &[RESCUE, RPO],
-        HashFunction::Rpx256 => &[EXT3, RESCUE, RPX],
+        HashFunction::Rpo256 => [SPONGE, RESCUE, RPO].join("\n"),
+        HashFunction::Rpx256 => [SPONGE, EXT3, RESCUE, RPX].join("\n"),
+        HashFunction::Poseidon2 => [SPONGE, &poseidon2_counts(), POSEIDON2].join("\n"),
+        HashFunction::Blake3_192 | HashFunction::Blake3_256 => String::new(),
     }
+}
+
+/// The round counts of `poseidon2.wgsl`, from miden-crypto, and the vectors its constants take.
+fn poseidon2_counts() -> String {
+    let half = Poseidon2::NUM_EXTERNAL_ROUNDS_HALF;
+    let internal = Poseidon2::NUM_INTERNAL_ROUNDS;
+    let elements = 2 * half * Poseidon2::STATE_WIDTH + internal + Poseidon2::STATE_WIDTH;
+    format!(
+        "const P2_EXTERNAL_HALF: u32 = {half}u;\nconst P2_INTERNAL: u32 = {internal}u;\n\
+         const P2_VECTORS: u32 = {}u;\n",
+        elements.div_ceil(2)
+    )
 }
 
 // PUBLIC LISTING
@@ -129,7 +149,7 @@ pub struct ComposedShader {
 /// translated offline (e.g. with naga) without an adapter.
 pub fn composed_shaders() -> Vec<ComposedShader> {
     let mut shaders = Vec::new();
-    for module in Module::ALL {
+    for module in Module::all() {
         for arithmetic in [Arithmetic::U32, Arithmetic::U64] {
             if arithmetic == Arithmetic::U64 && !module.uses_field() {
                 continue;
