@@ -20,6 +20,10 @@ use miden_crypto::{
 
 use crate::{backend::Backend, error::GpuError, hash::HashFunction};
 
+// The kernels hold Poseidon2's state in `STATE_WIDTH` (12) registers.
+const _: () =
+    assert!(Poseidon2::STATE_WIDTH == 12, "the CUDA kernels assume a Poseidon2 width of 12");
+
 /// The hash functions the CUDA kernels implement.
 pub(super) const HASHES: [HashFunction; 3] =
     [HashFunction::Rpo256, HashFunction::Rpx256, HashFunction::Poseidon2];
@@ -111,7 +115,6 @@ fn prelude() -> String {
             hex_list(table.iter().flatten())
         );
     }
-    assert!(Poseidon2::STATE_WIDTH == 12, "the CUDA kernels assume a Poseidon2 width of 12");
     let _ = writeln!(out, "#define P2_EXTERNAL_HALF {}", Poseidon2::NUM_EXTERNAL_ROUNDS_HALF);
     let _ = writeln!(out, "#define P2_INTERNAL {}", Poseidon2::NUM_INTERNAL_ROUNDS);
     let external: Vec<Felt> = Poseidon2::ARK_EXT_INITIAL
