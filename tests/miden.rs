@@ -125,14 +125,11 @@ fn rpx_128_matches_miden_prover() {
     check_fibonacci(HashFunction::Rpx256, 128);
 }
 
+/// At 96 bits only: `miden_verifier` 0.20 accepts Poseidon2 proofs with the recursive 96-bit or
+/// the regular 128-bit options, and `with_128_bit_security` gives the recursive 128-bit set.
 #[test]
 fn poseidon2_96_matches_miden_prover() {
     check_fibonacci(HashFunction::Poseidon2, 96);
-}
-
-#[test]
-fn poseidon2_128_matches_miden_prover() {
-    check_fibonacci(HashFunction::Poseidon2, 128);
 }
 
 #[test]

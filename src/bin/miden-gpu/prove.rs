@@ -45,7 +45,7 @@ pub struct ProveCmd {
     #[arg(short = 'b', long = "backend")]
     backend: Option<Backend>,
 
-    /// Hash function: rpo or rpx (those with GPU kernels)
+    /// Hash function: rpo, rpx, poseidon2, blake3-192 or blake3-256
     #[arg(long = "hasher", visible_alias = "hash", default_value = "rpo", value_parser = parse_hasher)]
     hasher: HashFunction,
 
