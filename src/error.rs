@@ -58,6 +58,16 @@ pub enum GpuError {
         "hash function `{0}` is not supported; expected rpo, rpx, poseidon2, blake3-192 or blake3-256"
     )]
     UnsupportedHasher(String),
+    /// A backend's kernels for this hash function cannot hash rows this wide.
+    #[error("{hash} kernels hash rows of at most {max} base elements, but a row has {num_cols}")]
+    RowTooWide {
+        /// The hash function.
+        hash: String,
+        /// Base elements per row requested.
+        num_cols: usize,
+        /// The widest row the kernels take.
+        max: usize,
+    },
     /// The backend named in a request or in `MIDEN_GPU_BACKEND` is not a known name.
     #[error("unknown backend `{0}`; expected one of: auto, cpu, wgpu, cuda")]
     UnknownBackend(String),

@@ -59,7 +59,7 @@ use crate::{
         RowHashing,
     },
     error::Result,
-    hash::{Digest, HashFunction},
+    hash::{blake3_tables::check_row_width, Digest, HashFunction},
 };
 use program::HASHES;
 
@@ -187,6 +187,7 @@ impl GpuCommitter for CudaCommitter {
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
         check_hash(request.hash, &HASHES)?;
         let shape = request.validate()?;
+        check_row_width(request.hash, shape.num_cols)?;
         let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
         let mut states = self.states();
         let gpus: Vec<&Gpu> = self.gpus.iter().collect();
@@ -217,6 +218,7 @@ impl GpuCommitter for CudaCommitter {
     ) -> Result<Vec<Digest>> {
         check_hash(hash, &HASHES)?;
         check_lde_rows(lde, row_hashing)?;
+        check_row_width(hash, lde.num_cols)?;
         let _span = tracing::info_span!("cuda.hash_rows", rows = lde.num_rows()).entered();
         let mut states = self.states();
         standalone::hash_rows(&self.gpus[0], &mut states[0], lde, row_hashing, hash)

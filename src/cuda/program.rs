@@ -18,15 +18,18 @@ use miden_crypto::{
     Felt,
 };
 
-use crate::{backend::Backend, error::GpuError, hash::HashFunction};
+use crate::{
+    backend::Backend,
+    error::GpuError,
+    hash::{blake3_tables, HashFunction},
+};
 
 // The kernels hold Poseidon2's state in `STATE_WIDTH` (12) registers.
 const _: () =
     assert!(Poseidon2::STATE_WIDTH == 12, "the CUDA kernels assume a Poseidon2 width of 12");
 
 /// The hash functions the CUDA kernels implement.
-pub(super) const HASHES: [HashFunction; 3] =
-    [HashFunction::Rpo256, HashFunction::Rpx256, HashFunction::Poseidon2];
+pub(super) const HASHES: [HashFunction; 5] = HashFunction::ALL;
 
 /// Threads per block of the hashing and Merkle kernels (the kernels' `__launch_bounds__`).
 pub(super) const HASH_BLOCK: u32 = 128;
@@ -54,11 +57,12 @@ fn hash_min_blocks() -> u32 {
 const FIELD: &str = include_str!("../../cuda/field.cuh");
 const RESCUE: &str = include_str!("../../cuda/rescue.cuh");
 const POSEIDON2: &str = include_str!("../../cuda/poseidon2.cuh");
+const BLAKE3: &str = include_str!("../../cuda/blake3.cuh");
 const NTT: &str = include_str!("../../cuda/ntt.cu");
 const HASH: &str = include_str!("../../cuda/hash.cu");
 
 /// Every kernel the backend launches.
-pub const KERNELS: [&str; 11] = [
+pub const KERNELS: [&str; 17] = [
     "ntt_pass",
     "scale_coefficients",
     "hash_rows_rpo",
@@ -67,25 +71,38 @@ pub const KERNELS: [&str; 11] = [
     "hash_rows_rpx_partitioned",
     "hash_rows_poseidon2",
     "hash_rows_poseidon2_partitioned",
+    "hash_rows_blake3_192",
+    "hash_rows_blake3_192_partitioned",
+    "hash_rows_blake3_256",
+    "hash_rows_blake3_256_partitioned",
     "merkle_level_rpo",
     "merkle_level_rpx",
     "merkle_level_poseidon2",
+    "merkle_level_blake3_192",
+    "merkle_level_blake3_256",
 ];
 
 // SOURCE
 // ================================================================================================
 
 /// The complete CUDA source the backend compiles: field arithmetic, the generated constants,
-/// the Rescue and Poseidon2 permutations, the NTT kernels and the hashing kernels, in dependency
-/// order.
+/// the Rescue and Poseidon2 permutations, BLAKE3, the NTT kernels and the hashing kernels, in
+/// dependency order.
 pub fn kernel_source() -> String {
     let mut source = String::with_capacity(
-        FIELD.len() + RESCUE.len() + POSEIDON2.len() + NTT.len() + HASH.len() + 16384,
+        FIELD.len()
+            + RESCUE.len()
+            + POSEIDON2.len()
+            + BLAKE3.len()
+            + NTT.len()
+            + HASH.len()
+            + 16384,
     );
     source.push_str(FIELD);
     source.push_str(&prelude());
     source.push_str(RESCUE);
     source.push_str(POSEIDON2);
+    source.push_str(BLAKE3);
     source.push_str(NTT);
     source.push_str(HASH);
     source
@@ -93,7 +110,7 @@ pub fn kernel_source() -> String {
 
 /// Constants generated from miden-crypto (never retyped): the MDS matrix, the Rescue and
 /// Poseidon2 round constants and Poseidon2's internal diagonal in Montgomery form, Poseidon2's
-/// round counts, and the Montgomery forms of 0..7 for the sponge's length word.
+/// round counts, the Montgomery forms of 0..7 for the sponge's length word; then BLAKE3's.
 fn prelude() -> String {
     // RPX shares RPO's MDS matrix and round constants; fail loudly if a release ever splits them.
     assert!(
@@ -137,6 +154,26 @@ fn prelude() -> String {
     }
     let lengths: Vec<Felt> = (0..8u8).map(Felt::from).collect();
     let _ = writeln!(out, "__constant__ u64 SPONGE_LEN[8] = {{{}}};\n", hex_list(lengths.iter()));
+    out.push_str(&blake3_prelude());
+    out
+}
+
+/// The generated part of `blake3.cuh` (see `blake3_tables`): the initial value, the tree stack's
+/// depth and the message permutation.
+fn blake3_prelude() -> String {
+    let iv: Vec<String> = blake3_tables::iv().iter().map(|w| format!("0x{w:08x}u")).collect();
+    let permuted: Vec<String> =
+        blake3_tables::PERMUTATION.iter().map(|i| format!("m[{i}]")).collect();
+    let mut out = String::new();
+    let _ = writeln!(out, "#define B3_IV {{{}}}", iv.join(", "));
+    let _ = writeln!(out, "#define B3_STACK {}", blake3_tables::CV_STACK);
+    let _ = writeln!(
+        out,
+        "__device__ __forceinline__ void b3_permute(u32 m[16]) {{\n    \
+         const u32 t[16] = {{{}}};\n#pragma unroll\n    \
+         for (int i = 0; i < 16; i++) m[i] = t[i];\n}}\n",
+        permuted.join(", ")
+    );
     out
 }
 

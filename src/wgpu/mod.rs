@@ -26,7 +26,7 @@ use crate::{
     backend::Backend,
     committer::{check_hash, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
     error::Result,
-    hash::{Digest, HashFunction},
+    hash::{blake3_tables::check_row_width, Digest, HashFunction},
 };
 use shaders::HASHES;
 
@@ -193,7 +193,8 @@ impl GpuCommitter for WgpuCommitter {
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
         check_hash(request.hash, &HASHES)?;
-        request.validate()?;
+        let shape = request.validate()?;
+        check_row_width(request.hash, shape.num_cols)?;
         *self.times() = None;
         let (commitment, times) = self.run(|engine| commit::commit(engine, request))?;
         if let Some(t) = &times {
@@ -218,6 +219,7 @@ impl GpuCommitter for WgpuCommitter {
     ) -> Result<Vec<Digest>> {
         check_hash(hash, &HASHES)?;
         crate::committer::check_lde_rows(lde, row_hashing)?;
+        check_row_width(hash, lde.num_cols)?;
         self.run(|engine| standalone::hash_rows(engine, lde, row_hashing, hash))
     }
 

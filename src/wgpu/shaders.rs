@@ -2,13 +2,15 @@
 //! file has one job (field arithmetic, extension arithmetic, a permutation, an algorithm) and
 //! is written once; a module is the list of files its entry points need.
 
+use std::fmt::Write;
+
 use miden_crypto::hash::poseidon2::Poseidon2;
 
-use crate::hash::HashFunction;
+use super::hash::saved_words;
+use crate::hash::{blake3_tables, HashFunction};
 
 /// The hash functions the WGSL kernels implement.
-pub(super) const HASHES: [HashFunction; 3] =
-    [HashFunction::Rpo256, HashFunction::Rpx256, HashFunction::Poseidon2];
+pub(super) const HASHES: [HashFunction; 5] = HashFunction::ALL;
 
 // SOURCES
 // ================================================================================================
@@ -23,6 +25,9 @@ const RESCUE: &str = include_str!("../../wgsl/rescue.wgsl");
 const RPO: &str = include_str!("../../wgsl/rpo.wgsl");
 const RPX: &str = include_str!("../../wgsl/rpx.wgsl");
 const POSEIDON2: &str = include_str!("../../wgsl/poseidon2.wgsl");
+const BLAKE3: &str = include_str!("../../wgsl/blake3.wgsl");
+const BLAKE3_ROWS: &str = include_str!("../../wgsl/blake3_rows.wgsl");
+const BLAKE3_MERKLE: &str = include_str!("../../wgsl/blake3_merkle.wgsl");
 const POWERS: &str = include_str!("../../wgsl/powers.wgsl");
 const NTT: &str = include_str!("../../wgsl/ntt.wgsl");
 const COSET: &str = include_str!("../../wgsl/coset.wgsl");
@@ -54,9 +59,9 @@ pub(super) enum Module {
     Interpolate,
     /// `to_rows`.
     Rows,
-    /// `hash_rows` with a permutation.
+    /// `hash_rows` of a hash function.
     HashRows(HashFunction),
-    /// `merge_nodes` with a permutation.
+    /// `merge_nodes` of a hash function.
     Merkle(HashFunction),
 }
 
@@ -99,24 +104,50 @@ impl Module {
             Module::Interpolate => [&field[..], &[POWERS, INTERPOLATE]].concat(),
             Module::Rows => vec![COMMON, ROWS],
             Module::HashRows(hash) => {
-                return [field.join("\n"), permutation(hash), HASH_ROWS.into()].join("\n")
+                let kernel = if hash.is_algebraic() { HASH_ROWS } else { BLAKE3_ROWS };
+                return [field.join("\n"), hash_core(hash), kernel.into()].join("\n");
             },
             Module::Merkle(hash) => {
-                return [field.join("\n"), permutation(hash), MERKLE.into()].join("\n")
+                let kernel = if hash.is_algebraic() { MERKLE } else { BLAKE3_MERKLE };
+                return [field.join("\n"), hash_core(hash), kernel.into()].join("\n");
             },
         };
         parts.join("\n")
     }
 }
 
-/// The source of a permutation: its files, after the constants they are generated with.
-fn permutation(hash: HashFunction) -> String {
+/// The source of a hash function: a permutation's or BLAKE3's files, after the constants they
+/// are generated with.
+fn hash_core(hash: HashFunction) -> String {
     match hash {
         HashFunction::Rpo256 => [SPONGE, RESCUE, RPO].join("\n"),
         HashFunction::Rpx256 => [SPONGE, EXT3, RESCUE, RPX].join("\n"),
         HashFunction::Poseidon2 => [SPONGE, &poseidon2_counts(), POSEIDON2].join("\n"),
-        HashFunction::Blake3_192 | HashFunction::Blake3_256 => String::new(),
+        HashFunction::Blake3_192 | HashFunction::Blake3_256 => {
+            [blake3_constants(hash), BLAKE3.into()].join("\n")
+        },
     }
+}
+
+/// The generated part of `blake3.wgsl` (see `blake3_tables`): the initial value, the message
+/// permutation, the tree stack's depth, the digest's words and the saved words of a row.
+fn blake3_constants(hash: HashFunction) -> String {
+    let words = |values: &[String]| values.join(", ");
+    let iv: Vec<String> = blake3_tables::iv().iter().map(|w| format!("0x{w:08x}u")).collect();
+    let permuted: Vec<String> =
+        blake3_tables::PERMUTATION.iter().map(|i| format!("m[{i}]")).collect();
+    let mut out = String::new();
+    let _ = writeln!(out, "const B3_IV = array<u32, 8>({});", words(&iv));
+    let _ = writeln!(out, "const B3_STACK: u32 = {}u;", blake3_tables::CV_STACK);
+    let _ = writeln!(out, "const B3_DIGEST_WORDS: u32 = {}u;", blake3_tables::digest_words(hash));
+    let _ = writeln!(out, "const B3_SAVED_WORDS: u32 = {}u;", saved_words(hash));
+    let _ = writeln!(
+        out,
+        "fn b3_permute(m: array<u32, 16>) -> array<u32, 16> {{\n    \
+         return array<u32, 16>({});\n}}",
+        words(&permuted)
+    );
+    out
 }
 
 /// The round counts of `poseidon2.wgsl`, from miden-crypto, and the vectors its constants take.

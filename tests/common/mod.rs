@@ -43,8 +43,7 @@ use winter_prover::{
 const MAX_LDE_ELEMENTS: usize = 1 << 22;
 
 /// The hash functions the GPU backends have kernels for.
-pub const GPU_HASHES: [HashFunction; 3] =
-    [HashFunction::Rpo256, HashFunction::Rpx256, HashFunction::Poseidon2];
+pub const GPU_HASHES: [HashFunction; 5] = HashFunction::ALL;
 
 // RANDOM INPUTS
 // ================================================================================================
@@ -266,7 +265,9 @@ fn compare<E, H>(
 pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64, hashes: &[HashFunction]) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
     for &hash in hashes {
-        for num_cols in [1usize, 3, 4, 7, 8, 9, 15, 16, 17, 24, 33, 73, 80, 100, 128, 129, 300] {
+        for num_cols in
+            [1usize, 3, 4, 7, 8, 9, 15, 16, 17, 24, 33, 73, 80, 100, 128, 129, 300, 2100]
+        {
             let row_width = num_cols.div_ceil(8) * 8;
             let num_rows = 1 << rng.random_range(1..=10);
             let mut data: Vec<Felt> =
@@ -279,6 +280,7 @@ pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64, hashes: &[HashFu
             let lde = LdeRows { data, row_width, num_cols };
             for row_hashing in [
                 RowHashing::WholeRow,
+                RowHashing::Partitioned(1),
                 RowHashing::Partitioned(8),
                 RowHashing::Partitioned(num_cols.div_ceil(2).max(1)),
             ] {
