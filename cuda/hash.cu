@@ -190,16 +190,17 @@ __device__ __forceinline__ void b3_hash_rows_impl(const u64* src, u64 k_stride, 
             }
             b3_absorb(inner, block, b, num_blocks, 8 * min(8u, len - 8 * b));
         }
-        if (!PARTITIONED) continue;
-        // A chunk digest is done: append it to the outer message.
-        for (u32 k = 0; k < DW; k++) {
-            pending[fill++] = inner.cv[k];
-            const u32 written = p * DW + k + 1;
-            if (fill == 16 || written == outer_words) {
-                b3_absorb(outer, pending, (written - 1) / 16, outer_blocks, 4 * fill);
+        if (PARTITIONED) {
+            // A chunk digest is done: append it to the outer message.
+            for (u32 k = 0; k < DW; k++) {
+                pending[fill++] = inner.cv[k];
+                const u32 written = p * DW + k + 1;
+                if (fill == 16 || written == outer_words) {
+                    b3_absorb(outer, pending, (written - 1) / 16, outer_blocks, 4 * fill);
 #pragma unroll
-                for (int i = 0; i < 16; i++) pending[i] = 0;
-                fill = 0;
+                    for (int i = 0; i < 16; i++) pending[i] = 0;
+                    fill = 0;
+                }
             }
         }
     }
