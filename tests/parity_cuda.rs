@@ -182,6 +182,8 @@ fn cuda_multi_chunk_commitment_matches_cpu() {
         (HashFunction::Rpo256, RowHashing::WholeRow),
         (HashFunction::Rpx256, RowHashing::Partitioned(5)),
         (HashFunction::Poseidon2, RowHashing::Partitioned(8)),
+        (HashFunction::Blake3_192, RowHashing::Partitioned(3)),
+        (HashFunction::Blake3_256, RowHashing::WholeRow),
     ] {
         let request = CommitRequest {
             input: PolyInput::Trace { columns: &refs },
