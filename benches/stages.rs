@@ -18,7 +18,7 @@ mod support;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use miden_gpu::{Felt, HashFunction, LdeRows, RowHashing};
+use miden_gpu::{Digest, Felt, HashFunction, LdeRows, RowHashing};
 use winter_math::{fft, StarkField};
 use winter_prover::{
     matrix::{ColMatrix, RowMatrix},
@@ -74,8 +74,9 @@ fn stages(c: &mut Criterion) {
         }
 
         let words = support::random_columns(4, 4, lde_rows);
-        let leaves: Vec<[Felt; 4]> =
-            (0..lde_rows).map(|i| core::array::from_fn(|j| words[j][i])).collect();
+        let leaves: Vec<Digest> = (0..lde_rows)
+            .map(|i| Digest::from_felts(core::array::from_fn(|j| words[j][i])))
+            .collect();
         let mut group = c.benchmark_group(format!("merkle/{name}"));
         group.sample_size(10).throughput(Throughput::Elements(lde_rows as u64));
         for hash in [HashFunction::Rpo256, HashFunction::Rpx256] {

@@ -1,4 +1,5 @@
-// Row hashing into Merkle leaves, and Merkle tree levels (needs field.cuh, rescue.cuh).
+// Row hashing into Merkle leaves, and Merkle tree levels (needs field.cuh, rescue.cuh,
+// poseidon2.cuh, blake3.cuh).
 
 // ROW HASHING
 // ================================================================================================
@@ -133,6 +134,102 @@ HASH_ROWS_KERNEL(hash_rows_rpo, HASH_RPO, false)
 HASH_ROWS_KERNEL(hash_rows_rpo_partitioned, HASH_RPO, true)
 HASH_ROWS_KERNEL(hash_rows_rpx, HASH_RPX, false)
 HASH_ROWS_KERNEL(hash_rows_rpx_partitioned, HASH_RPX, true)
+HASH_ROWS_KERNEL(hash_rows_poseidon2, HASH_POSEIDON2, false)
+HASH_ROWS_KERNEL(hash_rows_poseidon2_partitioned, HASH_POSEIDON2, true)
+
+/// Hashes rows with BLAKE3 (digests of `DW` words: 6 for BLAKE3-192, 8 for BLAKE3-256), with the
+/// addressing, partitions and `rows_out` of `hash_rows_impl`. Each element is its canonical
+/// integer, 8 bytes little-endian, so a 64-byte block holds 8 elements; partitioned, each chunk's
+/// digest is appended to an outer message (`merge_many`: BLAKE3 of the concatenated digests)
+/// whose blocks are compressed as they fill.
+template <int DW, bool PARTITIONED>
+__device__ __forceinline__ void b3_hash_rows_impl(const u64* src, u64 k_stride, u64 t_stride,
+                                                  u64 c_stride, u32 num_cols, u32 part,
+                                                  u32 log_blowup, u32 k0, u32 log_cosets, u64 t0,
+                                                  u64 t_count, u64* leaves, u64* rows_out,
+                                                  u64 t_base, u32 row_width) {
+    const u64 id = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (id >= (t_count << log_cosets)) return;
+    const u64 kk = id / t_count;
+    const u64 tt = id - kk * t_count;
+    const u64 row = ((t0 + tt) << log_blowup) + k0 + kk;
+    const u64* in = src + kk * k_stride + tt * t_stride;
+    u64* out =
+        rows_out ? rows_out + (((t0 + tt - t_base) << log_cosets) + kk) * row_width : nullptr;
+
+    const u32 size = PARTITIONED ? min(part, num_cols) : num_cols;
+    const u32 parts = (num_cols + size - 1) / size;
+    const u32 outer_words = parts * DW;
+    const u32 outer_blocks = (outer_words + 15) / 16;
+    B3Tree inner;
+    B3Tree outer;
+    inner.depth = 0;
+    outer.depth = 0;
+    u32 pending[16];
+#pragma unroll
+    for (int k = 0; k < 16; k++) pending[k] = 0;
+    u32 fill = 0;
+
+    for (u32 p = 0; p < parts; p++) {
+        const u32 first = p * size;
+        const u32 len = min(size, num_cols - first);
+        const u32 num_blocks = (len + 7) / 8;
+        for (u32 b = 0; b < num_blocks; b++) {
+            u32 block[16];
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                u64 v = 0;
+                if (8 * b + j < len) {
+                    const u32 c = first + 8 * b + j;
+                    const u64 x = in[c * c_stride];
+                    if (out) out[c] = gl_canonical(x);
+                    v = gl_canonical(gl_mont_reduce((u32)x, (u32)(x >> 32), 0, 0));
+                }
+                block[2 * j] = (u32)v;
+                block[2 * j + 1] = (u32)(v >> 32);
+            }
+            b3_absorb(inner, block, b, num_blocks, 8 * min(8u, len - 8 * b));
+        }
+        if (PARTITIONED) {
+            // A chunk digest is done: append it to the outer message.
+            for (u32 k = 0; k < DW; k++) {
+                pending[fill++] = inner.cv[k];
+                const u32 written = p * DW + k + 1;
+                if (fill == 16 || written == outer_words) {
+                    b3_absorb(outer, pending, (written - 1) / 16, outer_blocks, 4 * fill);
+#pragma unroll
+                    for (int i = 0; i < 16; i++) pending[i] = 0;
+                    fill = 0;
+                }
+            }
+        }
+    }
+
+    if (out) {
+        for (u32 c = num_cols; c < row_width; c++) out[c] = 0;
+    }
+    const u32* digest = PARTITIONED ? outer.cv : inner.cv;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        leaves[row * 4 + i] =
+            2 * i < DW ? ((u64)digest[2 * i + 1] << 32) | digest[2 * i] : 0ull;
+    }
+}
+
+#define B3_HASH_ROWS_KERNEL(NAME, DW, PARTITIONED)                                                \
+    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, HASH_MIN_BLOCKS) NAME(              \
+        const u64* src, u64 k_stride, u64 t_stride, u64 c_stride, u32 num_cols, u32 part,         \
+        u32 log_blowup, u32 k0, u32 log_cosets, u64 t0, u64 t_count, u64* leaves, u64* rows_out,  \
+        u64 t_base, u32 row_width) {                                                              \
+        b3_hash_rows_impl<DW, PARTITIONED>(src, k_stride, t_stride, c_stride, num_cols, part,     \
+                                           log_blowup, k0, log_cosets, t0, t_count, leaves,       \
+                                           rows_out, t_base, row_width);                          \
+    }
+
+B3_HASH_ROWS_KERNEL(hash_rows_blake3_192, 6, false)
+B3_HASH_ROWS_KERNEL(hash_rows_blake3_192_partitioned, 6, true)
+B3_HASH_ROWS_KERNEL(hash_rows_blake3_256, 8, false)
+B3_HASH_ROWS_KERNEL(hash_rows_blake3_256_partitioned, 8, true)
 
 // MERKLE TREE
 // ================================================================================================
@@ -162,3 +259,37 @@ __device__ __forceinline__ void merkle_level_impl(const u64* children, u64* pare
 
 MERKLE_KERNEL(merkle_level_rpo, HASH_RPO)
 MERKLE_KERNEL(merkle_level_rpx, HASH_RPX)
+MERKLE_KERNEL(merkle_level_poseidon2, HASH_POSEIDON2)
+
+/// One tree level with BLAKE3 (digests of `DW` words, stored as 4 u64 with zero padding):
+/// parents[i] = BLAKE3 of the bytes of children[2i] and children[2i+1], one block.
+template <int DW>
+__device__ __forceinline__ void b3_merkle_level_impl(const u64* children, u64* parents,
+                                                     u64 count) {
+    const u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    const u32* words = (const u32*)(children + 8 * i);
+    u32 block[16];
+#pragma unroll
+    for (int k = 0; k < 16; k++) block[k] = 0;
+#pragma unroll
+    for (int k = 0; k < DW; k++) {
+        block[k] = words[k];
+        block[DW + k] = words[8 + k];
+    }
+    u32 cv[8] = B3_IV;
+    b3_compress(cv, block, 0, 8 * DW, B3_CHUNK_START | B3_CHUNK_END | B3_ROOT);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        parents[4 * i + k] = 2 * k < DW ? ((u64)cv[2 * k + 1] << 32) | cv[2 * k] : 0ull;
+    }
+}
+
+#define B3_MERKLE_KERNEL(NAME, DW)                                                                \
+    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, HASH_MIN_BLOCKS)                     \
+        NAME(const u64* children, u64* parents, u64 count) {                                     \
+        b3_merkle_level_impl<DW>(children, parents, count);                                      \
+    }
+
+B3_MERKLE_KERNEL(merkle_level_blake3_192, 6)
+B3_MERKLE_KERNEL(merkle_level_blake3_256, 8)

@@ -54,7 +54,7 @@ struct Args {
     /// Column counts [default: 8,73,200; --quick: 8,73].
     #[arg(long, value_delimiter = ',')]
     cols: Option<Vec<usize>>,
-    /// Hash functions: rpo, rpx.
+    /// Hash functions: rpo, rpx, poseidon2, blake3-192, blake3-256.
     #[arg(long, value_delimiter = ',', default_value = "rpo,rpx")]
     hash: Vec<HashFunction>,
     /// LDE blowup.

@@ -14,7 +14,12 @@ use std::{io::IsTerminal, sync::Arc};
 use clap::{Parser, ValueEnum};
 use fib::{FibAir, FibProver, FibTrace};
 use indicatif::{ProgressBar, ProgressStyle};
-use miden_crypto::hash::{rpo::Rpo256, rpx::Rpx256};
+use miden_crypto::hash::{
+    blake::{Blake3_192, Blake3_256},
+    poseidon2::Poseidon2,
+    rpo::Rpo256,
+    rpx::Rpx256,
+};
 use miden_gpu::{
     compare_proofs,
     progress::ProofProgress,
@@ -65,6 +70,11 @@ struct Args {
 enum HashArg {
     Rpo,
     Rpx,
+    Poseidon2,
+    #[value(name = "blake3-192")]
+    Blake3_192,
+    #[value(name = "blake3-256")]
+    Blake3_256,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -147,6 +157,15 @@ fn run(args: Args, times: &StageTimes, spinner: &ProgressBar) -> Result<(), Stri
     match args.hash {
         HashArg::Rpo => prove::<Rpo256>(committer, options, log_steps, args.pairs, times, spinner),
         HashArg::Rpx => prove::<Rpx256>(committer, options, log_steps, args.pairs, times, spinner),
+        HashArg::Poseidon2 => {
+            prove::<Poseidon2>(committer, options, log_steps, args.pairs, times, spinner)
+        },
+        HashArg::Blake3_192 => {
+            prove::<Blake3_192>(committer, options, log_steps, args.pairs, times, spinner)
+        },
+        HashArg::Blake3_256 => {
+            prove::<Blake3_256>(committer, options, log_steps, args.pairs, times, spinner)
+        },
     }
 }
 

@@ -44,8 +44,7 @@ struct Args {
     /// log2 of the trace length: the loop runs long enough to fill 2^N rows.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(6..=26))]
     cycles_log: u32,
-    /// Hash function: rpo or rpx (blake3-192, blake3-256 and poseidon2 have no GPU kernels: they
-    /// show the typed error).
+    /// Hash function: rpo, rpx, poseidon2, blake3-192 or blake3-256.
     #[arg(long, default_value = "rpo", value_parser = parse_hash)]
     hash: HashFunction,
     /// Security level of the proving options.

@@ -252,6 +252,15 @@ pub trait GpuCommitter: Send + Sync {
     }
 }
 
+/// [`GpuError::UnsupportedHasher`] unless `hash` is among `supported` (a backend's kernels).
+pub fn check_hash(hash: HashFunction, supported: &[HashFunction]) -> Result<()> {
+    if supported.contains(&hash) {
+        Ok(())
+    } else {
+        Err(GpuError::UnsupportedHasher(hash.to_string()))
+    }
+}
+
 /// Checks the leaf count of a Merkle tree request.
 pub fn check_leaves(leaves: &[Digest]) -> Result<()> {
     if leaves.len() < 2 || !leaves.len().is_power_of_two() {

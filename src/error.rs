@@ -53,9 +53,21 @@ pub enum GpuError {
     /// A partition size of zero was requested.
     #[error("partition size must be at least 1 base element")]
     InvalidPartition,
-    /// The requested hash function has no GPU implementation.
-    #[error("hash function `{0}` is not supported on the GPU; use RPO256 or RPX256")]
+    /// The hash function is not known, or the backend has no kernels for it.
+    #[error(
+        "hash function `{0}` is not supported; expected rpo, rpx, poseidon2, blake3-192 or blake3-256"
+    )]
     UnsupportedHasher(String),
+    /// A backend's kernels for this hash function cannot hash rows this wide.
+    #[error("{hash} kernels hash rows of at most {max} base elements, but a row has {num_cols}")]
+    RowTooWide {
+        /// The hash function.
+        hash: String,
+        /// Base elements per row requested.
+        num_cols: usize,
+        /// The widest row the kernels take.
+        max: usize,
+    },
     /// The backend named in a request or in `MIDEN_GPU_BACKEND` is not a known name.
     #[error("unknown backend `{0}`; expected one of: auto, cpu, wgpu, cuda")]
     UnknownBackend(String),

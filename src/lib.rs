@@ -47,7 +47,7 @@ pub use backend::Backend;
 pub use committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput, RowHashing};
 pub use cpu::CpuCommitter;
 pub use error::{GpuError, Result};
-pub use hash::{GpuHasher, HashFunction};
+pub use hash::{Digest, GpuHasher, HashFunction};
 pub use miden_crypto::Felt;
 pub use prover::{
     commit_composition, commit_trace_segment, compare_proofs, FriPlacement,

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use miden_crypto::hash::rpo::Rpo256;
 use miden_gpu::{
-    commit_composition, Backend, CommitRequest, CpuCommitter, Felt, GpuCommitter, GpuError,
+    commit_composition, Backend, CommitRequest, CpuCommitter, Digest, Felt, GpuCommitter, GpuError,
     GpuTraceLde, HashFunction, LdeRows, PolyInput, RowHashing,
 };
 use winter_air::{PartitionOptions, TraceInfo};
@@ -107,7 +107,7 @@ fn zero_partition_size_and_bad_stage_inputs() {
         hash: HashFunction::Rpo256,
     });
     assert_eq!(err.unwrap_err(), GpuError::InvalidPartition);
-    let leaves = vec![[Felt::ONE; 4]; 3];
+    let leaves = vec![Digest::from_felts([Felt::ONE; 4]); 3];
     assert_eq!(
         CpuCommitter::new().build_tree(&leaves, HashFunction::Rpo256).unwrap_err(),
         GpuError::TraceLengthNotPowerOfTwo(3)
@@ -141,13 +141,16 @@ fn aux_segment_with_wrong_row_count() {
 
 #[test]
 fn unsupported_hasher() {
-    for name in ["blake3", "sha3", "poseidon2", ""] {
+    for name in ["blake3", "sha3", "keccak", ""] {
         assert_eq!(
             name.parse::<HashFunction>().unwrap_err(),
             GpuError::UnsupportedHasher(name.into())
         );
     }
     assert_eq!("RPX256".parse::<HashFunction>().unwrap(), HashFunction::Rpx256);
+    for hash in HashFunction::ALL {
+        assert_eq!(hash.to_string().parse::<HashFunction>().unwrap(), hash);
+    }
 }
 
 #[test]

@@ -17,23 +17,31 @@ fn committer() -> std::sync::Arc<dyn GpuCommitter> {
     .expect("backend under test")
 }
 
+/// The hash functions of the backend under test: all of them on the CPU.
+fn hashes() -> Vec<HashFunction> {
+    match Backend::from_env().expect("MIDEN_GPU_BACKEND") {
+        Backend::Auto | Backend::Cpu => HashFunction::ALL.to_vec(),
+        _ => common::GPU_HASHES.to_vec(),
+    }
+}
+
 fn case() -> impl Strategy<Value = Case> {
     (
         1u32..=9,
-        1usize..=40,
+        1usize..=160,
         prop::sample::select(vec![2usize, 4, 8, 16]),
         1usize..=3,
         prop::sample::select(vec![1usize, 2, 4]),
-        prop::bool::ANY,
+        prop::sample::select(hashes()),
         prop::bool::ANY,
     )
-        .prop_map(|(log_rows, cols, blowup, extension, partitions, rpx, composition)| Case {
+        .prop_map(|(log_rows, cols, blowup, extension, partitions, hash, composition)| Case {
             log_rows,
             cols: if composition { cols.min(16) } else { cols },
             blowup,
             extension,
             partitions,
-            hash: if rpx { HashFunction::Rpx256 } else { HashFunction::Rpo256 },
+            hash,
             composition,
         })
 }

@@ -44,14 +44,14 @@ fn main() {
 
 fn cuda_backend_matches_winterfell() {
     let c = committer();
-    common::run_parity_suite(&c, 0xC0DA, 60);
+    common::run_parity_suite(&c, 0xC0DA, 60, &common::GPU_HASHES);
 }
 
 /// `GpuProver` on CUDA: proofs byte-identical to Winterfell's for every field extension and
 /// hash, verified; tampered proofs rejected.
 fn cuda_prover_matches_winterfell() {
     let c = committer();
-    common::check_proofs(std::sync::Arc::new(c));
+    common::check_proofs(std::sync::Arc::new(c), &common::GPU_HASHES);
 }
 
 /// The FRI commit phase (DEEP evaluation, layer leaves and trees, folding) against the CPU's.
@@ -186,6 +186,9 @@ fn cuda_multi_chunk_commitment_matches_cpu() {
     for (hash, row_hashing) in [
         (HashFunction::Rpo256, RowHashing::WholeRow),
         (HashFunction::Rpx256, RowHashing::Partitioned(5)),
+        (HashFunction::Poseidon2, RowHashing::Partitioned(8)),
+        (HashFunction::Blake3_192, RowHashing::Partitioned(3)),
+        (HashFunction::Blake3_256, RowHashing::WholeRow),
     ] {
         let request = CommitRequest {
             input: PolyInput::Trace { columns: &refs },

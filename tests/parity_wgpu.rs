@@ -52,21 +52,21 @@ fn main() {
 
 fn wgpu_backend_matches_winterfell() {
     let committer = committer(None);
-    common::run_parity_suite(&committer, 0x3C9D, 36);
+    common::run_parity_suite(&committer, 0x3C9D, 36, &common::GPU_HASHES);
 }
 
 /// `GpuProver` on wgpu: proofs byte-identical to Winterfell's (grinding off, so deterministic)
 /// for every field extension and hash, verified; tampered proofs rejected.
 fn wgpu_prover_matches_winterfell() {
     let committer = committer(None);
-    common::check_proofs(std::sync::Arc::new(committer));
+    common::check_proofs(std::sync::Arc::new(committer), &common::GPU_HASHES);
 }
 
 fn wgpu_backend_matches_winterfell_with_small_chunks() {
     let committer = committer(Some(Arithmetic::U32));
     let committer = committer.with_max_chunk_bytes(64 << 10);
     assert_eq!(committer.max_chunk_bytes(), 64 << 10);
-    common::run_parity_suite(&committer, 0x5A11, 24);
+    common::run_parity_suite(&committer, 0x5A11, 24, &common::GPU_HASHES);
 }
 
 /// Columns longer than one part: interpolation on the host, coset evaluation by folding.
@@ -79,6 +79,7 @@ fn wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk() {
         (9, 2, 8, 3, 4, HashFunction::Rpo256, false),
         (9, 3, 2, 1, 2, HashFunction::Rpx256, true),
         (8, 2, 4, 3, 1, HashFunction::Rpo256, true),
+        (9, 4, 2, 2, 2, HashFunction::Poseidon2, false),
     ];
     for (i, (log_rows, cols, blowup, extension, partitions, hash, composition)) in
         cases.into_iter().enumerate()

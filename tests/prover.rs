@@ -5,9 +5,9 @@ mod common;
 
 use std::sync::Arc;
 
-use miden_gpu::CpuCommitter;
+use miden_gpu::{CpuCommitter, HashFunction};
 
 #[test]
 fn gpu_prover_matches_winterfell_on_cpu_backend() {
-    common::check_proofs(Arc::new(CpuCommitter::new()));
+    common::check_proofs(Arc::new(CpuCommitter::new()), &HashFunction::ALL);
 }

@@ -21,3 +21,11 @@ fn gl_exp7(a: vec2<u32>) -> vec2<u32> {
 fn gl_from_small(k: u32) -> vec2<u32> {
     return gl_reduce_96(vec2<u32>(0u, 0u), k);
 }
+
+/// The canonical representative in [0, p), for results the host compares word by word.
+fn gl_canonical(a: vec2<u32>) -> vec2<u32> {
+    if (a.y == 0xffffffffu && a.x != 0u) {
+        return vec2<u32>(a.x - 1u, 0u);
+    }
+    return a;
+}

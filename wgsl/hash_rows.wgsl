@@ -142,7 +142,7 @@ fn hash_rows(
     } else {
         let out = (hash_params.dst_offset + row) * 4u;
         for (var k = 0u; k < 4u; k = k + 1u) {
-            leaves[out + k] = select(outer[4u + k], inner[4u + k], whole);
+            leaves[out + k] = gl_canonical(select(outer[4u + k], inner[4u + k], whole));
         }
     }
 }

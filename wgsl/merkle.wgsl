@@ -45,6 +45,6 @@ fn merge_nodes(
     permute(&state);
     let out = (merge_params.dst_offset + x) * 4u;
     for (var k = 0u; k < 4u; k = k + 1u) {
-        parents[out + k] = state[4u + k];
+        parents[out + k] = gl_canonical(state[4u + k]);
     }
 }

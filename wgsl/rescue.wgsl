@@ -1,16 +1,12 @@
 // The parts of the Rescue permutations shared by RPO256 and RPX256 (miden-crypto): the
 // 12-element state, the MDS layer, round constants, the x^7 S-box and its inverse.
-// Needs field.wgsl.
+// Needs field.wgsl and sponge.wgsl.
 //
 // The constants are not written here: the host uploads `Rpo256::ARK1`, `Rpo256::ARK2` (both
 // in Montgomery form) and `Rpo256::MDS` (as the small integers it holds) into this uniform
 // buffer at start-up (RPX uses the same tables).
 
-const STATE_WIDTH: u32 = 12u;
 const RESCUE_ROUNDS: u32 = 7u;
-
-/// The sponge state.
-alias State = array<vec2<u32>, 12>;
 
 struct RescueConstants {
     /// ARK1 (7 x 12) then ARK2 (7 x 12); two field elements per vector.

@@ -82,12 +82,14 @@ impl Workload {
         (self.lde_rows() * self.cols.div_ceil(8) * 8 * 8) as f64 / (1u64 << 30) as f64
     }
 
-    /// Permutations of the row hashes: one per 8 elements of each LDE row.
+    /// Permutations of the row hashes (BLAKE3: compressions): one per 8 elements of each LDE
+    /// row, plus BLAKE3's parent nodes over a row of more than one 1024-byte chunk.
     pub fn leaf_permutations(&self) -> usize {
-        self.lde_rows() * self.cols.div_ceil(8)
+        let parents = if self.hash.is_algebraic() { 0 } else { self.cols.div_ceil(128) - 1 };
+        self.lde_rows() * (self.cols.div_ceil(8) + parents)
     }
 
-    /// Permutations of the Merkle tree: one per node.
+    /// Permutations (BLAKE3: compressions) of the Merkle tree: one per node.
     pub fn tree_permutations(&self) -> usize {
         self.lde_rows() - 1
     }

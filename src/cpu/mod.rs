@@ -9,7 +9,7 @@ mod fri;
 use miden_crypto::Felt;
 use rayon::prelude::*;
 use tracing::info_span;
-use winter_math::{fft, FieldElement, StarkField};
+use winter_math::{fft, StarkField};
 use winter_prover::{
     matrix::{ColMatrix, RowMatrix},
     StarkDomain,
@@ -115,9 +115,9 @@ pub(crate) fn hash_row(row: &[Felt], row_hashing: RowHashing, hash: HashFunction
     match row_hashing {
         RowHashing::WholeRow => hash.hash_elements(row),
         RowHashing::Partitioned(size) => {
-            let digests: Vec<Felt> =
-                row.chunks(size).flat_map(|chunk| hash.hash_elements(chunk)).collect();
-            hash.hash_elements(&digests)
+            let digests: Vec<Digest> =
+                row.chunks(size).map(|chunk| hash.hash_elements(chunk)).collect();
+            hash.merge_many(&digests)
         },
     }
 }
@@ -125,7 +125,7 @@ pub(crate) fn hash_row(row: &[Felt], row_hashing: RowHashing, hash: HashFunction
 /// Builds the Merkle nodes level by level, each level in parallel.
 pub(crate) fn build_tree(leaves: &[Digest], hash: HashFunction) -> Vec<Digest> {
     let n = leaves.len();
-    let mut nodes = vec![[Felt::ZERO; 4]; n];
+    let mut nodes = vec![Digest::ZERO; n];
     nodes[n / 2..].par_iter_mut().enumerate().with_min_len(256).for_each(|(i, node)| {
         *node = hash.merge(&[leaves[2 * i], leaves[2 * i + 1]]);
     });

@@ -7,7 +7,6 @@
 //! merged on the host.
 
 use miden_crypto::Felt;
-use winter_math::FieldElement;
 
 use super::{
     driver::{DriverResult, Event},
@@ -128,7 +127,7 @@ impl HostResults {
             rows.set_len(lde_len * shape.row_width);
             leaves.set_len(lde_len);
             let spare_nodes = nodes.spare_capacity_mut();
-            spare_nodes[0].write([Felt::ZERO; 4]);
+            spare_nodes[0].write(Digest::ZERO);
             for i in (1..blocks).rev() {
                 let children =
                     [spare_nodes[2 * i].assume_init(), spare_nodes[2 * i + 1].assume_init()];

@@ -115,7 +115,7 @@ pub(super) fn commit_fri(
         merkle_levels(gpu, request.hash, leaves, nodes, rows, 1, &(0..1))?;
         let done = gpu.completion()?;
         let mut layer_nodes: Vec<Digest> = download_vec(gpu, state, nodes, rows, &done)?;
-        layer_nodes[0] = [Felt::ZERO; 4];
+        layer_nodes[0] = Digest::ZERO;
         let alpha = channel(layer_nodes[1]);
         if alpha.len() != d {
             return Err(GpuError::InvalidFri(format!(

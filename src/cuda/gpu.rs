@@ -8,18 +8,24 @@ use cudarc::driver::{sys, CudaContext};
 use super::{
     driver::{bind, check, DeviceBuffer, DriverResult, Event, Scratch, Stream},
     launch::{Kernel, Module},
-    program::{compile_for_arch, KERNELS},
+    program::{compile_for_arch, HASHES},
     tables,
     transfer::{self, Lane, Ring},
 };
 use crate::hash::HashFunction;
 
+/// The kernels of one hash function.
+struct HashKernels {
+    hash_rows: Kernel,
+    hash_rows_partitioned: Kernel,
+    merkle_level: Kernel,
+}
+
 /// The kernels of the module, by role.
 pub(super) struct Kernels {
     pub ntt_pass: Kernel,
     pub scale_coefficients: Kernel,
-    hash_rows: [Kernel; 4],
-    merkle_level: [Kernel; 2],
+    hashes: HashMap<HashFunction, HashKernels>,
     pub fri_spread: Kernel,
     pub fri_to_slots: Kernel,
     fri_fold: [Kernel; 3],
@@ -28,17 +34,20 @@ pub(super) struct Kernels {
 impl Kernels {
     fn load(module: &Module) -> DriverResult<Self> {
         let k = |name: &str| module.function(name);
-        debug_assert_eq!(KERNELS.len(), 13);
+        let mut hashes = HashMap::new();
+        for hash in HASHES {
+            let symbol = hash.ident();
+            let kernels = HashKernels {
+                hash_rows: k(&format!("hash_rows_{symbol}"))?,
+                hash_rows_partitioned: k(&format!("hash_rows_{symbol}_partitioned"))?,
+                merkle_level: k(&format!("merkle_level_{symbol}"))?,
+            };
+            hashes.insert(hash, kernels);
+        }
         Ok(Self {
             ntt_pass: k("ntt_pass")?,
             scale_coefficients: k("scale_coefficients")?,
-            hash_rows: [
-                k("hash_rows_rpo")?,
-                k("hash_rows_rpo_partitioned")?,
-                k("hash_rows_rpx")?,
-                k("hash_rows_rpx_partitioned")?,
-            ],
-            merkle_level: [k("merkle_level_rpo")?, k("merkle_level_rpx")?],
+            hashes,
             fri_spread: k("fri_spread")?,
             fri_to_slots: k("fri_to_slots")?,
             fri_fold: [k("fri_fold_base")?, k("fri_fold_quadratic")?, k("fri_fold_cubic")?],
@@ -50,21 +59,20 @@ impl Kernels {
         &self.fri_fold[ext_degree - 1]
     }
 
-    /// The row-hashing kernel for `hash`, whole rows or partitioned.
+    /// The row-hashing kernel for `hash` (one of [`HASHES`], as the trait methods check), whole
+    /// rows or partitioned.
     pub(super) fn hash_rows(&self, hash: HashFunction, partitioned: bool) -> &Kernel {
-        let h = match hash {
-            HashFunction::Rpo256 => 0,
-            HashFunction::Rpx256 => 2,
-        };
-        &self.hash_rows[h + partitioned as usize]
+        let kernels = &self.hashes[&hash];
+        if partitioned {
+            &kernels.hash_rows_partitioned
+        } else {
+            &kernels.hash_rows
+        }
     }
 
-    /// The Merkle level kernel for `hash`.
+    /// The Merkle level kernel for `hash` (one of [`HASHES`]).
     pub(super) fn merkle_level(&self, hash: HashFunction) -> &Kernel {
-        match hash {
-            HashFunction::Rpo256 => &self.merkle_level[0],
-            HashFunction::Rpx256 => &self.merkle_level[1],
-        }
+        &self.hashes[&hash].merkle_level
     }
 }
 

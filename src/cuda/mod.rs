@@ -57,12 +57,14 @@ use self::{
 use crate::{
     backend::Backend,
     committer::{
-        check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing,
+        check_hash, check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows,
+        RowHashing,
     },
     error::Result,
     fri::{FoldingChannel, FriLayers, FriRequest},
-    hash::{Digest, HashFunction},
+    hash::{blake3_tables::check_row_width, Digest, HashFunction},
 };
+use program::HASHES;
 
 // Host `Felt` memory is copied to and from the device byte for byte.
 const _: () = assert!(
@@ -207,7 +209,9 @@ impl GpuCommitter for CudaCommitter {
     }
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+        check_hash(request.hash, &HASHES)?;
         let shape = request.validate()?;
+        check_row_width(request.hash, shape.num_cols)?;
         let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
         let mut states = self.states();
         let gpus: Vec<&Gpu> = self.gpus.iter().collect();
@@ -236,13 +240,16 @@ impl GpuCommitter for CudaCommitter {
         row_hashing: RowHashing,
         hash: HashFunction,
     ) -> Result<Vec<Digest>> {
+        check_hash(hash, &HASHES)?;
         check_lde_rows(lde, row_hashing)?;
+        check_row_width(hash, lde.num_cols)?;
         let _span = tracing::info_span!("cuda.hash_rows", rows = lde.num_rows()).entered();
         let mut states = self.states();
         standalone::hash_rows(&self.gpus[0], &mut states[0], lde, row_hashing, hash)
     }
 
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
+        check_hash(hash, &HASHES)?;
         check_leaves(leaves)?;
         let _span = tracing::info_span!("cuda.build_tree", leaves = leaves.len()).entered();
         let mut states = self.states();

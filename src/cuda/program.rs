@@ -14,11 +14,22 @@ use std::{
 
 use cudarc::nvrtc::sys as nvrtc;
 use miden_crypto::{
-    hash::{rpo::Rpo256, rpx::Rpx256},
+    hash::{poseidon2::Poseidon2, rpo::Rpo256, rpx::Rpx256},
     Felt,
 };
 
-use crate::{backend::Backend, error::GpuError};
+use crate::{
+    backend::Backend,
+    error::GpuError,
+    hash::{blake3_tables, HashFunction},
+};
+
+// The kernels hold Poseidon2's state in `STATE_WIDTH` (12) registers.
+const _: () =
+    assert!(Poseidon2::STATE_WIDTH == 12, "the CUDA kernels assume a Poseidon2 width of 12");
+
+/// The hash functions the CUDA kernels implement.
+pub(super) const HASHES: [HashFunction; 5] = HashFunction::ALL;
 
 /// Threads per block of the hashing and Merkle kernels (the kernels' `__launch_bounds__`).
 pub(super) const HASH_BLOCK: u32 = 128;
@@ -45,20 +56,31 @@ fn hash_min_blocks() -> u32 {
 
 const FIELD: &str = include_str!("../../cuda/field.cuh");
 const RESCUE: &str = include_str!("../../cuda/rescue.cuh");
+const POSEIDON2: &str = include_str!("../../cuda/poseidon2.cuh");
+const BLAKE3: &str = include_str!("../../cuda/blake3.cuh");
 const NTT: &str = include_str!("../../cuda/ntt.cu");
 const HASH: &str = include_str!("../../cuda/hash.cu");
 const FRI: &str = include_str!("../../cuda/fri.cu");
 
 /// Every kernel the backend launches.
-pub const KERNELS: [&str; 13] = [
+pub const KERNELS: [&str; 22] = [
     "ntt_pass",
     "scale_coefficients",
     "hash_rows_rpo",
     "hash_rows_rpo_partitioned",
     "hash_rows_rpx",
     "hash_rows_rpx_partitioned",
+    "hash_rows_poseidon2",
+    "hash_rows_poseidon2_partitioned",
+    "hash_rows_blake3_192",
+    "hash_rows_blake3_192_partitioned",
+    "hash_rows_blake3_256",
+    "hash_rows_blake3_256_partitioned",
     "merkle_level_rpo",
     "merkle_level_rpx",
+    "merkle_level_poseidon2",
+    "merkle_level_blake3_192",
+    "merkle_level_blake3_256",
     "fri_spread",
     "fri_to_slots",
     "fri_fold_base",
@@ -70,22 +92,33 @@ pub const KERNELS: [&str; 13] = [
 // ================================================================================================
 
 /// The complete CUDA source the backend compiles: field arithmetic, the generated constants,
-/// the Rescue permutations, the NTT kernels and the hashing kernels, in dependency order.
+/// the Rescue and Poseidon2 permutations, BLAKE3, the NTT kernels and the hashing kernels, in
+/// dependency order.
 pub fn kernel_source() -> String {
     let mut source = String::with_capacity(
-        FIELD.len() + RESCUE.len() + NTT.len() + HASH.len() + FRI.len() + 8192,
+        FIELD.len()
+            + RESCUE.len()
+            + POSEIDON2.len()
+            + BLAKE3.len()
+            + NTT.len()
+            + HASH.len()
+            + FRI.len()
+            + 16384,
     );
     source.push_str(FIELD);
     source.push_str(&prelude());
     source.push_str(RESCUE);
+    source.push_str(POSEIDON2);
+    source.push_str(BLAKE3);
     source.push_str(NTT);
     source.push_str(HASH);
     source.push_str(FRI);
     source
 }
 
-/// Constants generated from miden-crypto (never retyped): the MDS matrix, the round constants in
-/// Montgomery form, and the Montgomery forms of 0..7 for the sponge's length word.
+/// Constants generated from miden-crypto (never retyped): the MDS matrix, the Rescue and
+/// Poseidon2 round constants and Poseidon2's internal diagonal in Montgomery form, Poseidon2's
+/// round counts, the Montgomery forms of 0..7 for the sponge's length word; then BLAKE3's.
 fn prelude() -> String {
     // RPX shares RPO's MDS matrix and round constants; fail loudly if a release ever splits them.
     assert!(
@@ -107,8 +140,48 @@ fn prelude() -> String {
             hex_list(table.iter().flatten())
         );
     }
+    let _ = writeln!(out, "#define P2_EXTERNAL_HALF {}", Poseidon2::NUM_EXTERNAL_ROUNDS_HALF);
+    let _ = writeln!(out, "#define P2_INTERNAL {}", Poseidon2::NUM_INTERNAL_ROUNDS);
+    let external: Vec<Felt> = Poseidon2::ARK_EXT_INITIAL
+        .iter()
+        .chain(&Poseidon2::ARK_EXT_TERMINAL)
+        .flatten()
+        .copied()
+        .collect();
+    for (name, table) in [
+        ("P2_ARK_EXT", &external[..]),
+        ("P2_ARK_INT", &Poseidon2::ARK_INT[..]),
+        ("P2_MAT_DIAG", &Poseidon2::MAT_DIAG[..]),
+    ] {
+        let _ = writeln!(
+            out,
+            "__constant__ u64 {name}[{}] = {{{}}};",
+            table.len(),
+            hex_list(table.iter())
+        );
+    }
     let lengths: Vec<Felt> = (0..8u8).map(Felt::from).collect();
     let _ = writeln!(out, "__constant__ u64 SPONGE_LEN[8] = {{{}}};\n", hex_list(lengths.iter()));
+    out.push_str(&blake3_prelude());
+    out
+}
+
+/// The generated part of `blake3.cuh` (see `blake3_tables`): the initial value, the tree stack's
+/// depth and the message permutation.
+fn blake3_prelude() -> String {
+    let iv: Vec<String> = blake3_tables::iv().iter().map(|w| format!("0x{w:08x}u")).collect();
+    let permuted: Vec<String> =
+        blake3_tables::PERMUTATION.iter().map(|i| format!("m[{i}]")).collect();
+    let mut out = String::new();
+    let _ = writeln!(out, "#define B3_IV {{{}}}", iv.join(", "));
+    let _ = writeln!(out, "#define B3_STACK {}", blake3_tables::CV_STACK);
+    let _ = writeln!(
+        out,
+        "__device__ __forceinline__ void b3_permute(u32 m[16]) {{\n    \
+         const u32 t[16] = {{{}}};\n#pragma unroll\n    \
+         for (int i = 0; i < 16; i++) m[i] = t[i];\n}}\n",
+        permuted.join(", ")
+    );
     out
 }
 

@@ -76,12 +76,11 @@ pub(super) fn build_tree(
     let bufs = &mut state.buffers;
     let leaves_ptr = bufs.leaves.get(&gpu.ctx, n * 32)?;
     let nodes_ptr = bufs.nodes.get(&gpu.ctx, n * 32)?;
-    let words: &[Felt] = leaves.as_flattened();
-    gpu.upload(&mut state.ring, leaves_ptr, Felt::elements_as_bytes(words))?;
+    gpu.upload(&mut state.ring, leaves_ptr, Digest::slice_as_bytes(leaves))?;
     let _uploaded = gpu.wait_for_uploads()?;
     merkle_levels(gpu, hash, leaves_ptr, nodes_ptr, n, 1, &(0..1))?;
     let done = gpu.completion()?;
     let mut nodes: Vec<Digest> = download_vec(gpu, state, nodes_ptr, n, &done)?;
-    nodes[0] = [Felt::ZERO; 4];
+    nodes[0] = Digest::ZERO;
     Ok(nodes)
 }

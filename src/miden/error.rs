@@ -13,9 +13,7 @@ use crate::error::GpuError;
 /// a variant of their own, so a caller can tell a failing program from a failing proof.
 #[derive(Debug, Error)]
 pub enum ProveError {
-    /// The hash function has no GPU implementation
-    /// ([`GpuError::UnsupportedHasher`]), or the backend could not be created
-    /// ([`GpuError::BackendUnavailable`], ...).
+    /// The backend could not be created ([`GpuError::BackendUnavailable`], ...).
     #[error(transparent)]
     Gpu(#[from] GpuError),
     /// The program failed to execute (nothing was proven).

@@ -9,10 +9,8 @@
 //! accepted by `miden_verifier::verify`.
 //!
 //! ## Hash functions
-//! Only RPO256 and RPX256 have GPU kernels. For BLAKE3 and Poseidon2 [`prove`] returns
-//! [`ProveError::Gpu`]`(`[`GpuError::UnsupportedHasher`]`)` before executing anything; there is
-//! deliberately no silent CPU fallback, since a caller who picked a GPU prover should learn that
-//! it is not being used. Call `miden_prover::prove` for those hash functions.
+//! All five of Miden's: RPO256 and RPX256 (with their own random coins), Poseidon2, BLAKE3-192
+//! and BLAKE3-256 (with Winterfell's random coin), as `miden_prover` pairs them.
 //!
 //! ## Device failures
 //! A backend failure in the middle of a proof (device lost, out of memory) is recomputed on the
@@ -23,7 +21,10 @@ use std::{sync::Arc, time::Instant};
 use miden_air::{ExecutionProof, HashFunction as MidenHashFunction, ProvingOptions};
 use miden_crypto::Felt;
 use miden_processor::{
-    crypto::{RandomCoin, Rpo256, RpoRandomCoin, Rpx256, RpxRandomCoin},
+    crypto::{
+        Blake3_192, Blake3_256, Poseidon2, RandomCoin, Rpo256, RpoRandomCoin, Rpx256,
+        RpxRandomCoin, WinterRandomCoin,
+    },
     AdviceInputs, ExecutionTrace, Program, StackInputs, StackOutputs, SyncHost,
 };
 use tracing::{info, instrument};
@@ -32,7 +33,6 @@ use winter_prover::{Proof, Prover, Trace};
 use crate::{
     backend::Backend,
     committer::GpuCommitter,
-    error::GpuError,
     hash::{GpuHasher, HashFunction},
     prover::GpuProver,
 };
@@ -55,9 +55,8 @@ pub use execution_prover::ExecutionProver;
 /// [`prove_with_committer`].
 ///
 /// # Errors
-/// - [`ProveError::Gpu`] with [`GpuError::UnsupportedHasher`] if `options` names a hash function
-///   other than RPO256 or RPX256 (checked first, nothing is executed), or with the backend's
-///   error if an explicitly requested backend cannot be created.
+/// - [`ProveError::Gpu`] with the backend's error if an explicitly requested backend cannot be
+///   created.
 /// - [`ProveError::Execution`] if the program fails to execute.
 /// - [`ProveError::Prover`] if the STARK prover rejects the trace.
 pub fn prove(
@@ -68,7 +67,6 @@ pub fn prove(
     options: ProvingOptions,
     backend: Backend,
 ) -> Result<(StackOutputs, ExecutionProof), ProveError> {
-    gpu_hash_function(options.hash_fn())?;
     let committer = backend.create()?;
     prove_with_committer(program, stack_inputs, advice_inputs, host, options, committer)
 }
@@ -87,7 +85,6 @@ pub fn prove_with_committer(
     committer: Arc<dyn GpuCommitter>,
 ) -> Result<(StackOutputs, ExecutionProof), ProveError> {
     let hash_fn = options.hash_fn();
-    let function = gpu_hash_function(hash_fn)?;
 
     let now = Instant::now();
     let mut trace = miden_processor::execute(
@@ -109,20 +106,22 @@ pub fn prove_with_committer(
     let stack_outputs = trace.stack_outputs().clone();
     let precompile_requests = trace.take_precompile_requests();
 
-    let proof = match function {
-        HashFunction::Rpo256 => prove_trace::<Rpo256, RpoRandomCoin>(
-            trace,
-            options,
-            stack_inputs,
-            stack_outputs.clone(),
-            committer,
+    let (inputs, outputs) = (stack_inputs, stack_outputs.clone());
+    let proof = match hash_fn {
+        MidenHashFunction::Rpo256 => {
+            prove_trace::<Rpo256, RpoRandomCoin>(trace, options, inputs, outputs, committer)
+        },
+        MidenHashFunction::Rpx256 => {
+            prove_trace::<Rpx256, RpxRandomCoin>(trace, options, inputs, outputs, committer)
+        },
+        MidenHashFunction::Poseidon2 => prove_trace::<Poseidon2, WinterRandomCoin<Poseidon2>>(
+            trace, options, inputs, outputs, committer,
         ),
-        HashFunction::Rpx256 => prove_trace::<Rpx256, RpxRandomCoin>(
-            trace,
-            options,
-            stack_inputs,
-            stack_outputs.clone(),
-            committer,
+        MidenHashFunction::Blake3_192 => prove_trace::<Blake3_192, WinterRandomCoin<Blake3_192>>(
+            trace, options, inputs, outputs, committer,
+        ),
+        MidenHashFunction::Blake3_256 => prove_trace::<Blake3_256, WinterRandomCoin<Blake3_256>>(
+            trace, options, inputs, outputs, committer,
         ),
     }?;
 
@@ -132,12 +131,14 @@ pub fn prove_with_committer(
 // HELPERS
 // ================================================================================================
 
-/// The GPU function for a Miden hash function, or [`GpuError::UnsupportedHasher`].
-pub fn gpu_hash_function(hash_fn: MidenHashFunction) -> Result<HashFunction, GpuError> {
+/// The GPU function for a Miden hash function (every member has one).
+pub fn gpu_hash_function(hash_fn: MidenHashFunction) -> HashFunction {
     match hash_fn {
-        MidenHashFunction::Rpo256 => Ok(HashFunction::Rpo256),
-        MidenHashFunction::Rpx256 => Ok(HashFunction::Rpx256),
-        other => Err(GpuError::UnsupportedHasher(format!("{other:?}"))),
+        MidenHashFunction::Rpo256 => HashFunction::Rpo256,
+        MidenHashFunction::Rpx256 => HashFunction::Rpx256,
+        MidenHashFunction::Poseidon2 => HashFunction::Poseidon2,
+        MidenHashFunction::Blake3_192 => HashFunction::Blake3_192,
+        MidenHashFunction::Blake3_256 => HashFunction::Blake3_256,
     }
 }
 

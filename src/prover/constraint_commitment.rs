@@ -1,6 +1,6 @@
 //! [`GpuConstraintCommitment`]: Winterfell's `ConstraintCommitment` computed by a backend.
 
-use miden_crypto::{Felt, Word};
+use miden_crypto::Felt;
 use winter_air::{proof::Queries, PartitionOptions};
 use winter_crypto::MerkleTree;
 use winter_math::FieldElement;
@@ -74,7 +74,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> ConstraintCommitment<E>
     type HashFn = H;
     type VC = MerkleTree<H>;
 
-    fn commitment(&self) -> Word {
+    fn commitment(&self) -> H::Digest {
         *self.tree.root()
     }
 

@@ -5,7 +5,7 @@
 //! the remainder bytes, the partition count) and read back through its public
 //! `Deserializable` implementation.
 
-use miden_crypto::{Felt, Word};
+use miden_crypto::Felt;
 use rayon::prelude::*;
 use winter_crypto::{MerkleTree, VectorCommitment};
 use winter_fri::{folding::fold_positions, FriProof};
@@ -78,8 +78,8 @@ fn open_layer<H: GpuHasher>(layer: &FriLayer, positions: &[usize]) -> LayerOpeni
         values.write_many(layer.row(position));
     }
     let tree = MerkleTree::<H>::from_raw_parts(
-        layer.nodes.par_iter().copied().map(Word::new).collect(),
-        layer.leaves.par_iter().copied().map(Word::new).collect(),
+        layer.nodes.par_iter().map(|&d| H::from_digest(d)).collect(),
+        layer.leaves.par_iter().map(|&d| H::from_digest(d)).collect(),
     )
     .expect("a FRI layer has a power-of-two number of rows");
     let (_, proof) = tree.open_many(positions).expect("query positions lie within the layer");

@@ -7,7 +7,7 @@
 //! wrapped prover's; the transcript ([`ProverChannel`]) is reproduced exactly, so the proof is
 //! byte-identical to Winterfell's.
 
-use miden_crypto::{Felt, Word};
+use miden_crypto::Felt;
 use tracing::{debug, info_span, warn};
 use winter_air::{Air, AuxRandElements, FieldExtension};
 use winter_crypto::ElementHasher;
@@ -199,7 +199,7 @@ where
 
         let mut drawn: Vec<(Digest, Vec<Felt>)> = Vec::new();
         let mut draw = |root: Digest| -> Vec<Felt> {
-            channel.commit_fri_layer(Word::new(root));
+            channel.commit_fri_layer(P::HashFn::from_digest(root));
             let alpha = channel.draw_fri_alpha();
             let components = E::slice_as_base_elements(&[alpha]).to_vec();
             drawn.push((root, components.clone()));
@@ -236,7 +236,7 @@ where
                 alpha
             },
             None => {
-                channel.commit_fri_layer(Word::new(root));
+                channel.commit_fri_layer(P::HashFn::from_digest(root));
                 E::slice_as_base_elements(&[channel.draw_fri_alpha()]).to_vec()
             },
         })?;

@@ -8,7 +8,7 @@
 
 use std::{borrow::Cow, marker::PhantomData, sync::Arc};
 
-use miden_crypto::{Felt, Word};
+use miden_crypto::Felt;
 use rayon::prelude::*;
 use tracing::{info_span, warn};
 use winter_air::PartitionOptions;
@@ -77,8 +77,8 @@ impl<E> SegmentCommitment<E> {
     /// The Merkle tree as Winterfell's type.
     pub fn tree<H: GpuHasher>(&self) -> MerkleTree<H> {
         MerkleTree::from_raw_parts(
-            self.nodes.par_iter().copied().map(Word::new).collect(),
-            self.leaves.par_iter().copied().map(Word::new).collect(),
+            self.nodes.par_iter().map(|&d| H::from_digest(d)).collect(),
+            self.leaves.par_iter().map(|&d| H::from_digest(d)).collect(),
         )
         .expect("a validated LDE domain has at least 4 rows, a power of two")
     }

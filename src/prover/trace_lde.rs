@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use miden_crypto::{Felt, Word};
+use miden_crypto::Felt;
 use winter_air::{proof::Queries, PartitionOptions, TraceInfo};
 use winter_crypto::{MerkleTree, VectorCommitment};
 use winter_math::FieldElement;
@@ -80,7 +80,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         &mut self,
         aux_trace: &ColMatrix<E>,
         domain: &StarkDomain<Felt>,
-    ) -> Result<(ColMatrix<E>, Word)> {
+    ) -> Result<(ColMatrix<E>, H::Digest)> {
         assert!(self.aux.is_none(), "the auxiliary trace has already been added");
         let main_rows = self.main_lde.num_rows() / self.blowup;
         if aux_trace.num_rows() != main_rows {
@@ -111,7 +111,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> TraceLde<E> for GpuTraceLd
     type HashFn = H;
     type VC = MerkleTree<H>;
 
-    fn get_main_trace_commitment(&self) -> Word {
+    fn get_main_trace_commitment(&self) -> H::Digest {
         *self.main_tree.root()
     }
 
@@ -125,7 +125,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> TraceLde<E> for GpuTraceLd
         &mut self,
         aux_trace: &ColMatrix<E>,
         domain: &StarkDomain<Felt>,
-    ) -> (ColMatrix<E>, Word) {
+    ) -> (ColMatrix<E>, H::Digest) {
         self.try_set_aux_trace(aux_trace, domain)
             .unwrap_or_else(|error| panic!("auxiliary segment commitment failed: {error}"))
     }

@@ -8,7 +8,7 @@ use bytemuck::Pod;
 
 use super::{
     buffers::BufferPool,
-    constants::RescueConstants,
+    constants::HashConstants,
     context::Context,
     pipelines::{Kernel, Pipelines, PARAMS_BYTES},
     timestamps::{Stage, Timer},
@@ -148,7 +148,7 @@ impl Batch {
         self,
         ctx: &Context,
         pipelines: &Pipelines,
-        rescue: &RescueConstants,
+        constants: &HashConstants,
         pool: &BufferPool,
         timer: Option<&Timer>,
     ) -> Option<::wgpu::SubmissionIndex> {
@@ -182,8 +182,8 @@ impl Batch {
                         let group = bind_group(ctx, &pipeline.layout, &arena, buffers);
                         pass.set_pipeline(&pipeline.pipeline);
                         pass.set_bind_group(0, &group, &[*params_offset]);
-                        if let Some(hash) = kernel.rescue() {
-                            pass.set_bind_group(1, rescue.group(hash), &[]);
+                        if let Some(hash) = kernel.constants() {
+                            pass.set_bind_group(1, constants.group(hash), &[]);
                         }
                         pass.dispatch_workgroups(groups.0, groups.1, 1);
                         next = ops.next_if(

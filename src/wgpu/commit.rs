@@ -21,7 +21,7 @@ use super::{
     constants::felt_bytes,
     context::device_error,
     download::{download_array, zeroed, zeroed_digests, RecordSink, Sinks, Store, Stream, Target},
-    hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
+    hash::{record_hash_rows, saved_bytes, sponge_buffer, RowBlock, RowBuffers},
     lde::{
         record_coset_evaluation, record_finish_interpolation, record_to_rows, CoefficientBlock,
         CosetArrays, CosetShape, RowsParams,
@@ -63,7 +63,8 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(shape: Shape, input: &PolyInput<'_>, sizes: &Sizes) -> Result<Self> {
+    fn new(shape: Shape, request: &CommitRequest<'_>, sizes: &Sizes) -> Result<Self> {
+        let input = &request.input;
         let input_len = match input {
             PolyInput::Trace { .. } => shape.poly_len,
             PolyInput::Composition { components, .. } => components[0].len(),
@@ -80,7 +81,7 @@ impl Plan {
             part,
             unit,
             units: shape.lde_len as u64 / unit,
-            rows: sizes.rows_per_chunk(shape.row_width, unit),
+            rows: sizes.rows_per_chunk(shape.row_width, saved_bytes(request.hash), unit),
         })
     }
 
@@ -106,7 +107,7 @@ pub(super) fn commit(
     request: &CommitRequest<'_>,
 ) -> Result<(Commitment, Option<StageTimes>)> {
     let shape = request.validate()?;
-    let plan = Plan::new(shape, &request.input, &engine.sizes)?;
+    let plan = Plan::new(shape, request, &engine.sizes)?;
     let (n, cols, rw) = (shape.poly_len, shape.num_cols, shape.row_width);
     let device = &engine.ctx.device;
 
@@ -190,7 +191,7 @@ pub(super) fn commit(
         info_span!("wgpu.lde_hash", cosets = plan.units, rows = shape.lde_len, hash = %request.hash).in_scope(|| {
         let work = Chunked::new(engine.pool, device, (cols as u64) * plan.unit, FELT_BYTES, plan.part);
         let row_buffer = engine.pool.acquire(device, plan.rows * rw as u64 * FELT_BYTES, STORAGE);
-        let sponges = sponge_buffer(engine, request.row_hashing, cols, plan.rows);
+        let sponges = sponge_buffer(engine, request.hash, request.row_hashing, cols, plan.rows);
         stream.batch().clear(&row_buffer);
         let twiddles = engine.tables().twiddles(device, &engine.ctx.queue, plan.unit.ilog2(), false);
         for coset in 0..plan.units {

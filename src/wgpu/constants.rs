@@ -1,11 +1,12 @@
-//! Constant tables uploaded to the device: the Rescue constants (from miden-crypto), NTT
+//! Constant tables uploaded to the device: the Rescue and Poseidon2 constants (from
+//! miden-crypto), NTT
 //! twiddles (from winter-math's roots of unity) and power tables for coset scaling. None is
 //! typed in by hand; each is built from the crates' own values when first needed and cached.
 
 use std::collections::HashMap;
 
 use miden_crypto::{
-    hash::{rpo::Rpo256, rpx::Rpx256},
+    hash::{poseidon2::Poseidon2, rpo::Rpo256, rpx::Rpx256},
     Felt,
 };
 use winter_math::{get_power_series, FieldElement, StarkField};
@@ -13,7 +14,7 @@ use winter_math::{get_power_series, FieldElement, StarkField};
 use super::{context::device_error, pipelines::Pipelines};
 use crate::{error::Result, hash::HashFunction};
 
-/// Rounds and width the WGSL `RescueConstants` struct is laid out for.
+/// Rounds and width the WGSL `HashConstants` struct is laid out for.
 const ROUNDS: usize = 7;
 const WIDTH: usize = 12;
 
@@ -59,13 +60,40 @@ fn rescue_block(
     Ok(bytes)
 }
 
-/// The Rescue constants of both hash functions, each as a bind group for group 1.
-pub(super) struct RescueConstants {
+// POSEIDON2 CONSTANTS
+// ================================================================================================
+
+/// The uniform block of `poseidon2.wgsl`: `ARK_EXT_INITIAL`, `ARK_EXT_TERMINAL`, `ARK_INT`,
+/// `MAT_DIAG` in Montgomery form, padded to whole 16-byte vectors.
+fn poseidon2_block() -> Result<Vec<u8>> {
+    if Poseidon2::STATE_WIDTH != WIDTH {
+        return Err(device_error(format!(
+            "Poseidon2 has width {}; the kernels expect {WIDTH}",
+            Poseidon2::STATE_WIDTH
+        )));
+    }
+    let mut elements: Vec<Felt> = Poseidon2::ARK_EXT_INITIAL
+        .iter()
+        .chain(&Poseidon2::ARK_EXT_TERMINAL)
+        .flatten()
+        .chain(&Poseidon2::ARK_INT)
+        .chain(&Poseidon2::MAT_DIAG)
+        .copied()
+        .collect();
+    elements.resize(elements.len().next_multiple_of(2), Felt::ZERO);
+    Ok(felt_bytes(&elements).to_vec())
+}
+
+// BIND GROUPS
+// ================================================================================================
+
+/// The constants of each algebraic hash function, each as a bind group for group 1.
+pub(super) struct HashConstants {
     groups: HashMap<HashFunction, ::wgpu::BindGroup>,
 }
 
-impl RescueConstants {
-    /// Uploads `Rpo256::{ARK1, ARK2, MDS}` and `Rpx256::{ARK1, ARK2, MDS}`.
+impl HashConstants {
+    /// Uploads `Rpo256::{ARK1, ARK2, MDS}`, `Rpx256::{ARK1, ARK2, MDS}` and Poseidon2's tables.
     pub fn new(
         device: &::wgpu::Device,
         queue: &::wgpu::Queue,
@@ -74,20 +102,21 @@ impl RescueConstants {
         let blocks = [
             (HashFunction::Rpo256, rescue_block(&Rpo256::ARK1, &Rpo256::ARK2, &Rpo256::MDS)?),
             (HashFunction::Rpx256, rescue_block(&Rpx256::ARK1, &Rpx256::ARK2, &Rpx256::MDS)?),
+            (HashFunction::Poseidon2, poseidon2_block()?),
         ];
         let groups = blocks
             .into_iter()
             .map(|(hash, bytes)| {
                 let buffer = device.create_buffer(&::wgpu::BufferDescriptor {
-                    label: Some("rescue constants"),
+                    label: Some("hash constants"),
                     size: bytes.len() as u64,
                     usage: ::wgpu::BufferUsages::UNIFORM | ::wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 });
                 queue.write_buffer(&buffer, 0, &bytes);
                 let group = device.create_bind_group(&::wgpu::BindGroupDescriptor {
-                    label: Some("rescue constants"),
-                    layout: &pipelines.rescue_layout,
+                    label: Some("hash constants"),
+                    layout: &pipelines.constants_layout,
                     entries: &[::wgpu::BindGroupEntry {
                         binding: 0,
                         resource: buffer.as_entire_binding(),

@@ -72,35 +72,46 @@ impl Sinks {
                 while !rest.is_empty() {
                     let (col, pos) = (index / n, index % n);
                     let take = (n - pos).min(rest.len() / 8);
-                    write_felts(&mut self.columns[col][pos..pos + take], &rest[..8 * take]);
+                    write_words(&mut self.columns[col][pos..pos + take], &rest[..8 * take]);
                     rest = &rest[8 * take..];
                     index += take;
                 }
             },
             Target::Records { sink, first } => {
                 let sink = &self.records[sink];
-                let data = match sink.store {
-                    Store::Felts(i) => &mut self.felts[i][sink.start..],
-                    Store::Digests(i) => &mut self.digests[i].as_flattened_mut()[sink.start..],
-                };
-                let record_bytes = 8 * sink.record_len;
-                let mut index = first;
-                let mut rest = bytes;
-                while !rest.is_empty() {
-                    let (group, pos) = (index / sink.group_len, index % sink.group_len);
-                    let take = (sink.group_len - pos).min(rest.len() / record_bytes);
-                    scatter(data, sink, group + sink.groups * pos, &rest[..take * record_bytes]);
-                    rest = &rest[take * record_bytes..];
-                    index += take;
+                match sink.store {
+                    Store::Felts(i) => {
+                        deliver_records(&mut self.felts[i][sink.start..], sink, first, bytes)
+                    },
+                    Store::Digests(i) => deliver_records(
+                        &mut Digest::slice_as_words_mut(&mut self.digests[i])[sink.start..],
+                        sink,
+                        first,
+                        bytes,
+                    ),
                 }
             },
         }
     }
 }
 
+/// Writes the device records from `first` on, `bytes`, into their natural places in `data`.
+fn deliver_records<W: HostWord>(data: &mut [W], sink: &RecordSink, first: usize, bytes: &[u8]) {
+    let record_bytes = 8 * sink.record_len;
+    let mut index = first;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let (group, pos) = (index / sink.group_len, index % sink.group_len);
+        let take = (sink.group_len - pos).min(rest.len() / record_bytes);
+        scatter(data, sink, group + sink.groups * pos, &rest[..take * record_bytes]);
+        rest = &rest[take * record_bytes..];
+        index += take;
+    }
+}
+
 /// Writes consecutive device records to natural records `start`, `start + groups`, ... of
 /// `data`.
-fn scatter(data: &mut [Felt], sink: &RecordSink, start: usize, bytes: &[u8]) {
+fn scatter<W: HostWord>(data: &mut [W], sink: &RecordSink, start: usize, bytes: &[u8]) {
     let len = sink.record_len;
     let count = bytes.len() / (8 * len);
     if count == 0 {
@@ -112,15 +123,33 @@ fn scatter(data: &mut [Felt], sink: &RecordSink, start: usize, bytes: &[u8]) {
         .par_chunks_mut(stride)
         .zip(bytes.par_chunks(8 * len))
         .with_min_len(MIN_RECORDS_PER_TASK)
-        .for_each(|(dst, src)| write_felts(&mut dst[..len], src));
+        .for_each(|(dst, src)| write_words(&mut dst[..len], src));
 }
 
-/// Field elements from their little-endian Montgomery bytes.
-pub(super) fn write_felts(dst: &mut [Felt], src: &[u8]) {
+/// A 64-bit word of host results: a field element (Montgomery form) or a digest word.
+pub(super) trait HostWord: Send + Sync {
+    /// The word from the device's little-endian bytes.
+    fn from_device(word: u64) -> Self;
+}
+
+impl HostWord for Felt {
+    fn from_device(word: u64) -> Self {
+        Felt::from_mont(word)
+    }
+}
+
+impl HostWord for u64 {
+    fn from_device(word: u64) -> Self {
+        word
+    }
+}
+
+/// Words from their little-endian device bytes.
+pub(super) fn write_words<W: HostWord>(dst: &mut [W], src: &[u8]) {
     for (d, s) in dst.iter_mut().zip(src.chunks_exact(8)) {
         let mut word = [0u8; 8];
         word.copy_from_slice(s);
-        *d = Felt::from_mont(u64::from_le_bytes(word));
+        *d = W::from_device(u64::from_le_bytes(word));
     }
 }
 
@@ -322,7 +351,7 @@ pub(super) fn zeroed(len: usize) -> Vec<Felt> {
 /// `len` zero digests, written in parallel.
 pub(super) fn zeroed_digests(len: usize) -> Vec<Digest> {
     let mut data = Vec::with_capacity(len);
-    data.par_extend(rayon::iter::repeat_n([Felt::ZERO; 4], len));
+    data.par_extend(rayon::iter::repeat_n(Digest::ZERO, len));
     data
 }
 

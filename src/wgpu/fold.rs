@@ -9,9 +9,11 @@ use bytemuck::{Pod, Zeroable};
 use miden_crypto::Felt;
 use winter_math::{FieldElement, StarkField};
 
+use crate::hash::HashFunction;
+
 use super::{
-    batch::Batch, buffers::Chunked, constants::PowerTables, pipelines::Kernel, sizes::FELT_BYTES,
-    Engine,
+    batch::Batch, buffers::Chunked, constants::PowerTables, hash::saved_bytes, pipelines::Kernel,
+    sizes::FELT_BYTES, Engine,
 };
 
 /// `FriParams` of fri.wgsl.
@@ -48,10 +50,17 @@ pub(super) struct Layer {
 }
 
 impl Layer {
-    /// Allocates a layer, in parts of as many rows as a row chunk of the row hashing holds.
-    pub fn new(engine: &Engine<'_>, rows: u64, slots: u64, degree: u64) -> Self {
+    /// Allocates a layer, in parts of as many rows as a row chunk of the row hashing with
+    /// `hash` holds.
+    pub fn new(
+        engine: &Engine<'_>,
+        rows: u64,
+        slots: u64,
+        degree: u64,
+        hash: HashFunction,
+    ) -> Self {
         let width = slots * degree;
-        let part_rows = engine.sizes.rows_per_chunk(width as usize, rows);
+        let part_rows = engine.sizes.rows_per_chunk(width as usize, saved_bytes(hash), rows);
         let array =
             Chunked::new(engine.pool, &engine.ctx.device, rows, width * FELT_BYTES, part_rows);
         Self { array, slots, degree }

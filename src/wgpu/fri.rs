@@ -48,8 +48,13 @@ pub(super) fn commit_fri(
     let folding = request.folding_factor as u64;
     engine.sizes.check_row((folding * degree) as usize)?;
 
-    let mut layer =
-        Layer::new(engine, shape.layer_rows(0, request.folding_factor) as u64, folding, degree);
+    let mut layer = Layer::new(
+        engine,
+        shape.layer_rows(0, request.folding_factor) as u64,
+        folding,
+        degree,
+        request.hash,
+    );
     let mut stream = layer_stream(engine, &layer);
     // The upload's staging buffers are kept until the first stream is submitted.
     let mut staged = Some(
@@ -72,9 +77,9 @@ pub(super) fn commit_fri(
 
         let last = l + 1 == request.num_layers;
         let next = if last {
-            Layer::new(engine, layer.rows(), 1, degree)
+            Layer::new(engine, layer.rows(), 1, degree, request.hash)
         } else {
-            Layer::new(engine, layer.rows() / folding, folding, degree)
+            Layer::new(engine, layer.rows() / folding, folding, degree, request.hash)
         };
         stream = if last { remainder_stream(engine, &next) } else { layer_stream(engine, &next) };
         let log_domain = (layer.rows() * folding).ilog2();
@@ -163,7 +168,13 @@ fn commit_layer(
     let (rows, width) = (layer.rows(), layer.width());
     let leaves = Chunked::new(engine.pool, device, rows, DIGEST_BYTES, engine.sizes.digests());
     let levels = tree_levels(engine.pool, device, rows, engine.sizes.digests());
-    let sponges = sponge_buffer(engine, RowHashing::WholeRow, width as usize, layer.array.part_len);
+    let sponges = sponge_buffer(
+        engine,
+        request.hash,
+        RowHashing::WholeRow,
+        width as usize,
+        layer.array.part_len,
+    );
     for p in 0..layer.array.num_parts() {
         let (first, count) = layer.array.part_range(p);
         let (leaf_buffer, dst_offset) = leaves.locate(first);

@@ -1,4 +1,5 @@
-//! Row hashing (`hash_rows.wgsl`): one invocation per row, reading the row-major LDE.
+//! Row hashing (`hash_rows.wgsl`, `blake3_rows.wgsl`): one invocation per row, reading the
+//! row-major LDE.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -6,10 +7,28 @@ use super::{
     batch::Batch,
     buffers::{PooledBuffer, STORAGE},
     pipelines::Kernel,
-    sizes::{FELT_BYTES, SPONGE_ELEMENTS},
     Engine,
 };
-use crate::{committer::RowHashing, hash::HashFunction};
+use crate::{
+    committer::RowHashing,
+    hash::{blake3_tables::CV_STACK, HashFunction},
+};
+
+/// Words of one row's saved state between dispatches: two sponges of 12 field elements, or
+/// two BLAKE3 trees (`B3Tree`: chaining value, stack, depth) plus the pending outer block and
+/// its fill.
+pub(super) fn saved_words(hash: HashFunction) -> usize {
+    if hash.is_algebraic() {
+        2 * 12 * 2
+    } else {
+        2 * (8 + 8 * CV_STACK + 1) + 16 + 1
+    }
+}
+
+/// Bytes of one row's saved state between dispatches.
+pub(super) fn saved_bytes(hash: HashFunction) -> u64 {
+    4 * saved_words(hash) as u64
+}
 
 /// `HashRowsParams` of hash_rows.wgsl.
 #[repr(C)]
@@ -42,12 +61,13 @@ pub(super) struct RowBlock {
 pub(super) struct RowBuffers<'a> {
     pub rows: &'a ::wgpu::Buffer,
     pub leaves: &'a ::wgpu::Buffer,
-    /// [`SPONGE_ELEMENTS`] per row when a row takes more than one dispatch; else any buffer.
+    /// [`saved_bytes`] per row when a row takes more than one dispatch; else any buffer.
     pub sponges: &'a ::wgpu::Buffer,
 }
 
-/// The chunk size in elements (0 for the whole row) and the permutations of one row.
-fn schedule(row_hashing: RowHashing, num_cols: usize) -> (u32, u32) {
+/// The chunk size in elements (0 for the whole row) and the events of one row: permutations
+/// of the algebraic hashes, or blocks of BLAKE3 (whose outer message advances within them).
+fn schedule(hash: HashFunction, row_hashing: RowHashing, num_cols: usize) -> (u32, u32) {
     let blocks = |len: usize| len.div_ceil(8) as u32;
     match row_hashing {
         RowHashing::WholeRow => (0, blocks(num_cols)),
@@ -56,16 +76,22 @@ fn schedule(row_hashing: RowHashing, num_cols: usize) -> (u32, u32) {
             let size = size.min(num_cols);
             let parts = num_cols.div_ceil(size) as u32;
             let last = num_cols - (parts as usize - 1) * size;
-            let events = (parts - 1) * blocks(size) + (parts - 1) / 2 + blocks(last) + 1;
-            (size as u32, events)
+            let inner = (parts - 1) * blocks(size) + blocks(last);
+            let outer = if hash.is_algebraic() { (parts - 1) / 2 + 1 } else { 0 };
+            (size as u32, inner + outer)
         },
     }
 }
 
-/// Whether hashing rows of `num_cols` elements needs saved sponge states, with at most
-/// `max_events` permutations per dispatch.
-pub(super) fn needs_sponges(row_hashing: RowHashing, num_cols: usize, max_events: u32) -> bool {
-    schedule(row_hashing, num_cols).1 > max_events
+/// Whether hashing rows of `num_cols` elements needs saved states, with at most `max_events`
+/// events per dispatch.
+pub(super) fn needs_sponges(
+    hash: HashFunction,
+    row_hashing: RowHashing,
+    num_cols: usize,
+    max_events: u32,
+) -> bool {
+    schedule(hash, row_hashing, num_cols).1 > max_events
 }
 
 /// Records the hashing of `block` into leaves, in dispatches of at most `max_events`
@@ -78,7 +104,7 @@ pub(super) fn record_hash_rows(
     buffers: RowBuffers<'_>,
     max_events: u32,
 ) {
-    let (partition_size, total_events) = schedule(row_hashing, block.num_cols);
+    let (partition_size, total_events) = schedule(hash, row_hashing, block.num_cols);
     let mut first_event = 0;
     while first_event < total_events {
         let num_events = max_events.min(total_events - first_event);
@@ -99,15 +125,16 @@ pub(super) fn record_hash_rows(
     }
 }
 
-/// The saved sponge states of `rows` rows, if rows take more than one hashing dispatch (else
-/// a placeholder to bind).
+/// The saved states of `rows` rows, if rows take more than one hashing dispatch (else a
+/// placeholder to bind).
 pub(super) fn sponge_buffer(
     engine: &Engine<'_>,
+    hash: HashFunction,
     row_hashing: RowHashing,
     num_cols: usize,
     rows: u64,
 ) -> PooledBuffer {
-    let rows =
-        if needs_sponges(row_hashing, num_cols, engine.sizes.hash_events) { rows } else { 1 };
-    engine.pool.acquire(&engine.ctx.device, rows * SPONGE_ELEMENTS as u64 * FELT_BYTES, STORAGE)
+    let max_events = engine.sizes.hash_events;
+    let rows = if needs_sponges(hash, row_hashing, num_cols, max_events) { rows } else { 1 };
+    engine.pool.acquire(&engine.ctx.device, rows * saved_bytes(hash), STORAGE)
 }

@@ -24,11 +24,12 @@ use tracing::info_span;
 
 use crate::{
     backend::Backend,
-    committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
+    committer::{check_hash, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
     error::Result,
     fri::{FoldingChannel, FriLayers, FriRequest},
-    hash::{Digest, HashFunction},
+    hash::{blake3_tables::check_row_width, Digest, HashFunction},
 };
+use shaders::HASHES;
 
 mod batch;
 mod buffers;
@@ -50,7 +51,7 @@ mod timestamps;
 mod upload;
 
 use buffers::BufferPool;
-use constants::{RescueConstants, Tables};
+use constants::{HashConstants, Tables};
 use context::{device_error, Context};
 pub use context::{prepare_headless_vulkan, AdapterSummary};
 use pipelines::Pipelines;
@@ -69,7 +70,7 @@ use timestamps::Timer;
 pub struct WgpuCommitter {
     ctx: Context,
     pipelines: Pipelines,
-    rescue: RescueConstants,
+    constants: HashConstants,
     pool: BufferPool,
     tables: Mutex<Tables>,
     sizes: Sizes,
@@ -99,18 +100,18 @@ impl WgpuCommitter {
     fn open(int64: Option<bool>) -> Result<Self> {
         let ctx = Context::new(int64)?;
         let arithmetic = if ctx.int64 { Arithmetic::U64 } else { Arithmetic::U32 };
-        let (pipelines, rescue) = ctx.checked(|| {
+        let (pipelines, constants) = ctx.checked(|| {
             let pipelines =
                 info_span!("wgpu.pipelines").in_scope(|| Pipelines::new(&ctx.device, arithmetic));
-            let rescue = RescueConstants::new(&ctx.device, &ctx.queue, &pipelines)?;
-            Ok((pipelines, rescue))
+            let constants = HashConstants::new(&ctx.device, &ctx.queue, &pipelines)?;
+            Ok((pipelines, constants))
         })?;
         let sizes = Sizes::new(&ctx.limits, ctx.is_software(), None);
         let timer = Timer::new(&ctx);
         Ok(Self {
             ctx,
             pipelines,
-            rescue,
+            constants,
             pool: BufferPool::default(),
             tables: Mutex::new(Tables::default()),
             sizes,
@@ -174,7 +175,7 @@ impl WgpuCommitter {
         let engine = Engine {
             ctx: &self.ctx,
             pipelines: &self.pipelines,
-            rescue: &self.rescue,
+            constants: &self.constants,
             pool: &self.pool,
             tables: &self.tables,
             sizes: self.sizes,
@@ -194,7 +195,9 @@ impl GpuCommitter for WgpuCommitter {
     }
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        request.validate()?;
+        check_hash(request.hash, &HASHES)?;
+        let shape = request.validate()?;
+        check_row_width(request.hash, shape.num_cols)?;
         *self.times() = None;
         let (commitment, times) = self.run(|engine| commit::commit(engine, request))?;
         if let Some(t) = &times {
@@ -217,11 +220,14 @@ impl GpuCommitter for WgpuCommitter {
         row_hashing: RowHashing,
         hash: HashFunction,
     ) -> Result<Vec<Digest>> {
+        check_hash(hash, &HASHES)?;
         crate::committer::check_lde_rows(lde, row_hashing)?;
+        check_row_width(hash, lde.num_cols)?;
         self.run(|engine| standalone::hash_rows(engine, lde, row_hashing, hash))
     }
 
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
+        check_hash(hash, &HASHES)?;
         crate::committer::check_leaves(leaves)?;
         self.run(|engine| standalone::build_tree(engine, leaves, hash))
     }
@@ -250,7 +256,7 @@ impl GpuCommitter for WgpuCommitter {
 pub(super) struct Engine<'a> {
     ctx: &'a Context,
     pipelines: &'a Pipelines,
-    rescue: &'a RescueConstants,
+    constants: &'a HashConstants,
     pool: &'a BufferPool,
     tables: &'a Mutex<Tables>,
     sizes: Sizes,
@@ -261,7 +267,7 @@ pub(super) struct Engine<'a> {
 impl Engine<'_> {
     /// Submits a batch.
     fn submit(&self, batch: batch::Batch) -> Option<::wgpu::SubmissionIndex> {
-        batch.submit(self.ctx, self.pipelines, self.rescue, self.pool, self.timer)
+        batch.submit(self.ctx, self.pipelines, self.constants, self.pool, self.timer)
     }
 
     /// The table caches.

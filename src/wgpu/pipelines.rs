@@ -1,11 +1,11 @@
 //! The compute pipelines, made once at start-up: one per kernel, with explicit bind group
 //! layouts. Group 0 binding 0 of every kernel is its parameter block (a uniform with a dynamic
 //! offset into one arena per submission); bindings 1.. are storage buffers; hashing kernels
-//! also bind the Rescue constants as group 1.
+//! of an algebraic hash also bind its constants as group 1.
 
 use std::collections::HashMap;
 
-use super::shaders::{Arithmetic, Module};
+use super::shaders::{Arithmetic, Module, HASHES};
 use crate::hash::HashFunction;
 
 /// Bytes of every kernel's parameter block (the largest WGSL parameter struct, rounded up).
@@ -46,19 +46,19 @@ pub(super) enum Kernel {
 
 impl Kernel {
     /// Every kernel.
-    const ALL: [Kernel; 11] = [
-        Kernel::NttStage,
-        Kernel::NttTile,
-        Kernel::CosetScale,
-        Kernel::FinishInterpolation,
-        Kernel::ToRows,
-        Kernel::HashRows(HashFunction::Rpo256),
-        Kernel::HashRows(HashFunction::Rpx256),
-        Kernel::MergeNodes(HashFunction::Rpo256),
-        Kernel::MergeNodes(HashFunction::Rpx256),
-        Kernel::FriRows,
-        Kernel::FriFold,
-    ];
+    fn all() -> Vec<Kernel> {
+        let mut kernels = vec![
+            Kernel::NttStage,
+            Kernel::NttTile,
+            Kernel::CosetScale,
+            Kernel::FinishInterpolation,
+            Kernel::ToRows,
+        ];
+        kernels.extend(HASHES.map(Kernel::HashRows));
+        kernels.extend(HASHES.map(Kernel::MergeNodes));
+        kernels.extend([Kernel::FriRows, Kernel::FriFold]);
+        kernels
+    }
 
     fn module(self) -> Module {
         match self {
@@ -101,9 +101,9 @@ impl Kernel {
     }
 
     /// The hash whose constants the kernel binds as group 1.
-    pub fn rescue(self) -> Option<HashFunction> {
+    pub fn constants(self) -> Option<HashFunction> {
         match self {
-            Kernel::HashRows(hash) | Kernel::MergeNodes(hash) => Some(hash),
+            Kernel::HashRows(hash) | Kernel::MergeNodes(hash) if hash.is_algebraic() => Some(hash),
             _ => None,
         }
     }
@@ -118,21 +118,22 @@ pub(super) struct Pipeline {
     pub layout: ::wgpu::BindGroupLayout,
 }
 
-/// Every pipeline, and the layout of the Rescue constants group.
+/// Every pipeline, and the layout of the hash constants group.
 pub(super) struct Pipelines {
     kernels: HashMap<Kernel, Pipeline>,
-    /// Layout of group 1 (the Rescue constants uniform).
-    pub rescue_layout: ::wgpu::BindGroupLayout,
+    /// Layout of group 1 (the uniform of a hash function's constants).
+    pub constants_layout: ::wgpu::BindGroupLayout,
 }
 
 impl Pipelines {
     /// Compiles every module once and makes every pipeline.
     pub fn new(device: &::wgpu::Device, arithmetic: Arithmetic) -> Self {
-        let modules: HashMap<Module, ::wgpu::ShaderModule> = Module::ALL
-            .iter()
-            .map(|&module| {
+        let modules: HashMap<Module, ::wgpu::ShaderModule> = Module::all()
+            .into_iter()
+            .map(|module| {
+                let name = module.name();
                 let descriptor = ::wgpu::ShaderModuleDescriptor {
-                    label: Some(module.name()),
+                    label: Some(&name),
                     source: ::wgpu::ShaderSource::Wgsl(module.source(arithmetic).into()),
                 };
                 // Bounds checks stay on; the injected loop counters are dropped (they keep
@@ -146,28 +147,29 @@ impl Pipelines {
                 (module, shader)
             })
             .collect();
-        let rescue_layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
-            label: Some("rescue constants"),
-            entries: &[::wgpu::BindGroupLayoutEntry {
-                binding: 0,
-                visibility: ::wgpu::ShaderStages::COMPUTE,
-                ty: ::wgpu::BindingType::Buffer {
-                    ty: ::wgpu::BufferBindingType::Uniform,
-                    has_dynamic_offset: false,
-                    min_binding_size: None,
-                },
-                count: None,
-            }],
-        });
-        let kernels = Kernel::ALL
-            .iter()
-            .map(|&kernel| {
+        let constants_layout =
+            device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
+                label: Some("hash constants"),
+                entries: &[::wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: ::wgpu::ShaderStages::COMPUTE,
+                    ty: ::wgpu::BindingType::Buffer {
+                        ty: ::wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                }],
+            });
+        let kernels = Kernel::all()
+            .into_iter()
+            .map(|kernel| {
                 let pipeline =
-                    make_pipeline(device, kernel, &modules[&kernel.module()], &rescue_layout);
+                    make_pipeline(device, kernel, &modules[&kernel.module()], &constants_layout);
                 (kernel, pipeline)
             })
             .collect();
-        Self { kernels, rescue_layout }
+        Self { kernels, constants_layout }
     }
 
     /// The pipeline of `kernel`.
@@ -180,7 +182,7 @@ fn make_pipeline(
     device: &::wgpu::Device,
     kernel: Kernel,
     module: &::wgpu::ShaderModule,
-    rescue_layout: &::wgpu::BindGroupLayout,
+    constants_layout: &::wgpu::BindGroupLayout,
 ) -> Pipeline {
     let mut entries = vec![::wgpu::BindGroupLayoutEntry {
         binding: 0,
@@ -209,8 +211,8 @@ fn make_pipeline(
         entries: &entries,
     });
     let mut groups = vec![&layout];
-    if kernel.rescue().is_some() {
-        groups.push(rescue_layout);
+    if kernel.constants().is_some() {
+        groups.push(constants_layout);
     }
     let pipeline_layout = device.create_pipeline_layout(&::wgpu::PipelineLayoutDescriptor {
         label: Some(kernel.entry_point()),

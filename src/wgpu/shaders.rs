@@ -2,7 +2,15 @@
 //! file has one job (field arithmetic, extension arithmetic, a permutation, an algorithm) and
 //! is written once; a module is the list of files its entry points need.
 
-use crate::hash::HashFunction;
+use std::fmt::Write;
+
+use miden_crypto::hash::poseidon2::Poseidon2;
+
+use super::hash::saved_words;
+use crate::hash::{blake3_tables, HashFunction};
+
+/// The hash functions the WGSL kernels implement.
+pub(super) const HASHES: [HashFunction; 5] = HashFunction::ALL;
 
 // SOURCES
 // ================================================================================================
@@ -12,9 +20,14 @@ const FIELD_U32: &str = include_str!("../../wgsl/field_u32.wgsl");
 const FIELD_U64: &str = include_str!("../../wgsl/field_u64.wgsl");
 const FIELD: &str = include_str!("../../wgsl/field.wgsl");
 const EXT3: &str = include_str!("../../wgsl/ext3.wgsl");
+const SPONGE: &str = include_str!("../../wgsl/sponge.wgsl");
 const RESCUE: &str = include_str!("../../wgsl/rescue.wgsl");
 const RPO: &str = include_str!("../../wgsl/rpo.wgsl");
 const RPX: &str = include_str!("../../wgsl/rpx.wgsl");
+const POSEIDON2: &str = include_str!("../../wgsl/poseidon2.wgsl");
+const BLAKE3: &str = include_str!("../../wgsl/blake3.wgsl");
+const BLAKE3_ROWS: &str = include_str!("../../wgsl/blake3_rows.wgsl");
+const BLAKE3_MERKLE: &str = include_str!("../../wgsl/blake3_merkle.wgsl");
 const POWERS: &str = include_str!("../../wgsl/powers.wgsl");
 const NTT: &str = include_str!("../../wgsl/ntt.wgsl");
 const COSET: &str = include_str!("../../wgsl/coset.wgsl");
@@ -47,9 +60,9 @@ pub(super) enum Module {
     Interpolate,
     /// `to_rows`.
     Rows,
-    /// `hash_rows` with a permutation.
+    /// `hash_rows` of a hash function.
     HashRows(HashFunction),
-    /// `merge_nodes` with a permutation.
+    /// `merge_nodes` of a hash function.
     Merkle(HashFunction),
     /// `fri_rows`, `fri_fold`.
     Fri,
@@ -57,30 +70,24 @@ pub(super) enum Module {
 
 impl Module {
     /// Every module.
-    pub const ALL: [Module; 9] = [
-        Module::Ntt,
-        Module::Coset,
-        Module::Interpolate,
-        Module::Rows,
-        Module::HashRows(HashFunction::Rpo256),
-        Module::HashRows(HashFunction::Rpx256),
-        Module::Merkle(HashFunction::Rpo256),
-        Module::Merkle(HashFunction::Rpx256),
-        Module::Fri,
-    ];
+    pub fn all() -> Vec<Module> {
+        let mut modules = vec![Module::Ntt, Module::Coset, Module::Interpolate, Module::Rows];
+        modules.extend(HASHES.map(Module::HashRows));
+        modules.extend(HASHES.map(Module::Merkle));
+        modules.push(Module::Fri);
+        modules
+    }
 
     /// A short name, for labels.
-    pub fn name(self) -> &'static str {
+    pub fn name(self) -> String {
         match self {
-            Module::Ntt => "ntt",
-            Module::Coset => "coset",
-            Module::Interpolate => "interpolate",
-            Module::Rows => "rows",
-            Module::HashRows(HashFunction::Rpo256) => "hash_rows_rpo",
-            Module::HashRows(HashFunction::Rpx256) => "hash_rows_rpx",
-            Module::Merkle(HashFunction::Rpo256) => "merkle_rpo",
-            Module::Merkle(HashFunction::Rpx256) => "merkle_rpx",
-            Module::Fri => "fri",
+            Module::Ntt => "ntt".into(),
+            Module::Coset => "coset".into(),
+            Module::Interpolate => "interpolate".into(),
+            Module::Rows => "rows".into(),
+            Module::HashRows(hash) => format!("hash_rows_{}", hash.ident()),
+            Module::Merkle(hash) => format!("merkle_{}", hash.ident()),
+            Module::Fri => "fri".into(),
         }
     }
 
@@ -101,20 +108,64 @@ impl Module {
             Module::Coset => [&field[..], &[POWERS, COSET]].concat(),
             Module::Interpolate => [&field[..], &[POWERS, INTERPOLATE]].concat(),
             Module::Rows => vec![COMMON, ROWS],
-            Module::HashRows(hash) => [&field[..], permutation(hash), &[HASH_ROWS]].concat(),
-            Module::Merkle(hash) => [&field[..], permutation(hash), &[MERKLE]].concat(),
+            Module::HashRows(hash) => {
+                let kernel = if hash.is_algebraic() { HASH_ROWS } else { BLAKE3_ROWS };
+                return [field.join("\n"), hash_core(hash), kernel.into()].join("\n");
+            },
+            Module::Merkle(hash) => {
+                let kernel = if hash.is_algebraic() { MERKLE } else { BLAKE3_MERKLE };
+                return [field.join("\n"), hash_core(hash), kernel.into()].join("\n");
+            },
             Module::Fri => [&field[..], &[POWERS, EXT3, FRI]].concat(),
         };
         parts.join("\n")
     }
 }
 
-/// The files of a permutation.
-fn permutation(hash: HashFunction) -> &'static [&'static str] {
+/// The source of a hash function: a permutation's or BLAKE3's files, after the constants they
+/// are generated with.
+fn hash_core(hash: HashFunction) -> String {
     match hash {
-        HashFunction::Rpo256 => &[RESCUE, RPO],
-        HashFunction::Rpx256 => &[EXT3, RESCUE, RPX],
+        HashFunction::Rpo256 => [SPONGE, RESCUE, RPO].join("\n"),
+        HashFunction::Rpx256 => [SPONGE, EXT3, RESCUE, RPX].join("\n"),
+        HashFunction::Poseidon2 => [SPONGE, &poseidon2_counts(), POSEIDON2].join("\n"),
+        HashFunction::Blake3_192 | HashFunction::Blake3_256 => {
+            [blake3_constants(hash), BLAKE3.into()].join("\n")
+        },
     }
+}
+
+/// The generated part of `blake3.wgsl` (see `blake3_tables`): the initial value, the message
+/// permutation, the tree stack's depth, the digest's words and the saved words of a row.
+fn blake3_constants(hash: HashFunction) -> String {
+    let words = |values: &[String]| values.join(", ");
+    let iv: Vec<String> = blake3_tables::iv().iter().map(|w| format!("0x{w:08x}u")).collect();
+    let permuted: Vec<String> =
+        blake3_tables::PERMUTATION.iter().map(|i| format!("m[{i}]")).collect();
+    let mut out = String::new();
+    let _ = writeln!(out, "const B3_IV = array<u32, 8>({});", words(&iv));
+    let _ = writeln!(out, "const B3_STACK: u32 = {}u;", blake3_tables::CV_STACK);
+    let _ = writeln!(out, "const B3_DIGEST_WORDS: u32 = {}u;", blake3_tables::digest_words(hash));
+    let _ = writeln!(out, "const B3_SAVED_WORDS: u32 = {}u;", saved_words(hash));
+    let _ = writeln!(
+        out,
+        "fn b3_permute(m: array<u32, 16>) -> array<u32, 16> {{\n    \
+         return array<u32, 16>({});\n}}",
+        words(&permuted)
+    );
+    out
+}
+
+/// The round counts of `poseidon2.wgsl`, from miden-crypto, and the vectors its constants take.
+fn poseidon2_counts() -> String {
+    let half = Poseidon2::NUM_EXTERNAL_ROUNDS_HALF;
+    let internal = Poseidon2::NUM_INTERNAL_ROUNDS;
+    let elements = 2 * half * Poseidon2::STATE_WIDTH + internal + Poseidon2::STATE_WIDTH;
+    format!(
+        "const P2_EXTERNAL_HALF: u32 = {half}u;\nconst P2_INTERNAL: u32 = {internal}u;\n\
+         const P2_VECTORS: u32 = {}u;\n",
+        elements.div_ceil(2)
+    )
 }
 
 // PUBLIC LISTING
@@ -135,7 +186,7 @@ pub struct ComposedShader {
 /// translated offline (e.g. with naga) without an adapter.
 pub fn composed_shaders() -> Vec<ComposedShader> {
     let mut shaders = Vec::new();
-    for module in Module::ALL {
+    for module in Module::all() {
         for arithmetic in [Arithmetic::U32, Arithmetic::U64] {
             if arithmetic == Arithmetic::U64 && !module.uses_field() {
                 continue;

@@ -7,9 +7,6 @@ use crate::error::{GpuError, Result};
 pub(super) const FELT_BYTES: u64 = 8;
 pub(super) const DIGEST_BYTES: u64 = 32;
 
-/// Field elements of saved sponge state per row (inner and outer state) between dispatches.
-pub(super) const SPONGE_ELEMENTS: usize = 24;
-
 // SIZES
 // ================================================================================================
 
@@ -71,9 +68,9 @@ impl Sizes {
     }
 
     /// Rows of `row_width` elements per row chunk: a power of two, at most `limit`, such that
-    /// the rows and their saved sponge states each fit one part.
-    pub fn rows_per_chunk(&self, row_width: usize, limit: u64) -> u64 {
-        let per_row = row_width.max(SPONGE_ELEMENTS) as u64 * FELT_BYTES;
+    /// the rows and their saved hashing states (`saved_bytes` per row) each fit one part.
+    pub fn rows_per_chunk(&self, row_width: usize, saved_bytes: u64, limit: u64) -> u64 {
+        let per_row = (row_width as u64 * FELT_BYTES).max(saved_bytes);
         let fit = self.chunk.min(self.staging) / per_row;
         prev_power_of_two(fit.max(1)).min(limit)
     }

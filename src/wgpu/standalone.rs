@@ -7,7 +7,7 @@ use super::{
     buffers::Chunked,
     constants::felt_bytes,
     download::{download_array, zeroed_digests, RecordSink, Sinks, Store, Stream, Target},
-    hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
+    hash::{record_hash_rows, saved_bytes, sponge_buffer, RowBlock, RowBuffers},
     merkle::{download_levels, push_level_sinks, record_tree, tree_levels, Layout},
     sizes::{DIGEST_BYTES, FELT_BYTES},
     upload::{upload, Write},
@@ -36,12 +36,12 @@ pub(super) fn hash_rows(
     let device = &engine.ctx.device;
     let rw = lde.row_width;
     engine.sizes.check_row(rw)?;
-    let rows_per_chunk = engine.sizes.rows_per_chunk(rw, engine.sizes.digests());
+    let rows_per_chunk = engine.sizes.rows_per_chunk(rw, saved_bytes(hash), engine.sizes.digests());
     let leaf_array =
         Chunked::new(engine.pool, device, num_rows as u64, DIGEST_BYTES, engine.sizes.digests());
     let row_bytes = rw as u64 * FELT_BYTES;
     let row_chunk = Chunked::new(engine.pool, device, rows_per_chunk, row_bytes, rows_per_chunk);
-    let sponges = sponge_buffer(engine, row_hashing, lde.num_cols, rows_per_chunk);
+    let sponges = sponge_buffer(engine, hash, row_hashing, lde.num_cols, rows_per_chunk);
     let mut sinks = Sinks::default();
     sinks.digests.push(zeroed_digests(num_rows));
     sinks.records.push(RecordSink {
@@ -112,7 +112,7 @@ pub(super) fn build_tree(
     push_level_sinks(&mut sinks, Store::Digests(0), leaves.len(), layout);
     let mut stream = Stream::new(engine, Box::new(move || Ok(sinks)));
     let write = Write {
-        bytes: felt_bytes(leaves.as_flattened()),
+        bytes: Digest::slice_as_bytes(leaves),
         array: &leaf_array,
         first: 0,
         record_bytes: DIGEST_BYTES,

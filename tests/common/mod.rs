@@ -1,7 +1,8 @@
 //! The shared parity harness: every backend runs it against Winterfell.
 //!
-//! Random shapes (rows 2^1–2^12, columns 1–100, blowup 2/4/8/16, base/quadratic/cubic,
-//! partitions 1/2/4, RPO/RPX, trace and composition inputs) with random non-zero field
+//! Random shapes (rows 2^1–2^12, columns 1–160, blowup 2/4/8/16, base/quadratic/cubic,
+//! partitions 1/2/4, every hash function the backend implements, trace and composition inputs)
+//! with random non-zero field
 //! elements; polynomials and LDE rows are compared as field elements, and the leaves, every
 //! Merkle node and the root against Winterfell's own `interpolate_columns`,
 //! `RowMatrix::evaluate_polys_over`, `commit_to_rows`, `build_merkle_nodes`, `DefaultTraceLde`
@@ -12,11 +13,16 @@
 pub mod device;
 
 use miden_crypto::{
-    hash::{rpo::Rpo256, rpx::Rpx256},
-    Felt, Word,
+    hash::{
+        blake::{Blake3_192, Blake3_256},
+        poseidon2::Poseidon2,
+        rpo::Rpo256,
+        rpx::Rpx256,
+    },
+    Felt,
 };
 use miden_gpu::{
-    commit_composition, commit_trace_segment, fri::FriRequest, CpuCommitter, GpuCommitter,
+    commit_composition, commit_trace_segment, fri::FriRequest, CpuCommitter, Digest, GpuCommitter,
     GpuHasher, HashFunction, LdeRows, RowHashing, SegmentCommitment,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -35,6 +41,9 @@ use winter_prover::{
 
 /// Largest number of LDE base elements one random case may have (keeps software GPUs fast).
 const MAX_LDE_ELEMENTS: usize = 1 << 22;
+
+/// The hash functions the GPU backends have kernels for.
+pub const GPU_HASHES: [HashFunction; 5] = HashFunction::ALL;
 
 // RANDOM INPUTS
 // ================================================================================================
@@ -77,17 +86,18 @@ pub struct Case {
     pub composition: bool,
 }
 
-/// `count` random cases; the first ones cover every combination of field, hash and input kind.
-pub fn random_cases(seed: u64, count: usize) -> Vec<Case> {
+/// `count` random cases over `hashes`; the first ones cover every combination of field, hash
+/// and input kind.
+pub fn random_cases(seed: u64, count: usize, hashes: &[HashFunction]) -> Vec<Case> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut cases = Vec::with_capacity(count);
     for i in 0..count {
         let extension = [1, 2, 3][i % 3];
-        let hash = [HashFunction::Rpo256, HashFunction::Rpx256][(i / 3) % 2];
-        let composition = (i / 6) % 2 == 1;
+        let hash = hashes[(i / 3) % hashes.len()];
+        let composition = (i / (3 * hashes.len())) % 2 == 1;
         let log_rows = rng.random_range(1..=12u32);
         let blowup: usize = [2, 4, 8, 16][rng.random_range(0..4)];
-        let max_cols = if composition { 16 } else { 100 };
+        let max_cols = if composition { 16 } else { 160 };
         let budget = MAX_LDE_ELEMENTS >> (log_rows + blowup.ilog2());
         let cols = rng.random_range(1..=max_cols).min((budget / extension).max(1));
         let partitions = [1, 2, 4][rng.random_range(0..3)];
@@ -96,38 +106,53 @@ pub fn random_cases(seed: u64, count: usize) -> Vec<Case> {
     cases
 }
 
-/// Runs `count` random cases (or `MIDEN_GPU_PARITY_CASES`, for slow runs such as
-/// compute-sanitizer's) plus the per-stage checks on `committer`; panics on any difference.
-pub fn run_parity_suite(committer: &dyn GpuCommitter, seed: u64, count: usize) {
+/// Runs `count` random cases over `hashes` (or `MIDEN_GPU_PARITY_CASES` cases, for slow runs
+/// such as compute-sanitizer's) plus the per-stage checks on `committer`; panics on any
+/// difference.
+pub fn run_parity_suite(
+    committer: &dyn GpuCommitter,
+    seed: u64,
+    count: usize,
+    hashes: &[HashFunction],
+) {
     let count =
         std::env::var("MIDEN_GPU_PARITY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(count);
-    for (i, case) in random_cases(seed, count).iter().enumerate() {
+    for (i, case) in random_cases(seed, count, hashes).iter().enumerate() {
         eprintln!("[{}] case {i}/{count}: {case:?}", committer.backend());
         check_case(committer, case, seed.wrapping_add(i as u64));
     }
-    check_hash_rows(committer, seed);
-    check_build_tree(committer, seed);
+    check_hash_rows(committer, seed, hashes);
+    check_build_tree(committer, seed, hashes);
 }
 
 /// Checks one case against Winterfell.
 pub fn check_case(committer: &dyn GpuCommitter, case: &Case, seed: u64) {
-    match (case.extension, case.hash) {
-        (1, HashFunction::Rpo256) => check_typed::<Felt, Rpo256>(committer, case, seed),
-        (1, HashFunction::Rpx256) => check_typed::<Felt, Rpx256>(committer, case, seed),
-        (2, HashFunction::Rpo256) => {
-            check_typed::<QuadExtension<Felt>, Rpo256>(committer, case, seed)
-        },
-        (2, HashFunction::Rpx256) => {
-            check_typed::<QuadExtension<Felt>, Rpx256>(committer, case, seed)
-        },
-        (3, HashFunction::Rpo256) => {
-            check_typed::<CubeExtension<Felt>, Rpo256>(committer, case, seed)
-        },
-        (3, HashFunction::Rpx256) => {
-            check_typed::<CubeExtension<Felt>, Rpx256>(committer, case, seed)
-        },
-        (k, _) => panic!("unsupported extension degree {k}"),
+    match case.extension {
+        1 => check_field::<Felt>(committer, case, seed),
+        2 => check_field::<QuadExtension<Felt>>(committer, case, seed),
+        3 => check_field::<CubeExtension<Felt>>(committer, case, seed),
+        k => panic!("unsupported extension degree {k}"),
     }
+}
+
+fn check_field<E: FieldElement<BaseField = Felt>>(
+    committer: &dyn GpuCommitter,
+    case: &Case,
+    seed: u64,
+) {
+    match case.hash {
+        HashFunction::Rpo256 => check_typed::<E, Rpo256>(committer, case, seed),
+        HashFunction::Rpx256 => check_typed::<E, Rpx256>(committer, case, seed),
+        HashFunction::Poseidon2 => check_typed::<E, Poseidon2>(committer, case, seed),
+        HashFunction::Blake3_192 => check_typed::<E, Blake3_192>(committer, case, seed),
+        HashFunction::Blake3_256 => check_typed::<E, Blake3_256>(committer, case, seed),
+    }
+}
+
+/// Winterfell's Merkle nodes over `leaves` with hasher `H`, as digests.
+fn reference_nodes<H: GpuHasher>(leaves: &[Digest]) -> Vec<Digest> {
+    let leaves: Vec<H::Digest> = leaves.iter().map(|&d| H::from_digest(d)).collect();
+    build_merkle_nodes::<H>(&leaves).iter().map(H::to_digest).collect()
 }
 
 fn check_typed<E, H>(committer: &dyn GpuCommitter, case: &Case, seed: u64)
@@ -185,9 +210,8 @@ where
     let tree: MerkleTree<H> = lde.commit_to_rows::<H, MerkleTree<H>>(partitions);
     compare(case, &got, &polys, &lde, &tree);
     if let Some(root) = reference_root {
-        assert_eq!(
-            Word::new(got.root()),
-            root,
+        assert!(
+            H::from_digest(got.root()) == root,
             "{case:?}: root differs from Winterfell's commitment"
         );
     }
@@ -221,27 +245,29 @@ fn compare<E, H>(
         let padding = &rows.data[i * rows.row_width + rows.num_cols..(i + 1) * rows.row_width];
         assert!(padding.iter().all(|&x| x == Felt::ZERO), "{case:?}: row {i} padding not zero");
     }
-    let leaves: Vec<[Felt; 4]> = tree.leaves().iter().map(|w| (*w).into()).collect();
+    let leaves = tree.leaves();
     assert_eq!(got.leaves.len(), leaves.len(), "{case:?}: number of leaves");
-    if let Some(i) = (0..leaves.len()).find(|&i| got.leaves[i] != leaves[i]) {
+    if let Some(i) = (0..leaves.len()).find(|&i| H::from_digest(got.leaves[i]) != leaves[i]) {
         panic!("{case:?}: leaf {i} differs");
     }
-    let nodes = build_merkle_nodes::<H>(tree.leaves());
+    let nodes = build_merkle_nodes::<H>(leaves);
     assert_eq!(got.nodes.len(), nodes.len(), "{case:?}: number of nodes");
-    if let Some(i) = (1..nodes.len()).find(|&i| Word::new(got.nodes[i]) != nodes[i]) {
+    if let Some(i) = (1..nodes.len()).find(|&i| H::from_digest(got.nodes[i]) != nodes[i]) {
         panic!("{case:?}: Merkle node {i} differs");
     }
-    assert_eq!(Word::new(got.root()), *tree.root(), "{case:?}: root differs");
+    assert!(H::from_digest(got.root()) == *tree.root(), "{case:?}: root differs");
 }
 
 // PER-STAGE CHECKS
 // ================================================================================================
 
 /// Row hashing alone, on random row-major matrices of many widths, against miden-crypto.
-pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64) {
+pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64, hashes: &[HashFunction]) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
-    for hash in [HashFunction::Rpo256, HashFunction::Rpx256] {
-        for num_cols in [1usize, 3, 4, 7, 8, 9, 15, 16, 17, 24, 33, 73, 80, 100] {
+    for &hash in hashes {
+        for num_cols in
+            [1usize, 3, 4, 7, 8, 9, 15, 16, 17, 24, 33, 73, 80, 100, 128, 129, 300, 2100]
+        {
             let row_width = num_cols.div_ceil(8) * 8;
             let num_rows = 1 << rng.random_range(1..=10);
             let mut data: Vec<Felt> =
@@ -254,6 +280,7 @@ pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64) {
             let lde = LdeRows { data, row_width, num_cols };
             for row_hashing in [
                 RowHashing::WholeRow,
+                RowHashing::Partitioned(1),
                 RowHashing::Partitioned(8),
                 RowHashing::Partitioned(num_cols.div_ceil(2).max(1)),
             ] {
@@ -266,9 +293,9 @@ pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64) {
                     let want = match row_hashing {
                         RowHashing::WholeRow => hash.hash_elements(row),
                         RowHashing::Partitioned(s) => {
-                            let d: Vec<Felt> =
-                                row.chunks(s).flat_map(|c| hash.hash_elements(c)).collect();
-                            hash.hash_elements(&d)
+                            let d: Vec<Digest> =
+                                row.chunks(s).map(|c| hash.hash_elements(c)).collect();
+                            hash.merge_many(&d)
                         },
                     };
                     assert_eq!(
@@ -282,23 +309,24 @@ pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64) {
 }
 
 /// Merkle tree alone, on random leaves, against Winterfell's `build_merkle_nodes`.
-pub fn check_build_tree(committer: &dyn GpuCommitter, seed: u64) {
+pub fn check_build_tree(committer: &dyn GpuCommitter, seed: u64, hashes: &[HashFunction]) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x7EE);
-    for hash in [HashFunction::Rpo256, HashFunction::Rpx256] {
+    for &hash in hashes {
         for log_leaves in [1, 2, 3, 5, 8, 11, 14] {
-            let leaves: Vec<[Felt; 4]> = (0..1usize << log_leaves)
-                .map(|_| core::array::from_fn(|_| random_felt(&mut rng)))
-                .collect();
+            let leaves: Vec<Digest> =
+                (0..1usize << log_leaves).map(|_| random_digest(&mut rng, hash)).collect();
             let got = committer
                 .build_tree(&leaves, hash)
                 .unwrap_or_else(|e| panic!("build_tree 2^{log_leaves}: {e}"));
-            let words: Vec<Word> = leaves.iter().copied().map(Word::new).collect();
             let want = match hash {
-                HashFunction::Rpo256 => build_merkle_nodes::<Rpo256>(&words),
-                HashFunction::Rpx256 => build_merkle_nodes::<Rpx256>(&words),
+                HashFunction::Rpo256 => reference_nodes::<Rpo256>(&leaves),
+                HashFunction::Rpx256 => reference_nodes::<Rpx256>(&leaves),
+                HashFunction::Poseidon2 => reference_nodes::<Poseidon2>(&leaves),
+                HashFunction::Blake3_192 => reference_nodes::<Blake3_192>(&leaves),
+                HashFunction::Blake3_256 => reference_nodes::<Blake3_256>(&leaves),
             };
             assert_eq!(got.len(), want.len(), "{hash}: node count for 2^{log_leaves} leaves");
-            if let Some(i) = (1..want.len()).find(|&i| Word::new(got[i]) != want[i]) {
+            if let Some(i) = (1..want.len()).find(|&i| got[i] != want[i]) {
                 panic!("{hash}: Merkle node {i} of 2^{log_leaves} leaves differs");
             }
         }
@@ -331,7 +359,7 @@ pub fn random_fri_cases(seed: u64, count: usize, max_log_len: u32) -> Vec<FriCas
             let extension = [1, 2, 3][i % 3];
             let folding: usize = [2, 4, 8, 16][i % 4];
             let blowup: usize = [2, 4, 8, 16, 32][i % 5];
-            let hash = [HashFunction::Rpo256, HashFunction::Rpx256][(i / 2) % 2];
+            let hash = HashFunction::ALL[(i / 2) % HashFunction::ALL.len()];
             // The first fold needs folding ≤ domain / 2.
             let min_log = (folding.ilog2() + 1).saturating_sub(blowup.ilog2()).max(1);
             let log_len = rng.random_range(min_log..=max_log_len.max(min_log));
@@ -362,7 +390,10 @@ pub fn check_fri(committer: &dyn GpuCommitter, cases: &[FriCase], seed: u64) {
             num_layers: case.layers,
             hash: case.hash,
         };
-        let channel = |root: [Felt; 4]| case.hash.hash_elements(&root)[..case.extension].to_vec();
+        let channel = |root: Digest| {
+            let words = root.words().map(Felt::new);
+            case.hash.hash_elements(&words).to_felts()[..case.extension].to_vec()
+        };
         let got = committer
             .commit_fri(&request, &mut { channel })
             .unwrap_or_else(|e| panic!("{case:?}: {e}"));
@@ -391,6 +422,16 @@ pub fn first_difference<T: PartialEq>(got: &[T], want: &[T]) -> Option<usize> {
     (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i))
 }
 
+/// A random digest of `hash`: four non-zero field elements, or random bytes (the first 24 for
+/// BLAKE3-192).
+pub fn random_digest(rng: &mut impl Rng, hash: HashFunction) -> Digest {
+    if hash.is_algebraic() {
+        return Digest::from_felts(core::array::from_fn(|_| random_felt(rng)));
+    }
+    let bytes: [u8; 32] = rng.random();
+    Digest::from_bytes(&bytes[..hash.digest_bytes()])
+}
+
 // PROOFS
 // ================================================================================================
 
@@ -398,9 +439,10 @@ pub fn first_difference<T: PartialEq>(got: &[T], want: &[T]) -> Option<usize> {
 pub mod fib;
 
 /// Proves Fibonacci traces with the plain Winterfell prover and with `GpuProver` on `committer`
-/// for every field extension, RPO and RPX, with and without partitions; asserts byte-identical
-/// proofs that verify, and that a proof with one flipped byte is rejected.
-pub fn check_proofs(committer: std::sync::Arc<dyn GpuCommitter>) {
+/// for every field extension and each of `hashes` (BLAKE3 with winter-crypto's hashers), with
+/// and without partitions; asserts byte-identical proofs that verify, and that a proof with one
+/// flipped byte is rejected.
+pub fn check_proofs(committer: std::sync::Arc<dyn GpuCommitter>, hashes: &[HashFunction]) {
     use winter_air::FieldExtension;
     use winter_air::{BatchingMethod, ProofOptions};
     for field in [FieldExtension::None, FieldExtension::Quadratic, FieldExtension::Cubic] {
@@ -416,8 +458,9 @@ pub fn check_proofs(committer: std::sync::Arc<dyn GpuCommitter>) {
                 BatchingMethod::Linear,
             )
             .with_partitions(partitions, 8);
-            check_proof::<Rpo256>(committer.clone(), options.clone());
-            check_proof::<Rpx256>(committer.clone(), options);
+            for &hash in hashes {
+                check_proof_with(hash, committer.clone(), options.clone());
+            }
         }
     }
     // FRI shapes: (blowup, folding factor, remainder max degree, field)
@@ -439,6 +482,22 @@ pub fn check_proofs(committer: std::sync::Arc<dyn GpuCommitter>) {
             BatchingMethod::Linear,
         );
         check_proof::<Rpo256>(committer.clone(), options);
+    }
+}
+
+/// [`check_proof`] with the hasher type of `hash` (BLAKE3 through winter-crypto's hashers).
+fn check_proof_with(
+    hash: HashFunction,
+    c: std::sync::Arc<dyn GpuCommitter>,
+    options: winter_air::ProofOptions,
+) {
+    use winter_crypto::hashers;
+    match hash {
+        HashFunction::Rpo256 => check_proof::<Rpo256>(c, options),
+        HashFunction::Rpx256 => check_proof::<Rpx256>(c, options),
+        HashFunction::Poseidon2 => check_proof::<Poseidon2>(c, options),
+        HashFunction::Blake3_192 => check_proof::<hashers::Blake3_192<Felt>>(c, options),
+        HashFunction::Blake3_256 => check_proof::<hashers::Blake3_256<Felt>>(c, options),
     }
 }
 

@@ -3,11 +3,7 @@
 use std::{path::PathBuf, time::Instant};
 
 use clap::Args;
-use miden_gpu::{
-    miden::{gpu_hash_function, prove_with_committer},
-    timing::StageTimes,
-    Backend,
-};
+use miden_gpu::{miden::prove_with_committer, timing::StageTimes, Backend};
 use miden_processor::ExecutionOptions;
 use miden_prover::{HashFunction, ProvingOptions};
 
@@ -49,7 +45,7 @@ pub struct ProveCmd {
     #[arg(short = 'b', long = "backend")]
     backend: Option<Backend>,
 
-    /// Hash function: rpo or rpx (those with GPU kernels)
+    /// Hash function: rpo, rpx, poseidon2, blake3-192 or blake3-256
     #[arg(long = "hasher", visible_alias = "hash", default_value = "rpo", value_parser = parse_hasher)]
     hasher: HashFunction,
 
@@ -78,12 +74,11 @@ pub struct ProveCmd {
     release: bool,
 }
 
-/// `--hasher`: a Miden hash function name, accepted only if it has GPU kernels.
+/// `--hasher`: a Miden hash function name.
 fn parse_hasher(name: &str) -> Result<HashFunction, String> {
-    let hash_fn = HashFunction::try_from(name)
-        .map_err(|_| format!("unknown hash function `{name}`; expected rpo or rpx"))?;
-    gpu_hash_function(hash_fn).map_err(|e| e.to_string())?;
-    Ok(hash_fn)
+    HashFunction::try_from(name).map_err(|_| {
+        format!("unknown hash function `{name}`; expected rpo, rpx, poseidon2, blake3-192 or blake3-256")
+    })
 }
 
 /// `--security`: `96` or `128`, with or without miden-vm's `bits` suffix.
