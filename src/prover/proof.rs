@@ -12,8 +12,9 @@ use tracing::{debug, info_span, warn};
 use winter_air::{Air, AuxRandElements, FieldExtension};
 use winter_crypto::ElementHasher;
 use winter_math::{
+    fft,
     fields::{CubeExtension, QuadExtension},
-    FieldElement,
+    FieldElement, StarkField,
 };
 use winter_prover::{
     ConstraintCommitment, ConstraintEvaluator, Proof, Prover, ProverError, StarkDomain, Trace,
@@ -183,12 +184,24 @@ where
         num_layers: usize,
         channel: &mut Channel<'_, P, E>,
     ) -> Result<FriLayers> {
+        let fri_options = self.options().to_fri_options();
+        if num_layers == 0 {
+            // The domain is no larger than the remainder's: the evaluations are the remainder.
+            let twiddles = fft::get_twiddles::<Felt>(deep_poly.len());
+            let evaluations = fft::evaluate_poly_with_offset(
+                deep_poly,
+                &twiddles,
+                Felt::GENERATOR,
+                fri_options.blowup_factor(),
+            );
+            let remainder = E::slice_as_base_elements(&evaluations).to_vec();
+            return Ok(FriLayers { layers: Vec::new(), remainder });
+        }
         let d = E::EXTENSION_DEGREE;
         let flat = E::slice_as_base_elements(deep_poly);
         let components: Vec<Vec<Felt>> =
             (0..d).map(|c| flat.iter().skip(c).step_by(d).copied().collect()).collect();
         let slices: Vec<&[Felt]> = components.iter().map(Vec::as_slice).collect();
-        let fri_options = self.options().to_fri_options();
         let request = FriRequest {
             components: &slices,
             blowup: fri_options.blowup_factor(),

@@ -481,8 +481,20 @@ pub fn check_proofs(committer: std::sync::Arc<dyn GpuCommitter>, hashes: &[HashF
             BatchingMethod::Linear,
             BatchingMethod::Linear,
         );
-        check_proof::<Rpo256>(committer.clone(), options);
+        check_proof::<Rpo256>(committer.clone(), options, 10);
     }
+    // a domain no larger than the remainder's (2^8 steps, blowup 8, degree 255): no FRI layer
+    let options = ProofOptions::new(
+        20,
+        8,
+        0,
+        FieldExtension::Quadratic,
+        4,
+        255,
+        BatchingMethod::Linear,
+        BatchingMethod::Linear,
+    );
+    check_proof::<Rpo256>(committer.clone(), options, 8);
 }
 
 /// [`check_proof`] with the hasher type of `hash` (BLAKE3 through winter-crypto's hashers).
@@ -493,17 +505,18 @@ fn check_proof_with(
 ) {
     use winter_crypto::hashers;
     match hash {
-        HashFunction::Rpo256 => check_proof::<Rpo256>(c, options),
-        HashFunction::Rpx256 => check_proof::<Rpx256>(c, options),
-        HashFunction::Poseidon2 => check_proof::<Poseidon2>(c, options),
-        HashFunction::Blake3_192 => check_proof::<hashers::Blake3_192<Felt>>(c, options),
-        HashFunction::Blake3_256 => check_proof::<hashers::Blake3_256<Felt>>(c, options),
+        HashFunction::Rpo256 => check_proof::<Rpo256>(c, options, 10),
+        HashFunction::Rpx256 => check_proof::<Rpx256>(c, options, 10),
+        HashFunction::Poseidon2 => check_proof::<Poseidon2>(c, options, 10),
+        HashFunction::Blake3_192 => check_proof::<hashers::Blake3_192<Felt>>(c, options, 10),
+        HashFunction::Blake3_256 => check_proof::<hashers::Blake3_256<Felt>>(c, options, 10),
     }
 }
 
 fn check_proof<H: GpuHasher>(
     committer: std::sync::Arc<dyn GpuCommitter>,
     options: winter_air::ProofOptions,
+    log_steps: u32,
 ) {
     use winter_air::proof::Proof;
     use winter_crypto::DefaultRandomCoin;
@@ -523,7 +536,7 @@ fn check_proof<H: GpuHasher>(
         miden_gpu::GpuProver::with_committer(fib::FibProver::<H>::new(options.clone()), committer)
             .with_cpu_fallback(false);
 
-    let trace = fib::FibTrace::new(3, 1 << 10);
+    let trace = fib::FibTrace::new(3, 1 << log_steps);
     let inputs = trace.inputs();
     // Winterfell's concurrent grinding keeps the first nonce any rayon thread finds (even with
     // a grinding factor of 0), so both proofs run on one thread: the nonce is then the same
@@ -531,7 +544,8 @@ fn check_proof<H: GpuHasher>(
     let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
     let (expected, actual) = one_thread.install(|| {
         let expected = cpu.prove(trace).expect("CPU proof").to_bytes();
-        let actual = gpu.prove(fib::FibTrace::new(3, 1 << 10)).expect("GPU proof").to_bytes();
+        let actual =
+            gpu.prove(fib::FibTrace::new(3, 1 << log_steps)).expect("GPU proof").to_bytes();
         (expected, actual)
     });
     assert!(expected == actual, "{label}: GpuProver proof differs from Winterfell's");
