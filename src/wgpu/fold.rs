@@ -12,8 +12,8 @@ use winter_math::{FieldElement, StarkField};
 use crate::hash::HashFunction;
 
 use super::{
-    batch::Batch, buffers::Chunked, constants::PowerTables, hash::saved_bytes, pipelines::Kernel,
-    sizes::FELT_BYTES, Engine,
+    batch::Batch, buffers::Chunked, constants::PowerTables, pipelines::Kernel,
+    shaders::saved_bytes, sizes::FELT_BYTES, Engine,
 };
 
 /// `FriParams` of fri.wgsl.

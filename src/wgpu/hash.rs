@@ -7,28 +7,9 @@ use super::{
     batch::Batch,
     buffers::{PooledBuffer, STORAGE},
     pipelines::Kernel,
-    Engine,
+    shaders, Engine,
 };
-use crate::{
-    committer::RowHashing,
-    hash::{blake3_tables::CV_STACK, HashFunction},
-};
-
-/// Words of one row's saved state between dispatches: two sponges of 12 field elements, or
-/// two BLAKE3 trees (`B3Tree`: chaining value, stack, depth) plus the pending outer block and
-/// its fill.
-pub(super) fn saved_words(hash: HashFunction) -> usize {
-    if hash.is_algebraic() {
-        2 * 12 * 2
-    } else {
-        2 * (8 + 8 * CV_STACK + 1) + 16 + 1
-    }
-}
-
-/// Bytes of one row's saved state between dispatches.
-pub(super) fn saved_bytes(hash: HashFunction) -> u64 {
-    4 * saved_words(hash) as u64
-}
+use crate::{committer::RowHashing, hash::HashFunction};
 
 /// `HashRowsParams` of hash_rows.wgsl.
 #[repr(C)]
@@ -61,7 +42,7 @@ pub(super) struct RowBlock {
 pub(super) struct RowBuffers<'a> {
     pub rows: &'a ::wgpu::Buffer,
     pub leaves: &'a ::wgpu::Buffer,
-    /// [`saved_bytes`] per row when a row takes more than one dispatch; else any buffer.
+    /// [`saved_bytes`](super::shaders::saved_bytes) per row when a row takes more than one dispatch; else any buffer.
     pub sponges: &'a ::wgpu::Buffer,
 }
 
@@ -136,5 +117,5 @@ pub(super) fn sponge_buffer(
 ) -> PooledBuffer {
     let max_events = engine.sizes.hash_events;
     let rows = if needs_sponges(hash, row_hashing, num_cols, max_events) { rows } else { 1 };
-    engine.pool.acquire(&engine.ctx.device, rows * saved_bytes(hash), STORAGE)
+    engine.pool.acquire(&engine.ctx.device, rows * shaders::saved_bytes(hash), STORAGE)
 }

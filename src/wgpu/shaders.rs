@@ -6,8 +6,10 @@ use std::fmt::Write;
 
 use miden_crypto::hash::poseidon2::Poseidon2;
 
-use super::hash::saved_words;
-use crate::hash::{blake3_tables, HashFunction};
+use crate::hash::{
+    blake3_tables::{self, CV_STACK},
+    HashFunction,
+};
 
 /// The hash functions the WGSL kernels implement.
 pub(super) const HASHES: [HashFunction; 5] = HashFunction::ALL;
@@ -201,4 +203,23 @@ pub fn composed_shaders() -> Vec<ComposedShader> {
         }
     }
     shaders
+}
+
+// SAVED HASHING STATE
+// ================================================================================================
+
+/// Words of one row's saved state between dispatches: two sponges of 12 field elements, or
+/// two BLAKE3 trees (`B3Tree`: chaining value, stack, depth) plus the pending outer block and
+/// its fill.
+pub(super) fn saved_words(hash: HashFunction) -> usize {
+    if hash.is_algebraic() {
+        2 * 12 * 2
+    } else {
+        2 * (8 + 8 * CV_STACK + 1) + 16 + 1
+    }
+}
+
+/// Bytes of one row's saved state between dispatches.
+pub(super) fn saved_bytes(hash: HashFunction) -> u64 {
+    4 * saved_words(hash) as u64
 }
