@@ -25,6 +25,7 @@ use super::{
     channel::ProverChannel,
     deep::{deep_composition_poly, ood_frames},
     fri_proof::{build_fri_proof, remainder_poly},
+    segment::base_components,
     GpuProver,
 };
 use crate::{
@@ -197,11 +198,8 @@ where
             let remainder = E::slice_as_base_elements(&evaluations).to_vec();
             return Ok(FriLayers { layers: Vec::new(), remainder });
         }
-        let d = E::EXTENSION_DEGREE;
-        let flat = E::slice_as_base_elements(deep_poly);
-        let components: Vec<Vec<Felt>> =
-            (0..d).map(|c| flat.iter().skip(c).step_by(d).copied().collect()).collect();
-        let slices: Vec<&[Felt]> = components.iter().map(Vec::as_slice).collect();
+        let components = base_components(deep_poly);
+        let slices: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
         let request = FriRequest {
             components: &slices,
             blowup: fri_options.blowup_factor(),

@@ -180,7 +180,9 @@ impl CommitterHandle {
 
 /// The base components of `values`: one borrowed slice for `E = Felt`, `k` owned columns for an
 /// extension of degree `k`.
-fn base_components<E: FieldElement<BaseField = Felt>>(values: &[E]) -> Vec<Cow<'_, [Felt]>> {
+pub(super) fn base_components<E: FieldElement<BaseField = Felt>>(
+    values: &[E],
+) -> Vec<Cow<'_, [Felt]>> {
     let k = E::EXTENSION_DEGREE;
     let flat = E::slice_as_base_elements(values);
     if k == 1 {
