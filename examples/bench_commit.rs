@@ -173,6 +173,8 @@ struct Point {
     ratio_vs_first_set: Option<f64>,
     /// Whether the result is identical to the CPU backend's (GPU backends, where it ran).
     matches_cpu: Option<bool>,
+    /// Where it differs from the CPU backend's, when it does.
+    difference: Option<Difference>,
     lde_rows_per_s: f64,
     permutations_per_s: f64,
     /// Device times of the median run's stages and the kernel rates they give, per GPU.
@@ -214,6 +216,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             let Workload { log_rows, cols, hash, .. } = *workload;
             progress.set_message(format!("{} 2^{log_rows}x{cols} {hash}", target.label));
             let run = measure(target, &request, &args)?;
+            let difference = cpu.as_ref().map(|(_, cpu)| Difference::between(&run.result, cpu));
             let backend = target.committer.backend();
             if target.gpu_set.is_some() {
                 first_set_s.get_or_insert(run.median_s);
@@ -241,7 +244,8 @@ fn main() -> Result<(), Box<dyn Error>> {
                     .as_ref()
                     .and(first_set_s)
                     .map(|s| s / run.median_s),
-                matches_cpu: cpu.as_ref().map(|(_, cpu)| same_commitment(&run.result, cpu)),
+                matches_cpu: difference.as_ref().map(Option::is_none),
+                difference: difference.flatten(),
                 lde_rows_per_s: workload.lde_rows() as f64 / run.median_s,
                 permutations_per_s: workload.permutations() as f64 / run.median_s,
                 stages: GpuStages::of(run.device_times, workload),
@@ -335,10 +339,76 @@ fn measure(target: &Target, request: &CommitRequest<'_>, args: &Args) -> Result<
     })
 }
 
-/// Whether two commitments are identical: polynomials, LDE rows, leaves and tree (`nodes[0]` is
-/// unused).
-fn same_commitment(a: &Commitment, b: &Commitment) -> bool {
-    a.polys == b.polys && a.lde == b.lde && a.leaves == b.leaves && a.nodes[1..] == b.nodes[1..]
+/// Where a GPU commitment differs from the CPU backend's (`nodes[0]` is unused): the first
+/// differing polynomial, LDE row, leaf and node, and the differing leaves' rows (a few), so that
+/// a difference can be reproduced from the saved JSON.
+#[derive(Serialize)]
+struct Difference {
+    first_poly: Option<usize>,
+    first_lde_row: Option<usize>,
+    differing_leaves: usize,
+    first_node: Option<usize>,
+    /// Up to four differing leaves: the row (canonical values), the GPU's and the CPU's leaf.
+    leaves: Vec<LeafDifference>,
+}
+
+#[derive(Serialize)]
+struct LeafDifference {
+    index: usize,
+    row: Vec<u64>,
+    gpu: [u64; 4],
+    cpu: [u64; 4],
+}
+
+impl Difference {
+    /// `None` when the commitments are identical: polynomials, LDE rows, leaves and tree.
+    fn between(gpu: &Commitment, cpu: &Commitment) -> Option<Self> {
+        let first = |a: usize, differ: &dyn Fn(usize) -> bool| (0..a).find(|&i| differ(i));
+        let rows = gpu.lde.num_rows().min(cpu.lde.num_rows());
+        let leaves: Vec<usize> = (0..gpu.leaves.len().min(cpu.leaves.len()))
+            .filter(|&i| gpu.leaves[i] != cpu.leaves[i])
+            .collect();
+        let difference = Self {
+            first_poly: first(gpu.polys.len(), &|i| cpu.polys.get(i) != Some(&gpu.polys[i])),
+            first_lde_row: first(rows, &|i| gpu.lde.row(i) != cpu.lde.row(i)),
+            differing_leaves: leaves.len(),
+            first_node: first(gpu.nodes.len().min(cpu.nodes.len()), &|i| {
+                i > 0 && gpu.nodes[i] != cpu.nodes[i]
+            }),
+            leaves: leaves
+                .iter()
+                .take(4)
+                .map(|&index| LeafDifference {
+                    index,
+                    row: cpu.lde.row(index).iter().map(|v| v.as_int()).collect(),
+                    gpu: gpu.leaves[index].words(),
+                    cpu: cpu.leaves[index].words(),
+                })
+                .collect(),
+        };
+        let same_shape = gpu.polys.len() == cpu.polys.len()
+            && gpu.lde.num_rows() == cpu.lde.num_rows()
+            && gpu.leaves.len() == cpu.leaves.len()
+            && gpu.nodes.len() == cpu.nodes.len();
+        let differs = !same_shape
+            || difference.first_poly.is_some()
+            || difference.first_lde_row.is_some()
+            || difference.differing_leaves > 0
+            || difference.first_node.is_some();
+        differs.then_some(difference)
+    }
+
+    fn describe(&self) -> String {
+        let at = |what: &str, i: Option<usize>| i.map(|i| format!(", {what} from {i}"));
+        format!(
+            "differs: {} leaves{}{}{}{}",
+            self.differing_leaves,
+            at("polynomials", self.first_poly).unwrap_or_default(),
+            at("LDE rows", self.first_lde_row).unwrap_or_default(),
+            self.leaves.first().map(|l| format!(", first leaf {}", l.index)).unwrap_or_default(),
+            at("nodes", self.first_node).unwrap_or_default(),
+        )
+    }
 }
 
 // OUTPUT
@@ -382,6 +452,9 @@ fn point_lines(p: &Point, stages: bool) -> String {
         p.lde_rows_per_s,
         p.permutations_per_s
     );
+    if let Some(difference) = &p.difference {
+        lines += &format!("\n    {}", difference.describe());
+    }
     if stages && p.backend != Backend::Cpu.to_string() {
         if p.stages.is_empty() {
             lines += "\n    no device stage times on this device";
