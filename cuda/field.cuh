@@ -2,8 +2,11 @@
 //
 // p = 2^64 - 2^32 + 1. An element is a u64 holding x·R mod p with R = 2^64, exactly as
 // winter_math's `BaseElement` stores it, so host `Felt` memory is used byte for byte. Values may
-// be non-canonical (in [p, 2^64)): every operation here is correct for any u64 input, and
-// `gl_canonical` maps a result into [0, p) before it is written out for the host.
+// be non-canonical (in [p, 2^64)), and each operation here returns the very u64 that
+// winter_math's returns for the same inputs, not merely the same element: winter_math's addition
+// and doubling are exact only for canonical operands (a non-canonical right operand of an
+// addition loses 2^32 - 1), and the hash permutations reach such operands now and then (about
+// once in 2^33 doublings). `gl_canonical` maps a result into [0, p) before it is written out.
 //
 // Multiplication is a 64x64->128 product in 32-bit limbs (mul.lo/mul.hi/mad with carry chains:
 // Hopper has no 64-bit integer multiplier) followed by the Goldilocks Montgomery reduction of
@@ -19,27 +22,33 @@ typedef unsigned int u32;
 // ADDITION AND SUBTRACTION
 // ================================================================================================
 
-/// a + b mod p, for any a, b < 2^64.
+/// a + b, as winter_math computes it: a - (p - b), minus 2^32 - 1 on a borrow (exact when b is
+/// canonical).
 __device__ __forceinline__ u64 gl_add(u64 a, u64 b) {
-    u64 s = a + b;
-    // s wrapped past 2^64: add 2^64 mod p; that can wrap once more only if both inputs were
-    // non-canonical, and then a second adjustment cannot wrap.
-    if (s < a) {
-        u64 t = s + GL_EPSILON;
-        s = (t < s) ? t + GL_EPSILON : t;
-    }
-    return s;
+    const u64 t = GL_P - b;
+    const u64 d = a - t;
+    return a < t ? d - GL_EPSILON : d;
 }
 
-/// a - b mod p, for any a, b < 2^64.
+/// a - b, as winter_math computes it: minus 2^32 - 1 on a borrow.
 __device__ __forceinline__ u64 gl_sub(u64 a, u64 b) {
-    u64 d = a - b;
-    // borrowed 2^64: subtract 2^64 mod p; a second borrow needs a non-canonical b.
-    if (a < b) {
-        u64 t = d - GL_EPSILON;
-        d = (t > d) ? t - GL_EPSILON : t;
-    }
-    return d;
+    const u64 d = a - b;
+    return a < b ? d - GL_EPSILON : d;
+}
+
+/// 2a, as winter_math's `double`: 2a mod 2^64, minus p when the shift carried out (the result
+/// may be non-canonical).
+__device__ __forceinline__ u64 gl_double(u64 a) {
+    return (a << 1) - ((a >> 63) ? GL_P : 0ull);
+}
+
+/// a·k for a small integer k, as winter_math's `mul_small`: the 96-bit product folded once.
+__device__ __forceinline__ u64 gl_mul_small(u64 a, u32 k) {
+    const u64 lo = a * k;
+    const u64 hi = __umul64hi(a, (u64)k);
+    const u64 z = (hi << 32) - hi;
+    const u64 r = lo + z;
+    return r < lo ? r + GL_EPSILON : r;
 }
 
 /// The canonical representative in [0, p).
@@ -129,6 +138,8 @@ __device__ __forceinline__ u64 gl_reduce_small_dot(u64 lo, u64 hi) {
     const u64 low = lo + (hi << 32);
     // carry of that sum is worth another 2^64
     const u64 k = h1 + (low < lo ? 1ull : 0ull);
-    // k·2^64 ≡ k·(2^32 - 1), and k < 2^17, so the product fits in 64 bits
-    return gl_add(low, k * GL_EPSILON);
+    // k·2^64 ≡ k·(2^32 - 1), and k < 2^17, so the product fits in 64 bits; folded once, as
+    // miden-crypto's `apply_mds` does
+    const u64 r = low + k * GL_EPSILON;
+    return r < low ? r + GL_EPSILON : r;
 }

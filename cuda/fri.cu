@@ -18,7 +18,7 @@ __device__ __forceinline__ void ext_mul(u64* c, const u64* a, const u64* b) {
         const u64 a0b0 = gl_mul(a[0], b[0]);
         const u64 a1b1 = gl_mul(a[1], b[1]);
         const u64 cross = gl_add(gl_mul(a[0], b[1]), gl_mul(a[1], b[0]));
-        c[0] = gl_sub(a0b0, gl_add(a1b1, a1b1));
+        c[0] = gl_sub(a0b0, gl_double(a1b1));
         c[1] = gl_add(cross, a1b1);
     } else {
         const u64 p0 = gl_mul(a[0], b[0]);

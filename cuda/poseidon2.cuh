@@ -10,16 +10,15 @@
 
 #define HASH_POSEIDON2 2
 
-/// The 4 x 4 block of the external layer on s[0..4] (miden-crypto `matmul_m4`).
+/// The 4 x 4 block of the external layer on s[0..4] (miden-crypto `matmul_m4`, operation for
+/// operation: the additions and doublings are winter_math's, whose results depend on the order).
 __device__ __forceinline__ void p2_matmul_m4(u64* s) {
     const u64 t0 = gl_add(s[0], s[1]);
     const u64 t1 = gl_add(s[2], s[3]);
-    const u64 t2 = gl_add(gl_add(s[1], s[1]), t1);
-    const u64 t3 = gl_add(gl_add(s[3], s[3]), t0);
-    const u64 t1x2 = gl_add(t1, t1);
-    const u64 t0x2 = gl_add(t0, t0);
-    const u64 t4 = gl_add(gl_add(t1x2, t1x2), t3);
-    const u64 t5 = gl_add(gl_add(t0x2, t0x2), t2);
+    const u64 t2 = gl_add(gl_double(s[1]), t1);
+    const u64 t3 = gl_add(gl_double(s[3]), t0);
+    const u64 t4 = gl_add(gl_mul_small(t1, 4), t3);
+    const u64 t5 = gl_add(gl_mul_small(t0, 4), t2);
     s[0] = gl_add(t3, t5);
     s[1] = t5;
     s[2] = gl_add(t2, t4);
@@ -27,23 +26,23 @@ __device__ __forceinline__ void p2_matmul_m4(u64* s) {
 }
 
 /// The external linear layer: the 4 x 4 block on each quarter, then each element plus the sum
-/// of its column across the quarters.
+/// of its column across the quarters (sums started from zero, as miden-crypto's).
 __device__ __forceinline__ void p2_matmul_external(u64 s[STATE_WIDTH]) {
 #pragma unroll
     for (int b = 0; b < STATE_WIDTH; b += 4) p2_matmul_m4(&s[b]);
 #pragma unroll
     for (int l = 0; l < 4; l++) {
-        const u64 sum = gl_add(gl_add(s[l], s[4 + l]), s[8 + l]);
+        const u64 sum = gl_add(gl_add(gl_add(0ull, s[l]), s[4 + l]), s[8 + l]);
 #pragma unroll
         for (int b = 0; b < STATE_WIDTH; b += 4) s[b + l] = gl_add(s[b + l], sum);
     }
 }
 
-/// The internal linear layer: s[i] * P2_MAT_DIAG[i] + sum(s).
+/// The internal linear layer: s[i] * P2_MAT_DIAG[i] + sum(s), the sum started from zero.
 __device__ __forceinline__ void p2_matmul_internal(u64 s[STATE_WIDTH]) {
-    u64 sum = s[0];
+    u64 sum = 0ull;
 #pragma unroll
-    for (int i = 1; i < STATE_WIDTH; i++) sum = gl_add(sum, s[i]);
+    for (int i = 0; i < STATE_WIDTH; i++) sum = gl_add(sum, s[i]);
 #pragma unroll
     for (int i = 0; i < STATE_WIDTH; i++) s[i] = gl_add(gl_mul(s[i], P2_MAT_DIAG[i]), sum);
 }

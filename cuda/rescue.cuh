@@ -118,7 +118,7 @@ __device__ __forceinline__ void ext3_mul(u64 r[3], const u64 a[3], const u64 b[3
     const u64 s12 = gl_mul(gl_add(a[1], a[2]), gl_add(b[1], b[2]));
     const u64 d = gl_sub(a0b0, a1b1);
     r[0] = gl_sub(gl_add(s12, d), a2b2);
-    r[1] = gl_sub(gl_sub(gl_add(s01, s12), gl_add(a1b1, a1b1)), a0b0);
+    r[1] = gl_sub(gl_sub(gl_add(s01, s12), gl_double(a1b1)), a0b0);
     r[2] = gl_sub(s02, d);
 }
 
@@ -127,10 +127,10 @@ __device__ __forceinline__ void ext3_sqr(u64 r[3], const u64 a[3]) {
     const u64 a1_a2 = gl_mul(a[1], a[2]);
     const u64 a0_a1 = gl_mul(a[0], a[1]);
     const u64 a0_a2 = gl_mul(a[0], a[2]);
-    r[0] = gl_add(gl_sqr(a[0]), gl_add(a1_a2, a1_a2));
+    r[0] = gl_add(gl_sqr(a[0]), gl_double(a1_a2));
     const u64 t = gl_add(a0_a1, a1_a2);
-    r[1] = gl_add(gl_add(t, t), a2_sq);
-    r[2] = gl_add(gl_add(gl_add(a0_a2, a0_a2), gl_sqr(a[1])), a2_sq);
+    r[1] = gl_add(gl_double(t), a2_sq);
+    r[2] = gl_add(gl_add(gl_double(a0_a2), gl_sqr(a[1])), a2_sq);
 }
 
 /// x^7 in the cubic extension, for each of the 4 triples of the state.

@@ -31,6 +31,7 @@ fn main() {
     DeviceTests::new("cuda", absent)
         .on_device(tests![
             cuda_backend_matches_winterfell,
+            cuda_hashes_match_winterfell_on_inexact_rows,
             cuda_prover_matches_winterfell,
             cuda_fri_layers_match_cpu,
             cuda_field_arithmetic_matches_felt,
@@ -45,6 +46,11 @@ fn main() {
 fn cuda_backend_matches_winterfell() {
     let c = committer();
     common::run_parity_suite(&c, 0xC0DA, 60, &common::GPU_HASHES);
+}
+
+/// The rows on which winter_math's arithmetic is not exact (`common::inexact_rows`).
+fn cuda_hashes_match_winterfell_on_inexact_rows() {
+    common::check_inexact_rows(&committer(), &common::GPU_HASHES);
 }
 
 /// `GpuProver` on CUDA: proofs byte-identical to Winterfell's for every field extension and
@@ -67,15 +73,18 @@ const FIELD_TEST_KERNEL: &str = r#"
 extern "C" __global__ void field_ops(const u64* a, const u64* b, u64* out, u32 n) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    out[4 * i] = gl_mul(a[i], b[i]);
-    out[4 * i + 1] = gl_sqr(a[i]);
-    out[4 * i + 2] = gl_add(a[i], b[i]);
-    out[4 * i + 3] = gl_sub(a[i], b[i]);
+    out[6 * i] = gl_mul(a[i], b[i]);
+    out[6 * i + 1] = gl_sqr(a[i]);
+    out[6 * i + 2] = gl_add(a[i], b[i]);
+    out[6 * i + 3] = gl_sub(a[i], b[i]);
+    out[6 * i + 4] = gl_double(a[i]);
+    out[6 * i + 5] = gl_mul_small(a[i], 4);
 }
 "#;
 
-/// Montgomery multiply, square, add and subtract on the device against `Felt`, on random and
-/// edge-case words (non-canonical ones included).
+/// Montgomery multiply, square, add, subtract, double and small multiple on the device against
+/// `Felt`, word for word (the hashes must reproduce winter_math's non-canonical results too), on
+/// random and edge-case words (non-canonical ones included).
 fn cuda_field_arithmetic_matches_felt() {
     committer();
     let ctx = CudaContext::new(0).expect("CUDA context");
@@ -113,41 +122,33 @@ fn cuda_field_arithmetic_matches_felt() {
     let stream = ctx.default_stream();
     let a_dev = stream.clone_htod(&a).unwrap();
     let b_dev = stream.clone_htod(&b).unwrap();
-    let mut out_dev = stream.alloc_zeros::<u64>(4 * a.len()).unwrap();
+    let mut out_dev = stream.alloc_zeros::<u64>(6 * a.len()).unwrap();
     let mut launch = stream.launch_builder(&f);
     launch.arg(&a_dev).arg(&b_dev).arg(&mut out_dev).arg(&n);
     unsafe { launch.launch(LaunchConfig::for_num_elems(n)) }.expect("launch");
     let out = stream.clone_dtoh(&out_dev).unwrap();
-    // `==` compares raw words and Felt's add/sub assume canonical operands: compare sums by their
-    // canonical forms, computed from canonical inputs
-    let canonical = |v: Felt| Felt::new(v.as_int());
-    let mut failures = [0usize; 4];
+    const OPS: [&str; 6] = ["mul", "sqr", "add", "sub", "double", "mul_small(4)"];
+    let mut failures = [0usize; 6];
     for i in 0..a.len() {
         let (x, y) = (Felt::from_mont(a[i]), Felt::from_mont(b[i]));
-        let (xc, yc) = (canonical(x), canonical(y));
-        let got = |k: usize| Felt::from_mont(out[4 * i + k]);
-        let checks = [
-            got(0) == x * y,
-            got(1) == x.square(),
-            canonical(got(2)) == xc + yc,
-            canonical(got(3)) == xc - yc,
-        ];
-        for (k, ok) in checks.into_iter().enumerate() {
-            if !ok {
+        let want = [x * y, x.square(), x + y, x - y, x.double(), x.mul_small(4)].map(|v| v.inner());
+        for k in 0..OPS.len() {
+            if out[6 * i + k] != want[k] {
                 failures[k] += 1;
                 if failures[k] <= 3 {
                     eprintln!(
-                        "{} of {:#018x}, {:#018x}: got {:#018x}",
-                        ["mul", "sqr", "add", "sub"][k],
+                        "{} of {:#018x}, {:#018x}: got {:#018x}, want {:#018x}",
+                        OPS[k],
                         a[i],
                         b[i],
-                        out[4 * i + k]
+                        out[6 * i + k],
+                        want[k]
                     );
                 }
             }
         }
     }
-    assert_eq!(failures, [0; 4], "mismatches (mul, sqr, add, sub) out of {}", a.len());
+    assert_eq!(failures, [0; 6], "mismatches ({OPS:?}) out of {}", a.len());
 }
 
 // LARGER SHAPES

@@ -93,18 +93,16 @@ fn gl_fold_carry(x: WithCarry) -> vec2<u32> {
     return add_carry(once.value, vec2<u32>(GL_EPSILON * once.carry, 0u)).value;
 }
 
-/// Folds a borrow out of 64 bits back in: subtracts `borrow * (2^32 - 1)` modulo p.
-fn gl_fold_borrow(x: WithCarry) -> vec2<u32> {
-    let once = sub_borrow(x.value, vec2<u32>(GL_EPSILON * x.carry, 0u));
-    return sub_borrow(once.value, vec2<u32>(GL_EPSILON * once.carry, 0u)).value;
-}
-
+/// says why the very same u64 matters).
 fn gl_add(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    return gl_fold_carry(add_carry(a, b));
+    let x = sub_borrow(a, sub_borrow(vec2<u32>(1u, 0xffffffffu), b).value);
+    return sub_borrow(x.value, vec2<u32>(GL_EPSILON * x.carry, 0u)).value;
 }
 
+/// `a - b` as winter_math computes it: minus 2^32 - 1 on a borrow.
 fn gl_sub(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    return gl_fold_borrow(sub_borrow(a, b));
+    let x = sub_borrow(a, b);
+    return sub_borrow(x.value, vec2<u32>(GL_EPSILON * x.carry, 0u)).value;
 }
 
 /// Montgomery reduction `x / 2^64 mod p` of a 128-bit value: Winterfell's `mont_red_cst`.

@@ -4,6 +4,8 @@
 
 /// 2^64 mod p = 2^32 - 1: a carry out of 64 bits is worth this much.
 const GL_EPSILON_64: u64 = 0xfffffffflu;
+/// The modulus p.
+const GL_P_64: u64 = 0xffffffff00000001lu;
 const LOW_32: u64 = 0xfffffffflu;
 
 fn to_u64(a: vec2<u32>) -> u64 {
@@ -36,20 +38,19 @@ fn fold_carry_u64(s: u64, carry: bool) -> u64 {
     return once + select(0lu, GL_EPSILON_64, again);
 }
 
+/// `a + b` as winter_math computes it: `a - (p - b)`, minus 2^32 - 1 on a borrow.
 fn gl_add(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     let x = to_u64(a);
-    let s = x + to_u64(b);
-    return from_u64(fold_carry_u64(s, s < x));
+    let t = GL_P_64 - to_u64(b);
+    let d = x - t;
+    return from_u64(d - select(0lu, GL_EPSILON_64, x < t));
 }
 
+/// `a - b` as winter_math computes it: minus 2^32 - 1 on a borrow.
 fn gl_sub(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     let x = to_u64(a);
     let y = to_u64(b);
-    let d = x - y;
-    let borrow = x < y;
-    let once = d - select(0lu, GL_EPSILON_64, borrow);
-    let again = borrow && once > d;
-    return from_u64(once - select(0lu, GL_EPSILON_64, again));
+    return from_u64((x - y) - select(0lu, GL_EPSILON_64, x < y));
 }
 
 /// Montgomery reduction `x / 2^64 mod p` of `lo + hi 2^64`: Winterfell's `mont_red_cst`.

@@ -22,7 +22,8 @@ fn p2_constant(e: u32) -> vec2<u32> {
     return select(v.xy, v.zw, (e & 1u) == 1u);
 }
 
-/// The 4 x 4 block of the external layer on state[base..base + 4] (miden-crypto `matmul_m4`).
+/// The 4 x 4 block of the external layer on state[base..base + 4] (miden-crypto `matmul_m4`,
+/// operation for operation: winter_math's additions and doublings depend on the order).
 fn p2_matmul_m4(state: ptr<function, State>, base: u32) {
     let a = (*state)[base];
     let b = (*state)[base + 1u];
@@ -32,8 +33,8 @@ fn p2_matmul_m4(state: ptr<function, State>, base: u32) {
     let t1 = gl_add(c, d);
     let t2 = gl_add(gl_double(b), t1);
     let t3 = gl_add(gl_double(d), t0);
-    let t4 = gl_add(gl_double(gl_double(t1)), t3);
-    let t5 = gl_add(gl_double(gl_double(t0)), t2);
+    let t4 = gl_add(gl_times4(t1), t3);
+    let t5 = gl_add(gl_times4(t0), t2);
     (*state)[base] = gl_add(t3, t5);
     (*state)[base + 1u] = t5;
     (*state)[base + 2u] = gl_add(t2, t4);
@@ -41,24 +42,24 @@ fn p2_matmul_m4(state: ptr<function, State>, base: u32) {
 }
 
 /// The external linear layer: the 4 x 4 block on each quarter, then each element plus the sum
-/// of its column across the quarters.
+/// of its column across the quarters (sums started from zero, as miden-crypto's).
 fn p2_matmul_external(state: ptr<function, State>) {
     for (var base = 0u; base < STATE_WIDTH; base = base + 4u) {
         p2_matmul_m4(state, base);
     }
     var sums: array<vec2<u32>, 4>;
     for (var l = 0u; l < 4u; l = l + 1u) {
-        sums[l] = gl_add(gl_add((*state)[l], (*state)[4u + l]), (*state)[8u + l]);
+        sums[l] = gl_add(gl_add(gl_add(vec2<u32>(0u, 0u), (*state)[l]), (*state)[4u + l]), (*state)[8u + l]);
     }
     for (var i = 0u; i < STATE_WIDTH; i = i + 1u) {
         (*state)[i] = gl_add((*state)[i], sums[i & 3u]);
     }
 }
 
-/// The internal linear layer: state[i] * MAT_DIAG[i] + sum(state).
+/// The internal linear layer: state[i] * MAT_DIAG[i] + sum(state), the sum started from zero.
 fn p2_matmul_internal(state: ptr<function, State>) {
-    var sum = (*state)[0];
-    for (var i = 1u; i < STATE_WIDTH; i = i + 1u) {
+    var sum = vec2<u32>(0u, 0u);
+    for (var i = 0u; i < STATE_WIDTH; i = i + 1u) {
         sum = gl_add(sum, (*state)[i]);
     }
     let diag = 2u * P2_EXTERNAL_HALF * STATE_WIDTH + P2_INTERNAL;

@@ -122,6 +122,7 @@ pub fn run_parity_suite(
         check_case(committer, case, seed.wrapping_add(i as u64));
     }
     check_hash_rows(committer, seed, hashes);
+    check_inexact_rows(committer, hashes);
     check_build_tree(committer, seed, hashes);
 }
 
@@ -303,6 +304,62 @@ pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64, hashes: &[HashFu
                         "{hash} {row_hashing:?}: row {i} of {num_cols} columns differs"
                     );
                 }
+            }
+        }
+    }
+}
+
+/// Rows on which winter_math's arithmetic is not exact modulo p, which the hashes must
+/// reproduce all the same: an RPX row (met in a 2^20-row commitment) whose second extension
+/// round doubles a product into a non-canonical value and adds it as a right operand, and rows
+/// crafted to make Poseidon2's first external layer do the same (`t3 = 2d + t0` non-canonical,
+/// then `t4 = 4 t1 + t3`). Values are raw Montgomery words.
+pub fn inexact_rows() -> Vec<Vec<Felt>> {
+    const P: u64 = 0xFFFF_FFFF_0000_0001;
+    let rpx = [
+        12185639043619714438,
+        825060363199942451,
+        1443786039254735233,
+        6517267777961137212,
+        9917852987151313250,
+        3006317033293477143,
+        15611318344973789584,
+        11359000893216326917,
+    ]
+    .map(Felt::new);
+    let mut rows = vec![rpx.to_vec()];
+    for x in [1u64, 2, 12_345, (1 << 31) - 7] {
+        // a + b = p - x, and 2d = p + 1 + 2x: t3 = 2d + (a + b) = p + 1 + x
+        let block = [P - 1 - x, 1, 0x1234_5678_9ABC_DEF0 + x, P / 2 + 1 + x];
+        let mut row: Vec<Felt> = block.iter().chain(&block).map(|&w| Felt::from_mont(w)).collect();
+        rows.push(row.clone());
+        row.extend_from_slice(&rpx);
+        rows.push(row);
+    }
+    rows
+}
+
+/// [`inexact_rows`] on every hash, whole and partitioned, against miden-crypto.
+pub fn check_inexact_rows(committer: &dyn GpuCommitter, hashes: &[HashFunction]) {
+    for (r, row) in inexact_rows().iter().enumerate() {
+        let row_width = row.len().div_ceil(8) * 8;
+        let mut data = row.clone();
+        data.resize(row_width, Felt::ZERO);
+        // two rows: kernels that hash several rows per thread or per block see both positions
+        data.extend_from_within(..);
+        let lde = LdeRows { data, row_width, num_cols: row.len() };
+        for &hash in hashes {
+            for row_hashing in [RowHashing::WholeRow, RowHashing::Partitioned(8)] {
+                let got = committer
+                    .hash_rows(&lde, row_hashing, hash)
+                    .unwrap_or_else(|e| panic!("hash_rows of inexact row {r}: {e}"));
+                let want = match row_hashing {
+                    RowHashing::WholeRow => hash.hash_elements(row),
+                    _ => hash.merge_many(
+                        &row.chunks(8).map(|c| hash.hash_elements(c)).collect::<Vec<_>>(),
+                    ),
+                };
+                assert_eq!(got, [want, want], "{hash} {row_hashing:?}: inexact row {r} differs");
             }
         }
     }
