@@ -47,19 +47,30 @@ fn prove_both(
     n: u64,
     options: ProvingOptions,
 ) -> (StackOutputs, ExecutionProof) {
+    prove_both_with_advice(program, n, AdviceInputs::default(), options)
+}
+
+/// [`prove_both`] with `advice` as the programs' advice inputs.
+fn prove_both_with_advice(
+    program: &Program,
+    n: u64,
+    advice: AdviceInputs,
+    options: ProvingOptions,
+) -> (StackOutputs, ExecutionProof) {
     let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
-    one_thread.install(|| prove_both_here(program, n, options))
+    one_thread.install(|| prove_both_here(program, n, advice, options))
 }
 
 fn prove_both_here(
     program: &Program,
     n: u64,
+    advice: AdviceInputs,
     options: ProvingOptions,
 ) -> (StackOutputs, ExecutionProof) {
     let (cpu_outputs, cpu_proof) = miden_prover::prove(
         program,
         inputs(n),
-        AdviceInputs::default(),
+        advice.clone(),
         &mut DefaultHost::default(),
         options.clone(),
     )
@@ -67,7 +78,7 @@ fn prove_both_here(
     let (outputs, proof) = miden::prove(
         program,
         inputs(n),
-        AdviceInputs::default(),
+        advice,
         &mut DefaultHost::default(),
         options,
         backend_under_test(),
@@ -157,6 +168,20 @@ fn hash_memory_program_matches_miden_prover() {
     const N: u64 = 16;
     let program = assemble(programs::HASH_MEMORY);
     let (outputs, proof) = prove_both(&program, N, options(HashFunction::Rpo256, 96));
+    verify(&program, N, outputs, proof).expect("proof verifies");
+}
+
+/// 32-bit operations on advice values: the range checker and the advice provider in the trace,
+/// over the quadratic extension with RPX.
+#[test]
+fn u32_advice_program_matches_miden_prover() {
+    const N: u64 = 24;
+    let program = assemble(programs::U32_ADVICE);
+    let values = (0..N).map(|i| 0x9E37_79B9u64.wrapping_mul(i + 1) & 0xFFFF_FFFF);
+    let advice = AdviceInputs::default().with_stack_values(values).expect("u32 advice values");
+    let (outputs, proof) =
+        prove_both_with_advice(&program, N, advice, options(HashFunction::Rpx256, 96));
+    assert_ne!(outputs.get_stack_item(0), Some(Felt::new(0)), "the loop ran");
     verify(&program, N, outputs, proof).expect("proof verifies");
 }
 

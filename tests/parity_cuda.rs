@@ -31,7 +31,6 @@ fn main() {
     DeviceTests::new("cuda", absent)
         .on_device(tests![
             cuda_backend_matches_winterfell,
-            cuda_hashes_match_winterfell_on_inexact_rows,
             cuda_prover_matches_winterfell,
             cuda_fri_layers_match_cpu,
             cuda_field_arithmetic_matches_felt,
@@ -46,11 +45,6 @@ fn main() {
 fn cuda_backend_matches_winterfell() {
     let c = committer();
     common::run_parity_suite(&c, 0xC0DA, 60, &common::GPU_HASHES);
-}
-
-/// The rows on which winter_math's arithmetic is not exact (`common::inexact_rows`).
-fn cuda_hashes_match_winterfell_on_inexact_rows() {
-    common::check_inexact_rows(&committer(), &common::GPU_HASHES);
 }
 
 /// `GpuProver` on CUDA: proofs byte-identical to Winterfell's for every field extension and

@@ -39,7 +39,6 @@ fn main() {
     DeviceTests::new("wgpu", absent)
         .on_device(tests![
             wgpu_backend_matches_winterfell,
-            wgpu_hashes_match_winterfell_on_inexact_rows,
             wgpu_prover_matches_winterfell,
             wgpu_backend_matches_winterfell_with_small_chunks,
             wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk,
@@ -54,14 +53,6 @@ fn main() {
 fn wgpu_backend_matches_winterfell() {
     let committer = committer(None);
     common::run_parity_suite(&committer, 0x3C9D, 36, &common::GPU_HASHES);
-}
-
-/// The rows on which winter_math's arithmetic is not exact (`common::inexact_rows`), in both
-/// arithmetics: the kernels must reproduce winter_math's results word for word.
-fn wgpu_hashes_match_winterfell_on_inexact_rows() {
-    for arithmetic in [None, Some(Arithmetic::U32)] {
-        common::check_inexact_rows(&committer(arithmetic), &common::GPU_HASHES);
-    }
 }
 
 /// `GpuProver` on wgpu: proofs byte-identical to Winterfell's (grinding off, so deterministic)

@@ -61,6 +61,31 @@ begin
 end
 ";
 
+/// 32-bit arithmetic over advice values in a `while` loop: stack input `[n]`, advice stack of at
+/// least `n` values below 2^32; each iteration reads one (`adv_push`, `u32assert`), then
+/// `acc = acc·v + n` (wrapping), `acc = (acc / 7) xor acc`, output `[acc]`. The u32 operations
+/// decompose their operands into 16-bit limbs, so the range checker grows with `n`.
+pub const U32_ADVICE: &str = "
+begin
+    # [n] -> [n, acc = 1]
+    push.1 swap
+    dup neq.0
+    while.true
+        # [n, acc] -> [v, n, acc] with v < 2^32 from the advice stack
+        adv_push.1 u32assert
+        # acc = acc * v + n (mod 2^32): [acc, n]
+        movup.2 u32wrapping_mul dup.1 u32wrapping_add
+        # acc = (acc / 7) xor acc
+        dup u32div.7 u32xor
+        # [n - 1, acc]; continue while n - 1 is not zero
+        swap sub.1
+        dup neq.0
+    end
+    # [0, acc, ...] -> [acc, ...] (depth back to 16)
+    drop
+end
+";
+
 /// The top two stack outputs of [`FIBONACCI`] for input `n`: `[F(n+1), F(n)]` in the field.
 pub fn fibonacci_outputs(n: u64) -> [Felt; 2] {
     let (mut a, mut b) = (Felt::ZERO, Felt::ONE);
