@@ -1,7 +1,8 @@
 // Goldilocks field primitives with 32-bit integers only (the portable default): addition,
-// subtraction, Montgomery multiplication and small-coefficient reduction, exact modulo
-// p = 2^64 - 2^32 + 1 for every u64 input, as in Winterfell (field.wgsl says how elements are
-// stored). WGSL has no high-half multiply, so products are built from 16-bit halves.
+// subtraction, Montgomery multiplication and small-coefficient reduction modulo
+// p = 2^64 - 2^32 + 1, each returning the word winter_math returns for the same words
+// (field.wgsl says how elements are stored and why). WGSL has no high-half multiply, so products
+// are built from 16-bit halves.
 
 /// 2^64 mod p = 2^32 - 1: a carry out of 64 bits is worth this much.
 const GL_EPSILON: u32 = 0xffffffffu;
