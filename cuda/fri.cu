@@ -1,36 +1,10 @@
 // The FRI commit phase: the DEEP polynomial's evaluation over the LDE domain and the folding of
-// layers (needs field.cuh; the layer leaves and trees use hash.cu's kernels).
+// layers (needs field.cuh and ext.cuh; the layer leaves and trees use hash.cu's kernels).
 //
 // Elements of a degree-D extension (D = 1, 2, 3) are D base elements. A layer of R rows and F
 // slots per row (F = folding factor) is stored column-major: component d of slot j of row i is
 // at (j·D + d)·R + i, so hash_rows reads row i as F·D columns with stride R, in the order
 // Winterfell hashes it.
-
-// EXTENSION ARITHMETIC
-// ================================================================================================
-
-/// a·b in the degree-D extension: x² = x − 2 (quadratic), x³ = x + 1 (cubic).
-template <int D>
-__device__ __forceinline__ void ext_mul(u64* c, const u64* a, const u64* b) {
-    if (D == 1) {
-        c[0] = gl_mul(a[0], b[0]);
-    } else if (D == 2) {
-        const u64 a0b0 = gl_mul(a[0], b[0]);
-        const u64 a1b1 = gl_mul(a[1], b[1]);
-        const u64 cross = gl_add(gl_mul(a[0], b[1]), gl_mul(a[1], b[0]));
-        c[0] = gl_sub(a0b0, gl_double(a1b1));
-        c[1] = gl_add(cross, a1b1);
-    } else {
-        const u64 p0 = gl_mul(a[0], b[0]);
-        const u64 p1 = gl_add(gl_mul(a[0], b[1]), gl_mul(a[1], b[0]));
-        const u64 p2 = gl_add(gl_add(gl_mul(a[0], b[2]), gl_mul(a[1], b[1])), gl_mul(a[2], b[0]));
-        const u64 p3 = gl_add(gl_mul(a[1], b[2]), gl_mul(a[2], b[1]));
-        const u64 p4 = gl_mul(a[2], b[2]);
-        c[0] = gl_add(p0, p3);
-        c[1] = gl_add(gl_add(p1, p3), p4);
-        c[2] = gl_add(p2, p4);
-    }
-}
 
 /// base^e.
 __device__ __forceinline__ u64 gl_pow(u64 base, u64 e, u64 one) {

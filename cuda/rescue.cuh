@@ -1,6 +1,6 @@
 // The Rescue permutations of miden-crypto: RPO (7 uniform rounds) and RPX (FB, E, FB, E, FB, E, M).
 //
-// Needs the generated prelude (src/cuda/program.rs builds it from miden_crypto at start-up):
+// Needs ext.cuh (the cubic extension of the RPX rounds) and the generated prelude (src/cuda/program.rs builds it from miden_crypto at start-up):
 // RESCUE_MDS (the 12x12 MDS matrix as integers, row-major), __constant__ ARK1/ARK2 (7x12 round
 // constants in Montgomery form) and SPONGE_LEN (Montgomery forms of 0..7, the capacity word of
 // `hash_elements`).
@@ -104,33 +104,6 @@ __device__ __forceinline__ void apply_inv_sbox(u64 s[STATE_WIDTH]) {
         const u64 a = gl_sqr(gl_sqr(gl_mul(gl_sqr(t7), keep[i])));
         s[i] = gl_mul(a, s[i]);
     }
-}
-
-// CUBIC EXTENSION (RPX): F[x] / (x^3 - x - 1), winter_math's formulas
-// ================================================================================================
-
-__device__ __forceinline__ void ext3_mul(u64 r[3], const u64 a[3], const u64 b[3]) {
-    const u64 a0b0 = gl_mul(a[0], b[0]);
-    const u64 a1b1 = gl_mul(a[1], b[1]);
-    const u64 a2b2 = gl_mul(a[2], b[2]);
-    const u64 s01 = gl_mul(gl_add(a[0], a[1]), gl_add(b[0], b[1]));
-    const u64 s02 = gl_mul(gl_add(a[0], a[2]), gl_add(b[0], b[2]));
-    const u64 s12 = gl_mul(gl_add(a[1], a[2]), gl_add(b[1], b[2]));
-    const u64 d = gl_sub(a0b0, a1b1);
-    r[0] = gl_sub(gl_add(s12, d), a2b2);
-    r[1] = gl_sub(gl_sub(gl_add(s01, s12), gl_double(a1b1)), a0b0);
-    r[2] = gl_sub(s02, d);
-}
-
-__device__ __forceinline__ void ext3_sqr(u64 r[3], const u64 a[3]) {
-    const u64 a2_sq = gl_sqr(a[2]);
-    const u64 a1_a2 = gl_mul(a[1], a[2]);
-    const u64 a0_a1 = gl_mul(a[0], a[1]);
-    const u64 a0_a2 = gl_mul(a[0], a[2]);
-    r[0] = gl_add(gl_sqr(a[0]), gl_double(a1_a2));
-    const u64 t = gl_add(a0_a1, a1_a2);
-    r[1] = gl_add(gl_double(t), a2_sq);
-    r[2] = gl_add(gl_add(gl_double(a0_a2), gl_sqr(a[1])), a2_sq);
 }
 
 /// x^7 in the cubic extension, for each of the 4 triples of the state.

@@ -10,10 +10,13 @@
 //! so a GPU backend keeps the data on the device from upload to tree and downloads only what
 //! the prover needs (coefficients, LDE rows, tree nodes).
 
+use std::{any::Any, fmt, sync::Arc};
+
 use miden_crypto::Felt;
 
 use crate::{
     backend::Backend,
+    deep::CombineRequest,
     error::{GpuError, Result},
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{Digest, HashFunction},
@@ -193,12 +196,71 @@ pub struct Commitment {
     /// Merkle nodes in Winterfell's layout: `nodes.len() == leaves.len()`, `nodes[1]` the root,
     /// `nodes[0]` unused (zero).
     pub nodes: Vec<Digest>,
+    /// The polynomials kept in the backend's memory, when asked for with
+    /// [`GpuCommitter::commit_keeping_polys`] and the backend could keep them.
+    pub resident: Option<ResidentPolys>,
 }
 
 impl Commitment {
     /// The Merkle root.
     pub fn root(&self) -> Digest {
         self.nodes[1]
+    }
+}
+
+// RESIDENT POLYNOMIALS
+// ================================================================================================
+
+/// The polynomials of a commitment left in a backend's device memory, so that later steps of a
+/// proof (the DEEP composition) read them where they are instead of uploading them again. The
+/// memory is freed when the last clone is dropped.
+#[derive(Clone)]
+pub struct ResidentPolys {
+    backend: Backend,
+    num_cols: usize,
+    poly_len: usize,
+    storage: Arc<dyn Any + Send + Sync>,
+}
+
+impl ResidentPolys {
+    /// Wraps a backend's storage of `num_cols` base columns of `poly_len` coefficients.
+    pub fn new(
+        backend: Backend,
+        num_cols: usize,
+        poly_len: usize,
+        storage: impl Any + Send + Sync,
+    ) -> Self {
+        Self { backend, num_cols, poly_len, storage: Arc::new(storage) }
+    }
+
+    /// The backend that holds them.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Number of base columns.
+    pub fn num_cols(&self) -> usize {
+        self.num_cols
+    }
+
+    /// Coefficients per column.
+    pub fn poly_len(&self) -> usize {
+        self.poly_len
+    }
+
+    /// The backend's storage, if it is of type `T`.
+    pub fn storage<T: Any>(&self) -> Option<&T> {
+        self.storage.downcast_ref()
+    }
+}
+
+impl fmt::Debug for ResidentPolys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResidentPolys")
+            .field("backend", &self.backend)
+            .field("num_cols", &self.num_cols)
+            .field("poly_len", &self.poly_len)
+            .finish_non_exhaustive()
     }
 }
 
@@ -218,6 +280,23 @@ pub trait GpuCommitter: Send + Sync {
 
     /// Interpolates, extends, hashes and builds the Merkle tree of one segment.
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment>;
+
+    /// [`Self::commit`], keeping the polynomials in device memory ([`Commitment::resident`]) for
+    /// [`Self::combine_polys`] where the backend can and its memory budget allows; otherwise
+    /// (and by default) the same as [`Self::commit`].
+    fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+        self.commit(request)
+    }
+
+    /// The linear combination of resident polynomials that the DEEP composition starts from
+    /// (see [`crate::deep`]); its coefficients in the extension field, components interleaved.
+    ///
+    /// A backend that keeps no polynomials returns [`GpuError::Unsupported`]; the prover then
+    /// combines the host copies.
+    fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<Felt>> {
+        let _ = request;
+        Err(GpuError::Unsupported { backend: self.backend(), operation: "DEEP combination" })
+    }
 
     /// Hashes every row of `lde` into a leaf (the row-hash stage alone).
     fn hash_rows(

@@ -103,6 +103,9 @@ pub enum GpuError {
     /// A FRI request is malformed (folding factor, layer count, component count or length).
     #[error("invalid FRI request: {0}")]
     InvalidFri(String),
+    /// A DEEP combination request is malformed (segments, degrees or coefficient count).
+    #[error("invalid DEEP combination request: {0}")]
+    InvalidDeep(String),
     /// The backend does not implement this operation; the caller computes it on the CPU.
     #[error("{backend} does not implement {operation}")]
     Unsupported {

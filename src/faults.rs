@@ -12,6 +12,7 @@ use winter_math::FieldElement;
 use crate::{
     backend::Backend,
     committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
+    deep::CombineRequest,
     error::{GpuError, Result},
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{Digest, HashFunction},
@@ -98,6 +99,16 @@ impl GpuCommitter for FaultyCommitter {
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
         self.check()?;
         self.inner.commit(request)
+    }
+
+    fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+        self.check()?;
+        self.inner.commit_keeping_polys(request)
+    }
+
+    fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<Felt>> {
+        self.check()?;
+        self.inner.combine_polys(request)
     }
 
     fn hash_rows(

@@ -29,6 +29,7 @@ pub mod committer;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod deep;
 pub mod error;
 pub mod faults;
 pub mod fri;
@@ -44,7 +45,9 @@ pub mod timing;
 pub mod wgpu;
 
 pub use backend::Backend;
-pub use committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput, RowHashing};
+pub use committer::{
+    CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput, ResidentPolys, RowHashing,
+};
 pub use cpu::CpuCommitter;
 pub use error::{GpuError, Result};
 pub use hash::{Digest, GpuHasher, HashFunction};

@@ -69,7 +69,8 @@ fn wgpu_backend_matches_winterfell_with_small_chunks() {
     common::run_parity_suite(&committer, 0x5A11, 24, &common::GPU_HASHES);
 }
 
-/// Columns longer than one part: interpolation on the host, coset evaluation by folding.
+/// Columns longer than one part: interpolation on the host, coset evaluation by folding, and
+/// DEEP combinations over polynomials and sums in many parts.
 fn wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk() {
     let committer = committer(Some(Arithmetic::U32));
     let committer = committer.with_max_chunk_bytes(4 << 10);
@@ -88,6 +89,7 @@ fn wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk() {
         eprintln!("[wgpu, 4 KiB parts] {case:?}");
         common::check_case(&committer, &case, 0xF01D + i as u64);
     }
+    common::check_combine(&committer, 0xC0DE, 6);
 }
 
 /// The FRI commit phase against winter-fri's: every extension degree, folding factor, blowup

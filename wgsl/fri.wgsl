@@ -1,6 +1,6 @@
 // The FRI commit phase: the first layer's rows from coset evaluations of the DEEP polynomial,
 // and the folding of a layer's rows into the next layer (winter-fri's `apply_drp`).
-// Needs field.wgsl, powers.wgsl and ext3.wgsl.
+// Needs field.wgsl, powers.wgsl, ext3.wgsl and ext.wgsl.
 //
 // An element of a degree-D extension (D = 1, 2, 3) is D consecutive base elements. A layer of R
 // rows and F slots per row (F = folding factor) holds evaluation k in slot k / R of row k mod R,
@@ -47,36 +47,9 @@ struct FriParams {
 @group(0) @binding(2) var<storage, read_write> fri_dst: array<vec2<u32>>;
 
 const FRI_MAX_FOLDING: u32 = 16u;
-const FRI_ZERO: vec2<u32> = vec2<u32>(0u, 0u);
 
-// EXTENSION ARITHMETIC
+// ELEMENTS
 // ================================================================================================
-
-// Elements of every degree are held as `Ext3` with the components past the degree zero.
-
-fn ext_add(a: Ext3, b: Ext3) -> Ext3 {
-    return Ext3(gl_add(a.c0, b.c0), gl_add(a.c1, b.c1), gl_add(a.c2, b.c2));
-}
-
-/// `a * s` for a base element `s`.
-fn ext_scale(a: Ext3, s: vec2<u32>) -> Ext3 {
-    return Ext3(gl_mul(a.c0, s), gl_mul(a.c1, s), gl_mul(a.c2, s));
-}
-
-/// `a * b` in the extension of degree `degree`: the base field, F_p[x] / (x^2 - x + 2)
-/// (Winterfell's `QuadExtension`) or F_p[x] / (x^3 - x - 1) (`CubeExtension`).
-fn ext_mul(a: Ext3, b: Ext3, degree: u32) -> Ext3 {
-    if (degree == 1u) {
-        return Ext3(gl_mul(a.c0, b.c0), FRI_ZERO, FRI_ZERO);
-    }
-    if (degree == 2u) {
-        let a0b0 = gl_mul(a.c0, b.c0);
-        let a1b1 = gl_mul(a.c1, b.c1);
-        let cross = gl_add(gl_mul(a.c0, b.c1), gl_mul(a.c1, b.c0));
-        return Ext3(gl_sub(a0b0, gl_double(a1b1)), gl_add(cross, a1b1), FRI_ZERO);
-    }
-    return ext3_mul(a, b);
-}
 
 /// Component `d` of the element whose first component is at `fri_src[start]`, zero past the
 /// degree.
@@ -84,7 +57,7 @@ fn load_component(start: u32, d: u32) -> vec2<u32> {
     if (d < fri_params.degree) {
         return fri_src[start + d];
     }
-    return FRI_ZERO;
+    return EXT_ZERO;
 }
 
 fn load_element(start: u32) -> Ext3 {
@@ -163,10 +136,10 @@ fn fri_fold(
     let beta = ext_scale(alpha, x_inv);
 
     // Horner over k = F - 1, ..., 0 of c_k beta^k.
-    var acc = Ext3(FRI_ZERO, FRI_ZERO, FRI_ZERO);
+    var acc = Ext3(EXT_ZERO, EXT_ZERO, EXT_ZERO);
     for (var step = 0u; step < f; step = step + 1u) {
         let k = f - 1u - step;
-        var c = Ext3(FRI_ZERO, FRI_ZERO, FRI_ZERO);
+        var c = Ext3(EXT_ZERO, EXT_ZERO, EXT_ZERO);
         for (var j = 0u; j < f; j = j + 1u) {
             c = ext_add(c, ext_scale(values[j], weights[(j * k) & (f - 1u)]));
         }

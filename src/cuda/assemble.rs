@@ -136,7 +136,7 @@ impl HostResults {
             nodes.set_len(lde_len);
         }
         let lde = LdeRows { data: rows, row_width: shape.row_width, num_cols: shape.num_cols };
-        Commitment { polys, lde, leaves, nodes }
+        Commitment { polys, lde, leaves, nodes, resident: None }
     }
 }
 

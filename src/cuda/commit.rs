@@ -23,6 +23,8 @@
 //! This module orders the work; the stages it enqueues on each GPU are in `lde` and `hashing`,
 //! the host side of the results in `assemble`.
 
+use std::ops::Range;
+
 use super::{
     assemble::{download, row_downloads, HostResults},
     driver::{DriverResult, Event},
@@ -43,14 +45,16 @@ use crate::{
 // ================================================================================================
 
 /// Commits `request` on `gpus` (with their states), within `memory_limit` bytes per GPU if given
-/// (else within each device's free memory); returns the commitment and per-GPU times.
+/// (else within each device's free memory); returns the commitment, per-GPU times and the output
+/// columns each GPU interpolated (whose polynomials its `polys` buffer holds, column after
+/// column).
 pub(super) fn commit(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
     request: &CommitRequest<'_>,
     shape: Shape,
     memory_limit: Option<u64>,
-) -> Result<(Commitment, Vec<StageTimes>)> {
+) -> Result<(Commitment, Vec<StageTimes>, Vec<Range<usize>>)> {
     let plan = Plan::new(request, shape);
     let g_count = gpus.len().min(shape.num_cols).max(1);
     let (gpus, states) = (&gpus[..g_count], &mut states[..g_count]);
@@ -218,7 +222,7 @@ pub(super) fn commit(
             "cuda stage times"
         );
     }
-    Ok((commitment, times))
+    Ok((commitment, times, shares.into_iter().map(|s| s.cols).collect()))
 }
 
 // EXCHANGE

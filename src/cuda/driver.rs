@@ -115,6 +115,11 @@ impl Scratch {
     pub(super) fn release(&mut self) {
         self.0 = None;
     }
+
+    /// Hands the buffer over to the caller (the next `get` allocates anew).
+    pub(super) fn take(&mut self) -> Option<DeviceBuffer> {
+        self.0.take()
+    }
 }
 
 // PINNED HOST MEMORY

@@ -29,6 +29,7 @@ pub(super) struct Kernels {
     pub fri_spread: Kernel,
     pub fri_to_slots: Kernel,
     fri_fold: [Kernel; 3],
+    deep_combine: [Kernel; 3],
 }
 
 impl Kernels {
@@ -51,12 +52,22 @@ impl Kernels {
             fri_spread: k("fri_spread")?,
             fri_to_slots: k("fri_to_slots")?,
             fri_fold: [k("fri_fold_base")?, k("fri_fold_quadratic")?, k("fri_fold_cubic")?],
+            deep_combine: [
+                k("deep_combine_base")?,
+                k("deep_combine_quadratic")?,
+                k("deep_combine_cubic")?,
+            ],
         })
     }
 
     /// The FRI fold kernel for elements of `ext_degree` (1, 2 or 3) base components.
     pub(super) fn fri_fold(&self, ext_degree: usize) -> &Kernel {
         &self.fri_fold[ext_degree - 1]
+    }
+
+    /// The DEEP combination kernel for a sum of `ext_degree` (1, 2 or 3) base components.
+    pub(super) fn deep_combine(&self, ext_degree: usize) -> &Kernel {
+        &self.deep_combine[ext_degree - 1]
     }
 
     /// The row-hashing kernel for `hash` (one of [`HASHES`], as the trait methods check), whole

@@ -23,12 +23,15 @@
 //!   hashing and Merkle levels);
 //! - `commit`: one commitment over the GPUs, their exchange of LDE rows, the passes;
 //! - `assemble`: the results on the host (their memory, downloads and assembly);
+//! - `resident`: polynomials kept on the GPUs after a commitment;
+//! - `deep`: the DEEP combination over resident polynomials;
 //! - `fri`: the FRI commit phase (DEEP evaluation, layer commitments and folding) on the first GPU;
 //! - `standalone`: the trait's single stages (`hash_rows`, `build_tree`) on the first GPU;
 //! - `timeline`: stage times from events.
 
 mod assemble;
 mod commit;
+mod deep;
 mod devices;
 mod driver;
 mod fri;
@@ -39,12 +42,16 @@ mod lde;
 mod memory;
 mod plan;
 mod program;
+mod resident;
 mod standalone;
 mod tables;
 mod timeline;
 mod transfer;
 
-use std::sync::Mutex;
+use std::sync::{
+    atomic::{AtomicU64, Ordering},
+    Arc, Mutex,
+};
 
 pub use devices::{device_count, parse_device_list, DEVICES_ENV};
 pub use program::{compile_for_arch, kernel_source, HASH_MIN_BLOCKS_ENV, KERNELS};
@@ -53,13 +60,15 @@ pub use timeline::StageTimes;
 use self::{
     driver::bind,
     gpu::{Gpu, GpuState},
+    resident::{CudaResident, ResidentShare},
 };
 use crate::{
     backend::Backend,
     committer::{
         check_hash, check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows,
-        RowHashing,
+        ResidentPolys, RowHashing, Shape,
     },
+    deep::CombineRequest,
     error::Result,
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{blake3_tables::check_row_width, Digest, HashFunction},
@@ -81,7 +90,18 @@ pub struct CudaCommitter {
     memory_limit: Option<u64>,
     states: Mutex<Vec<GpuState>>,
     last_times: Mutex<Vec<StageTimes>>,
+    /// Tells this committer's resident polynomials from another's.
+    id: u64,
+    /// Bytes of resident polynomials on each GPU.
+    resident_bytes: Vec<Arc<AtomicU64>>,
 }
+
+/// Source of [`CudaCommitter`] identities.
+static NEXT_COMMITTER_ID: AtomicU64 = AtomicU64::new(0);
+
+/// The share of a GPU's memory budget that resident polynomials may take: the rest stays for
+/// the commitments' pipelines.
+const RESIDENT_SHARE_OF_BUDGET: u64 = 4;
 
 impl CudaCommitter {
     /// Uses the GPUs named by `MIDEN_GPU_DEVICES`, or every visible GPU.
@@ -113,6 +133,63 @@ impl CudaCommitter {
 
     fn states(&self) -> std::sync::MutexGuard<'_, Vec<GpuState>> {
         self.states.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The memory limit of a pipeline: the committer's, less the resident polynomials (the
+    /// most any GPU holds); without a limit, the free memory the driver reports counts them.
+    fn pipeline_limit(&self) -> Option<u64> {
+        let resident =
+            self.resident_bytes.iter().map(|b| b.load(Ordering::SeqCst)).max().unwrap_or(0);
+        self.memory_limit.map(|limit| limit.saturating_sub(resident))
+    }
+
+    /// Commits, then keeps each GPU's polynomials where the budget allows.
+    fn commit_on_gpus(&self, request: &CommitRequest<'_>, keep_polys: bool) -> Result<Commitment> {
+        check_hash(request.hash, &HASHES)?;
+        let shape = request.validate()?;
+        check_row_width(request.hash, shape.num_cols)?;
+        let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
+        let mut states = self.states();
+        let gpus: Vec<&Gpu> = self.gpus.iter().collect();
+        let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
+        let (mut commitment, times, columns) =
+            commit::commit(&gpus, &mut state_refs, request, shape, self.pipeline_limit())?;
+        *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
+        if keep_polys {
+            commitment.resident = self.keep_polys(&mut states, shape, columns)?;
+        }
+        Ok(commitment)
+    }
+
+    /// Takes the `polys` buffers of the GPUs that interpolated `columns` as resident
+    /// polynomials, unless they would take more than [`RESIDENT_SHARE_OF_BUDGET`] of a GPU's
+    /// budget (the committer's limit, else its total memory).
+    fn keep_polys(
+        &self,
+        states: &mut [GpuState],
+        shape: Shape,
+        columns: Vec<std::ops::Range<usize>>,
+    ) -> Result<Option<ResidentPolys>> {
+        for (g, cols) in columns.iter().enumerate() {
+            bind(&self.gpus[g].ctx)?;
+            let budget = match self.memory_limit {
+                Some(limit) => limit,
+                None => cudarc::driver::result::mem_get_info().map_or(0, |(_, total)| total as u64),
+            };
+            let after = self.resident_bytes[g].load(Ordering::SeqCst)
+                + (cols.len() * shape.poly_len * 8) as u64;
+            if after > budget / RESIDENT_SHARE_OF_BUDGET {
+                tracing::debug!(gpu = g, after, budget, "cuda: polynomials not kept on the device");
+                return Ok(None);
+            }
+        }
+        let mut shares = Vec::with_capacity(columns.len());
+        for (g, cols) in columns.into_iter().enumerate() {
+            let Some(buffer) = states[g].buffers.polys.take() else { return Ok(None) };
+            shares.push(ResidentShare::new(g, cols, buffer, self.resident_bytes[g].clone()));
+        }
+        let storage = CudaResident { committer: self.id, shares };
+        Ok(Some(ResidentPolys::new(Backend::Cuda, shape.num_cols, shape.poly_len, storage)))
     }
 }
 
@@ -183,11 +260,14 @@ impl CudaCommitterBuilder {
                 }
             }
         }
+        let resident_bytes = gpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
         Ok(CudaCommitter {
             gpus,
             memory_limit,
             states: Mutex::new(states),
             last_times: Mutex::new(Vec::new()),
+            id: NEXT_COMMITTER_ID.fetch_add(1, Ordering::Relaxed),
+            resident_bytes,
         })
     }
 }
@@ -209,17 +289,18 @@ impl GpuCommitter for CudaCommitter {
     }
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        check_hash(request.hash, &HASHES)?;
-        let shape = request.validate()?;
-        check_row_width(request.hash, shape.num_cols)?;
-        let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
+        self.commit_on_gpus(request, false)
+    }
+
+    fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+        self.commit_on_gpus(request, true)
+    }
+
+    fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
+        let poly_len = request.validate(Backend::Cuda)?;
+        let _span = tracing::info_span!("cuda.deep_combine", rows = poly_len).entered();
         let mut states = self.states();
-        let gpus: Vec<&Gpu> = self.gpus.iter().collect();
-        let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
-        let (commitment, times) =
-            commit::commit(&gpus, &mut state_refs, request, shape, self.memory_limit)?;
-        *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
-        Ok(commitment)
+        deep::combine(&self.gpus, &mut states, self.id, request, poly_len)
     }
 
     /// Device memory in use on this committer's GPUs (total minus free, as the driver reports
@@ -270,7 +351,7 @@ impl GpuCommitter for CudaCommitter {
             &self.gpus[0],
             &mut states[0],
             fri::device_bytes(request, shape),
-            self.memory_limit,
+            self.pipeline_limit(),
         )?;
         fri::commit_fri(&self.gpus[0], &mut states[0], request, shape, channel)
     }

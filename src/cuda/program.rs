@@ -55,15 +55,17 @@ fn hash_min_blocks() -> u32 {
 }
 
 const FIELD: &str = include_str!("../../cuda/field.cuh");
+const EXT: &str = include_str!("../../cuda/ext.cuh");
 const RESCUE: &str = include_str!("../../cuda/rescue.cuh");
 const POSEIDON2: &str = include_str!("../../cuda/poseidon2.cuh");
 const BLAKE3: &str = include_str!("../../cuda/blake3.cuh");
 const NTT: &str = include_str!("../../cuda/ntt.cu");
 const HASH: &str = include_str!("../../cuda/hash.cu");
 const FRI: &str = include_str!("../../cuda/fri.cu");
+const DEEP: &str = include_str!("../../cuda/deep.cu");
 
 /// Every kernel the backend launches.
-pub const KERNELS: [&str; 22] = [
+pub const KERNELS: [&str; 25] = [
     "ntt_pass",
     "scale_coefficients",
     "hash_rows_rpo",
@@ -86,26 +88,32 @@ pub const KERNELS: [&str; 22] = [
     "fri_fold_base",
     "fri_fold_quadratic",
     "fri_fold_cubic",
+    "deep_combine_base",
+    "deep_combine_quadratic",
+    "deep_combine_cubic",
 ];
 
 // SOURCE
 // ================================================================================================
 
-/// The complete CUDA source the backend compiles: field arithmetic, the generated constants,
-/// the Rescue and Poseidon2 permutations, BLAKE3, the NTT kernels and the hashing kernels, in
-/// dependency order.
+/// The complete CUDA source the backend compiles: field and extension arithmetic, the generated
+/// constants, the Rescue and Poseidon2 permutations, BLAKE3, the NTT, hashing, FRI and DEEP
+/// kernels, in dependency order.
 pub fn kernel_source() -> String {
     let mut source = String::with_capacity(
         FIELD.len()
+            + EXT.len()
             + RESCUE.len()
             + POSEIDON2.len()
             + BLAKE3.len()
             + NTT.len()
             + HASH.len()
             + FRI.len()
+            + DEEP.len()
             + 16384,
     );
     source.push_str(FIELD);
+    source.push_str(EXT);
     source.push_str(&prelude());
     source.push_str(RESCUE);
     source.push_str(POSEIDON2);
@@ -113,6 +121,7 @@ pub fn kernel_source() -> String {
     source.push_str(NTT);
     source.push_str(HASH);
     source.push_str(FRI);
+    source.push_str(DEEP);
     source
 }
 

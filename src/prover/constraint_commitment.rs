@@ -7,16 +7,17 @@ use winter_math::FieldElement;
 use winter_prover::{CompositionPoly, CompositionPolyTrace, ConstraintCommitment, StarkDomain};
 
 use super::{
-    segment::{commit_composition, CommitterHandle, SegmentLde},
+    segment::{composition_segment, CommitterHandle, CompositionShape, SegmentLde},
     trace_lde::segment_queries,
 };
-use crate::hash::GpuHasher;
+use crate::{committer::ResidentPolys, hash::GpuHasher};
 
 /// The LDE of the composition polynomial columns and its Merkle tree, computed on a
 /// [`crate::GpuCommitter`]; a drop-in for Winterfell's `DefaultConstraintCommitment`.
 pub struct GpuConstraintCommitment<E: FieldElement<BaseField = Felt>, H: GpuHasher> {
     evaluations: SegmentLde<E>,
     tree: MerkleTree<H>,
+    resident: Option<ResidentPolys>,
 }
 
 impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E, H> {
@@ -37,17 +38,17 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
     ) -> (Self, CompositionPoly<E>) {
         let evaluations = composition_trace.into_inner();
         let (trace_len, blowup) = (domain.trace_length(), domain.trace_to_lde_blowup());
+        let shape = CompositionShape { trace_len, num_columns, blowup };
         let (segment, poly) = rayon::join(
             || {
                 committer.run(|c| {
-                    commit_composition(
+                    composition_segment(
                         c,
                         &evaluations,
-                        trace_len,
-                        num_columns,
-                        blowup,
+                        shape,
                         partition_options,
                         H::FUNCTION,
+                        committer.keep_polys,
                     )
                 })
             },
@@ -59,12 +60,22 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
                 )
             },
         );
-        (Self { tree: segment.tree(), evaluations: segment.lde }, poly)
+        (Self { tree: segment.tree(), evaluations: segment.lde, resident: segment.resident }, poly)
     }
 
     /// The composition columns' LDE.
     pub fn evaluations(&self) -> &SegmentLde<E> {
         &self.evaluations
+    }
+
+    /// The composition polynomial's columns on the device, where the committer kept them.
+    pub(crate) fn resident_polys(&self) -> Option<&ResidentPolys> {
+        self.resident.as_ref()
+    }
+
+    /// Frees the polynomials kept on the device.
+    pub(crate) fn release_resident_polys(&mut self) {
+        self.resident = None;
     }
 }
 

@@ -3,8 +3,9 @@
 //!
 //! Winterfell accumulates `Σ kᵢ·Tᵢ − Σ kᵢ·Tᵢ(z)` and `Σ kᵢ·Tᵢ − Σ kᵢ·Tᵢ(gz)` column by column, then
 //! divides them by `x − z` and `x − gz` and adds them. Both sums share `S = Σ kᵢ·Tᵢ` and differ in
-//! the constant term only, so here `S` is computed once, in cache-sized blocks of coefficients
-//! across all columns; the field arithmetic gives the same coefficients.
+//! the constant term only, so `S` is computed once (on the backend from the polynomials it kept,
+//! else on the host, see [`crate::deep`]) and both quotients are taken from it; the field
+//! arithmetic gives the same coefficients.
 
 use miden_crypto::Felt;
 use rayon::prelude::*;
@@ -16,42 +17,32 @@ use winter_air::{
 use winter_math::{FieldElement, StarkField};
 use winter_prover::{CompositionPoly, TracePolyTable};
 
-/// Coefficients combined per block: a block of `S` stays in cache while every column adds in.
-const BLOCK: usize = 2048;
+use crate::deep::combine_on_host;
 
-/// The DEEP composition polynomial's coefficients (`trace_length` of them).
-pub(super) fn deep_composition_poly<E: FieldElement<BaseField = Felt>>(
+/// `S = Σ kᵢ·Tᵢ` over the trace and composition polynomials, on the host.
+pub(super) fn host_sum<E: FieldElement<BaseField = Felt>>(
     trace_polys: &TracePolyTable<E>,
     quotient_polys: &CompositionPoly<E>,
+    coefficients: &DeepCompositionCoefficients<E>,
+) -> Vec<E> {
+    let main: Vec<&[Felt]> = trace_polys.main_trace_polys().collect();
+    let ext: Vec<&[E]> =
+        trace_polys.aux_trace_polys().chain(quotient_polys.data().columns()).collect();
+    let (k_main, k_aux) = coefficients.trace.split_at(main.len());
+    let k_ext: Vec<E> = k_aux.iter().chain(&coefficients.constraints).copied().collect();
+    combine_on_host(&main, k_main, &ext, &k_ext, trace_polys.poly_size())
+}
+
+/// The DEEP composition polynomial's coefficients (`trace_length` of them) from `sum` (`S`).
+pub(super) fn deep_composition_poly<E: FieldElement<BaseField = Felt>>(
+    sum: Vec<E>,
     ood_trace: &TraceOodFrame<E>,
     ood_quotients: &QuotientOodFrame<E>,
     coefficients: &DeepCompositionCoefficients<E>,
     z: E,
 ) -> Vec<E> {
-    let n = trace_polys.poly_size();
-    let main: Vec<&[Felt]> = trace_polys.main_trace_polys().collect();
-    let aux: Vec<&[E]> = trace_polys.aux_trace_polys().collect();
-    let quotients: Vec<&[E]> = quotient_polys.data().columns().collect();
-    let (k_main, k_aux) = coefficients.trace.split_at(main.len());
+    let n = sum.len();
     let k_quotients = &coefficients.constraints;
-
-    let mut sum = vec![E::ZERO; n];
-    let _combine = info_span!("deep.combine").entered();
-    sum.par_chunks_mut(BLOCK).enumerate().for_each(|(block, acc)| {
-        let range = block * BLOCK..block * BLOCK + acc.len();
-        for (poly, &k) in main.iter().zip(k_main) {
-            for (a, &c) in acc.iter_mut().zip(&poly[range.clone()]) {
-                *a += k.mul_base(c);
-            }
-        }
-        for (poly, &k) in aux.iter().chain(&quotients).zip(k_aux.iter().chain(k_quotients)) {
-            for (a, &c) in acc.iter_mut().zip(&poly[range.clone()]) {
-                *a += k * c;
-            }
-        }
-    });
-
-    drop(_combine);
     let weighted = |trace: &[E], quotients: &[E]| -> E {
         let k = coefficients.trace.iter().chain(k_quotients);
         trace.iter().chain(quotients).zip(k).fold(E::ZERO, |acc, (&v, &k)| acc + v * k)

@@ -66,7 +66,7 @@ where
     pub fn with_committer(inner: P, committer: Arc<dyn GpuCommitter>) -> Self {
         Self {
             inner,
-            committer: CommitterHandle { committer, cpu_fallback: true },
+            committer: CommitterHandle { committer, cpu_fallback: true, keep_polys: true },
             fri_placement: FriPlacement::Backend,
         }
     }
@@ -74,6 +74,7 @@ where
     /// Where the DEEP composition and the FRI commit phase run (on the backend by default).
     pub fn with_fri_placement(mut self, placement: FriPlacement) -> Self {
         self.fri_placement = placement;
+        self.committer.keep_polys = placement == FriPlacement::Backend;
         self
     }
 

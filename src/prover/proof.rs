@@ -9,7 +9,7 @@
 
 use miden_crypto::Felt;
 use tracing::{debug, info_span, warn};
-use winter_air::{Air, AuxRandElements, FieldExtension};
+use winter_air::{Air, AuxRandElements, DeepCompositionCoefficients, FieldExtension};
 use winter_crypto::ElementHasher;
 use winter_math::{
     fft,
@@ -23,14 +23,15 @@ use winter_prover::{
 
 use super::{
     channel::ProverChannel,
-    deep::{deep_composition_poly, ood_frames},
+    deep::{deep_composition_poly, host_sum, ood_frames},
     fri_proof::{build_fri_proof, remainder_poly},
     segment::base_components,
-    GpuProver,
+    GpuConstraintCommitment, GpuProver, GpuTraceLde,
 };
 use crate::{
     committer::GpuCommitter,
     cpu::CpuCommitter,
+    deep::{CombineRequest, DeepSegment},
     error::{GpuError, Result},
     fri::{FriLayers, FriRequest},
     hash::{Digest, GpuHasher},
@@ -114,8 +115,8 @@ where
             .evaluate(&trace_lde, &domain);
 
         // 3 ----- constraint commitment ----------------------------------------------------------
-        let (constraint_commitment, composition_poly) =
-            info_span!(stages::CONSTRAINTS).in_scope(|| {
+        let (mut constraint_commitment, composition_poly) = info_span!(stages::CONSTRAINTS)
+            .in_scope(|| {
                 let (commitment, poly) = self.build_constraint_commitment::<E>(
                     composition_trace,
                     air.context().num_constraint_composition_columns(),
@@ -133,16 +134,15 @@ where
                 .in_scope(|| ood_frames(&trace_polys, &composition_poly, z));
             channel.send_ood_evaluations(&ood_trace, &ood_quotients);
             let coefficients = channel.get_deep_composition_coeffs();
-            deep_composition_poly(
-                &trace_polys,
-                &composition_poly,
-                &ood_trace,
-                &ood_quotients,
-                &coefficients,
-                z,
-            )
+            let sum = info_span!("deep.combine").in_scope(|| {
+                self.deep_sum(&trace_lde, &constraint_commitment, &coefficients)
+                    .unwrap_or_else(|| host_sum(&trace_polys, &composition_poly, &coefficients))
+            });
+            deep_composition_poly(sum, &ood_trace, &ood_quotients, &coefficients, z)
         });
         drop((trace_polys, composition_poly));
+        trace_lde.release_resident_polys();
+        constraint_commitment.release_resident_polys();
         debug_assert_eq!(trace_length - 2, winter_math::polynom::degree_of(&deep_poly));
 
         // 5, 6 ----- DEEP evaluations and FRI layers ---------------------------------------------
@@ -174,6 +174,50 @@ where
         // The LDEs and layers take gigabytes: freeing them need not delay the proof.
         std::thread::spawn(move || drop((trace_lde, layers)));
         Ok(channel.build_proof(trace_queries, constraint_queries, fri_proof, query_positions.len()))
+    }
+
+    /// `S = Σ kᵢ·Tᵢ` on the backend, from the polynomials its commitments kept; `None` (the host
+    /// computes it) when the DEEP composition stays on the CPU, a segment's polynomials were not
+    /// kept, or the backend fails and may fall back.
+    fn deep_sum<E: FieldElement<BaseField = Felt>>(
+        &self,
+        trace_lde: &GpuTraceLde<E, P::HashFn>,
+        constraints: &GpuConstraintCommitment<E, P::HashFn>,
+        coefficients: &DeepCompositionCoefficients<E>,
+    ) -> Option<Vec<E>> {
+        if self.fri_placement != FriPlacement::Backend {
+            return None;
+        }
+        let degree = E::EXTENSION_DEGREE;
+        let mut segments = Vec::with_capacity(3);
+        for (s, polys) in trace_lde.resident_polys().iter().enumerate() {
+            segments.push(DeepSegment {
+                polys: polys.as_ref()?,
+                degree: if s == 0 { 1 } else { degree },
+            });
+        }
+        segments.push(DeepSegment { polys: constraints.resident_polys()?, degree });
+        let k: Vec<E> =
+            coefficients.trace.iter().chain(&coefficients.constraints).copied().collect();
+        let request = CombineRequest {
+            segments: &segments,
+            ext_degree: degree,
+            coefficients: E::slice_as_base_elements(&k),
+        };
+        let committer = self.committer.committer.as_ref();
+        match committer.combine_polys(&request) {
+            Ok(sum) => Some(E::slice_from_base_elements(&sum).to_vec()),
+            Err(error @ GpuError::Unsupported { .. }) => {
+                debug!(%error, "combining on the host");
+                None
+            },
+            Err(error) if self.committer.cpu_fallback => {
+                warn!(backend = %committer.backend(), %error,
+                    "backend failed; combining the DEEP polynomial on the host");
+                None
+            },
+            Err(error) => panic!("DEEP combination failed: {error}"),
+        }
     }
 
     /// Evaluates the DEEP polynomial and commits to the FRI layers where [`FriPlacement`] says,

@@ -17,7 +17,7 @@ use winter_math::FieldElement;
 use winter_prover::matrix::ColMatrix;
 
 use crate::{
-    committer::{CommitRequest, GpuCommitter, LdeRows, PolyInput, RowHashing},
+    committer::{CommitRequest, GpuCommitter, LdeRows, PolyInput, ResidentPolys, RowHashing},
     cpu::CpuCommitter,
     error::Result,
     hash::{Digest, GpuHasher, HashFunction},
@@ -66,6 +66,8 @@ pub struct SegmentCommitment<E> {
     pub leaves: Vec<Digest>,
     /// Merkle nodes in Winterfell's layout (`nodes[1]` is the root).
     pub nodes: Vec<Digest>,
+    /// The polynomials kept in the backend's memory, if they were asked for and kept.
+    pub resident: Option<ResidentPolys>,
 }
 
 impl<E> SegmentCommitment<E> {
@@ -93,6 +95,18 @@ pub fn commit_trace_segment<E: FieldElement<BaseField = Felt>>(
     partitions: PartitionOptions,
     hash: HashFunction,
 ) -> Result<SegmentCommitment<E>> {
+    trace_segment(committer, trace, blowup, partitions, hash, false)
+}
+
+/// [`commit_trace_segment`], keeping the polynomials on the device if `keep_polys`.
+pub(crate) fn trace_segment<E: FieldElement<BaseField = Felt>>(
+    committer: &dyn GpuCommitter,
+    trace: &ColMatrix<E>,
+    blowup: usize,
+    partitions: PartitionOptions,
+    hash: HashFunction,
+    keep_polys: bool,
+) -> Result<SegmentCommitment<E>> {
     let trace_columns: Vec<&[E]> = trace.columns().collect();
     let components: Vec<Cow<'_, [Felt]>> =
         trace_columns.par_iter().flat_map_iter(|c| base_components(c)).collect();
@@ -103,7 +117,7 @@ pub fn commit_trace_segment<E: FieldElement<BaseField = Felt>>(
         row_hashing: row_hashing::<E>(partitions, trace.num_cols()),
         hash,
     };
-    commit(committer, &request)
+    commit(committer, &request, keep_polys)
 }
 
 /// Commits to the composition polynomial (`DefaultConstraintCommitment::new`): interpolates the
@@ -118,6 +132,28 @@ pub fn commit_composition<E: FieldElement<BaseField = Felt>>(
     partitions: PartitionOptions,
     hash: HashFunction,
 ) -> Result<SegmentCommitment<E>> {
+    let shape = CompositionShape { trace_len, num_columns, blowup };
+    composition_segment(committer, evaluations, shape, partitions, hash, false)
+}
+
+/// The dimensions of a composition commitment.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CompositionShape {
+    pub trace_len: usize,
+    pub num_columns: usize,
+    pub blowup: usize,
+}
+
+/// [`commit_composition`], keeping the polynomials on the device if `keep_polys`.
+pub(crate) fn composition_segment<E: FieldElement<BaseField = Felt>>(
+    committer: &dyn GpuCommitter,
+    evaluations: &[E],
+    shape: CompositionShape,
+    partitions: PartitionOptions,
+    hash: HashFunction,
+    keep_polys: bool,
+) -> Result<SegmentCommitment<E>> {
+    let CompositionShape { trace_len, num_columns, blowup } = shape;
     let components = base_components(evaluations);
     let slices: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
     let request = CommitRequest {
@@ -126,32 +162,42 @@ pub fn commit_composition<E: FieldElement<BaseField = Felt>>(
         row_hashing: row_hashing::<E>(partitions, num_columns),
         hash,
     };
-    commit(committer, &request)
+    commit(committer, &request, keep_polys)
 }
 
 fn commit<E: FieldElement<BaseField = Felt>>(
     committer: &dyn GpuCommitter,
     request: &CommitRequest<'_>,
+    keep_polys: bool,
 ) -> Result<SegmentCommitment<E>> {
     let span =
         info_span!("commit_segment", backend = %committer.backend(), blowup = request.blowup);
-    let commitment = span.in_scope(|| committer.commit(request))?;
+    let commitment = span.in_scope(|| {
+        if keep_polys {
+            committer.commit_keeping_polys(request)
+        } else {
+            committer.commit(request)
+        }
+    })?;
     Ok(SegmentCommitment {
         polys: join_components(commitment.polys),
         lde: SegmentLde { rows: commitment.lde, _element: PhantomData },
         leaves: commitment.leaves,
         nodes: commitment.nodes,
+        resident: commitment.resident,
     })
 }
 
 // COMMITTER HANDLE
 // ================================================================================================
 
-/// The committer a prover uses, and whether a failure falls back to the CPU.
+/// The committer a prover uses, whether a failure falls back to the CPU, and whether the
+/// commitments keep their polynomials on the device (for the DEEP combination).
 #[derive(Clone)]
 pub(crate) struct CommitterHandle {
     pub committer: Arc<dyn GpuCommitter>,
     pub cpu_fallback: bool,
+    pub keep_polys: bool,
 }
 
 impl CommitterHandle {

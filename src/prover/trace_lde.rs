@@ -8,9 +8,9 @@ use winter_crypto::{MerkleTree, VectorCommitment};
 use winter_math::FieldElement;
 use winter_prover::{matrix::ColMatrix, EvaluationFrame, StarkDomain, TraceLde, TracePolyTable};
 
-use super::segment::{commit_trace_segment, CommitterHandle, SegmentLde};
+use super::segment::{trace_segment, CommitterHandle, SegmentLde};
 use crate::{
-    committer::GpuCommitter,
+    committer::{GpuCommitter, ResidentPolys},
     error::{GpuError, Result},
     hash::GpuHasher,
 };
@@ -22,6 +22,8 @@ pub struct GpuTraceLde<E: FieldElement<BaseField = Felt>, H: GpuHasher> {
     main_lde: SegmentLde<Felt>,
     main_tree: MerkleTree<H>,
     aux: Option<(SegmentLde<E>, MerkleTree<H>)>,
+    /// The main and auxiliary segments' polynomials on the device, where kept.
+    resident: Vec<Option<ResidentPolys>>,
     blowup: usize,
     trace_info: TraceInfo,
     partition_options: PartitionOptions,
@@ -44,7 +46,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
             main_trace,
             domain,
             partition_options,
-            CommitterHandle { committer, cpu_fallback: false },
+            CommitterHandle { committer, cpu_fallback: false, keep_polys: false },
         )
     }
 
@@ -56,13 +58,15 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         committer: CommitterHandle,
     ) -> Result<(Self, TracePolyTable<E>)> {
         let blowup = domain.trace_to_lde_blowup();
+        let keep = committer.keep_polys;
         let main = committer.try_run(|c| {
-            commit_trace_segment(c, main_trace, blowup, partition_options, H::FUNCTION)
+            trace_segment(c, main_trace, blowup, partition_options, H::FUNCTION, keep)
         })?;
         let lde = Self {
             main_tree: main.tree(),
             main_lde: main.lde,
             aux: None,
+            resident: vec![main.resident],
             blowup,
             trace_info: trace_info.clone(),
             partition_options,
@@ -87,12 +91,14 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
             return Err(GpuError::AuxRowMismatch { main: main_rows, aux: aux_trace.num_rows() });
         }
         let (blowup, partitions) = (domain.trace_to_lde_blowup(), self.partition_options);
+        let keep = self.committer.keep_polys;
         let aux = self
             .committer
-            .try_run(|c| commit_trace_segment(c, aux_trace, blowup, partitions, H::FUNCTION))?;
+            .try_run(|c| trace_segment(c, aux_trace, blowup, partitions, H::FUNCTION, keep))?;
         let tree = aux.tree::<H>();
         let root = *tree.root();
         self.aux = Some((aux.lde, tree));
+        self.resident.push(aux.resident);
         Ok((ColMatrix::new(aux.polys), root))
     }
 
@@ -104,6 +110,17 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
     /// The LDE of the auxiliary segment, once set.
     pub fn aux_segment(&self) -> Option<&SegmentLde<E>> {
         self.aux.as_ref().map(|(lde, _)| lde)
+    }
+
+    /// The segments' polynomials on the device (main, then auxiliary once set), where the
+    /// committer kept them.
+    pub(crate) fn resident_polys(&self) -> &[Option<ResidentPolys>] {
+        &self.resident
+    }
+
+    /// Frees the polynomials kept on the device.
+    pub(crate) fn release_resident_polys(&mut self) {
+        self.resident.iter_mut().for_each(|polys| *polys = None);
     }
 }
 

@@ -102,11 +102,12 @@ impl Plan {
     }
 }
 
-/// Computes a [`Commitment`] on the device, and its stage times where the device can tell.
+/// Computes a [`Commitment`] on the device; returns it with its stage times where the device can
+/// tell, and the device array of its polynomials (base column `c` at records `c·n ..`).
 pub(super) fn commit(
     engine: &Engine<'_>,
     request: &CommitRequest<'_>,
-) -> Result<(Commitment, Option<StageTimes>)> {
+) -> Result<(Commitment, Option<StageTimes>, Chunked)> {
     let shape = request.validate()?;
     let plan = Plan::new(shape, request, &engine.sizes)?;
     let (n, cols, rw) = (shape.poly_len, shape.num_cols, shape.row_width);
@@ -134,7 +135,7 @@ pub(super) fn commit(
     );
     let levels = tree_levels(engine.pool, device, shape.lde_len as u64, engine.sizes.digests());
 
-    std::thread::scope(|scope| {
+    let (commitment, times) = std::thread::scope(|scope| {
         // The host allocates the outputs on another thread while the device works; the stream
         // takes them when the first download arrives.
         let with_polys = values.is_some();
@@ -257,9 +258,11 @@ pub(super) fn commit(
             lde: LdeRows { data: lde, row_width: rw, num_cols: cols },
             leaves,
             nodes,
+            resident: None,
         };
         Ok((commitment, times))
-    })
+    })?;
+    Ok((commitment, times, coefficients))
 }
 
 /// The host outputs of a commitment: the polynomials (if the device computes them), the LDE

@@ -18,13 +18,19 @@
 //! larger than one storage binding (`max_storage_buffer_binding_size`, often 128 MiB) are
 //! split into parts, so any commitment that fits host memory runs.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{
+    atomic::{AtomicU64, Ordering},
+    Arc, Mutex, MutexGuard,
+};
 
 use tracing::info_span;
 
 use crate::{
     backend::Backend,
-    committer::{check_hash, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
+    committer::{
+        check_hash, CommitRequest, Commitment, GpuCommitter, LdeRows, ResidentPolys, RowHashing,
+    },
+    deep::CombineRequest,
     error::Result,
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{blake3_tables::check_row_width, Digest, HashFunction},
@@ -36,6 +42,7 @@ mod buffers;
 mod commit;
 mod constants;
 mod context;
+mod deep;
 mod download;
 mod fold;
 mod fri;
@@ -80,7 +87,18 @@ pub struct WgpuCommitter {
     last_times: Mutex<Option<StageTimes>>,
     /// Held for the whole of a call.
     exclusive: Mutex<()>,
+    /// Tells this committer's resident polynomials from another's.
+    id: u64,
+    /// Bytes of resident polynomials on the device.
+    resident_bytes: Arc<AtomicU64>,
 }
+
+/// Source of [`WgpuCommitter`] identities.
+static NEXT_COMMITTER_ID: AtomicU64 = AtomicU64::new(0);
+
+/// The most bytes of polynomials a committer keeps on its device for the DEEP combination
+/// (wgpu does not tell a device's memory size); beyond it, the prover combines on the host.
+const MAX_RESIDENT_BYTES: u64 = 8 << 30;
 
 impl WgpuCommitter {
     /// Opens the best adapter (`WGPU_ADAPTER_NAME` and `WGPU_BACKEND` narrow the choice) and
@@ -118,6 +136,8 @@ impl WgpuCommitter {
             timer,
             last_times: Mutex::new(None),
             exclusive: Mutex::new(()),
+            id: NEXT_COMMITTER_ID.fetch_add(1, Ordering::Relaxed),
+            resident_bytes: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -168,6 +188,38 @@ impl WgpuCommitter {
         self.last_times.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Commits, keeping the coefficient array as resident polynomials if asked and they fit
+    /// [`MAX_RESIDENT_BYTES`].
+    fn commit_on_device(
+        &self,
+        request: &CommitRequest<'_>,
+        keep_polys: bool,
+    ) -> Result<Commitment> {
+        check_hash(request.hash, &HASHES)?;
+        let shape = request.validate()?;
+        check_row_width(request.hash, shape.num_cols)?;
+        *self.times() = None;
+        let (mut commitment, times, polys) = self.run(|engine| commit::commit(engine, request))?;
+        if let Some(t) = &times {
+            tracing::info!(
+                interpolate_ms = t.interpolate_ms,
+                lde_ms = t.lde_ms,
+                rows_ms = t.rows_ms,
+                hash_ms = t.hash_ms,
+                tree_ms = t.tree_ms,
+                "wgpu stage times"
+            );
+        }
+        *self.times() = times;
+        let bytes = polys.len * sizes::FELT_BYTES;
+        if keep_polys && self.resident_bytes.load(Ordering::SeqCst) + bytes <= MAX_RESIDENT_BYTES {
+            let storage = deep::WgpuResident::new(self.id, polys, self.resident_bytes.clone());
+            commitment.resident =
+                Some(ResidentPolys::new(Backend::Wgpu, shape.num_cols, shape.poly_len, storage));
+        }
+        Ok(commitment)
+    }
+
     /// Runs `work` alone on the device, with errors checked.
     fn run<T>(&self, work: impl FnOnce(&Engine<'_>) -> Result<T>) -> Result<T> {
         let _exclusive =
@@ -195,23 +247,16 @@ impl GpuCommitter for WgpuCommitter {
     }
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        check_hash(request.hash, &HASHES)?;
-        let shape = request.validate()?;
-        check_row_width(request.hash, shape.num_cols)?;
-        *self.times() = None;
-        let (commitment, times) = self.run(|engine| commit::commit(engine, request))?;
-        if let Some(t) = &times {
-            tracing::info!(
-                interpolate_ms = t.interpolate_ms,
-                lde_ms = t.lde_ms,
-                rows_ms = t.rows_ms,
-                hash_ms = t.hash_ms,
-                tree_ms = t.tree_ms,
-                "wgpu stage times"
-            );
-        }
-        *self.times() = times;
-        Ok(commitment)
+        self.commit_on_device(request, false)
+    }
+
+    fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+        self.commit_on_device(request, true)
+    }
+
+    fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
+        let poly_len = request.validate(Backend::Wgpu)?;
+        self.run(|engine| deep::combine(engine, self.id, request, poly_len))
     }
 
     fn hash_rows(

@@ -42,6 +42,8 @@ pub(super) enum Kernel {
     FriRows,
     /// Folding of FRI layer rows into the next layer.
     FriFold,
+    /// One column added into the DEEP combination.
+    DeepCombine,
 }
 
 impl Kernel {
@@ -56,7 +58,7 @@ impl Kernel {
         ];
         kernels.extend(HASHES.map(Kernel::HashRows));
         kernels.extend(HASHES.map(Kernel::MergeNodes));
-        kernels.extend([Kernel::FriRows, Kernel::FriFold]);
+        kernels.extend([Kernel::FriRows, Kernel::FriFold, Kernel::DeepCombine]);
         kernels
     }
 
@@ -69,6 +71,7 @@ impl Kernel {
             Kernel::HashRows(hash) => Module::HashRows(hash),
             Kernel::MergeNodes(hash) => Module::Merkle(hash),
             Kernel::FriRows | Kernel::FriFold => Module::Fri,
+            Kernel::DeepCombine => Module::Deep,
         }
     }
 
@@ -83,6 +86,7 @@ impl Kernel {
             Kernel::MergeNodes(_) => "merge_nodes",
             Kernel::FriRows => "fri_rows",
             Kernel::FriFold => "fri_fold",
+            Kernel::DeepCombine => "deep_combine",
         }
     }
 
@@ -97,6 +101,7 @@ impl Kernel {
             Kernel::ToRows | Kernel::FriRows => &[Read, ReadWrite],
             Kernel::HashRows(_) => &[Read, ReadWrite, ReadWrite],
             Kernel::MergeNodes(_) => &[Read, Read, ReadWrite],
+            Kernel::DeepCombine => &[Read, Read, Read, ReadWrite],
         }
     }
 

@@ -22,6 +22,7 @@ const FIELD_U32: &str = include_str!("../../wgsl/field_u32.wgsl");
 const FIELD_U64: &str = include_str!("../../wgsl/field_u64.wgsl");
 const FIELD: &str = include_str!("../../wgsl/field.wgsl");
 const EXT3: &str = include_str!("../../wgsl/ext3.wgsl");
+const EXT: &str = include_str!("../../wgsl/ext.wgsl");
 const SPONGE: &str = include_str!("../../wgsl/sponge.wgsl");
 const RESCUE: &str = include_str!("../../wgsl/rescue.wgsl");
 const RPO: &str = include_str!("../../wgsl/rpo.wgsl");
@@ -38,6 +39,7 @@ const ROWS: &str = include_str!("../../wgsl/rows.wgsl");
 const HASH_ROWS: &str = include_str!("../../wgsl/hash_rows.wgsl");
 const MERKLE: &str = include_str!("../../wgsl/merkle.wgsl");
 const FRI: &str = include_str!("../../wgsl/fri.wgsl");
+const DEEP: &str = include_str!("../../wgsl/deep.wgsl");
 
 // MODULES
 // ================================================================================================
@@ -68,6 +70,8 @@ pub(super) enum Module {
     Merkle(HashFunction),
     /// `fri_rows`, `fri_fold`.
     Fri,
+    /// `deep_combine`.
+    Deep,
 }
 
 impl Module {
@@ -76,7 +80,7 @@ impl Module {
         let mut modules = vec![Module::Ntt, Module::Coset, Module::Interpolate, Module::Rows];
         modules.extend(HASHES.map(Module::HashRows));
         modules.extend(HASHES.map(Module::Merkle));
-        modules.push(Module::Fri);
+        modules.extend([Module::Fri, Module::Deep]);
         modules
     }
 
@@ -90,6 +94,7 @@ impl Module {
             Module::HashRows(hash) => format!("hash_rows_{}", hash.ident()),
             Module::Merkle(hash) => format!("merkle_{}", hash.ident()),
             Module::Fri => "fri".into(),
+            Module::Deep => "deep".into(),
         }
     }
 
@@ -118,7 +123,8 @@ impl Module {
                 let kernel = if hash.is_algebraic() { MERKLE } else { BLAKE3_MERKLE };
                 return [field.join("\n"), hash_core(hash), kernel.into()].join("\n");
             },
-            Module::Fri => [&field[..], &[POWERS, EXT3, FRI]].concat(),
+            Module::Fri => [&field[..], &[POWERS, EXT3, EXT, FRI]].concat(),
+            Module::Deep => [&field[..], &[EXT3, EXT, DEEP]].concat(),
         };
         parts.join("\n")
     }

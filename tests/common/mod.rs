@@ -22,8 +22,11 @@ use miden_crypto::{
     Felt,
 };
 use miden_gpu::{
-    commit_composition, commit_trace_segment, fri::FriRequest, CpuCommitter, Digest, GpuCommitter,
-    GpuHasher, HashFunction, LdeRows, RowHashing, SegmentCommitment,
+    commit_composition, commit_trace_segment,
+    deep::{combine_on_host, CombineRequest, DeepSegment},
+    fri::FriRequest,
+    Backend, CommitRequest, CpuCommitter, Digest, GpuCommitter, GpuError, GpuHasher, HashFunction,
+    LdeRows, PolyInput, RowHashing, SegmentCommitment,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use winter_air::{PartitionOptions, TraceInfo};
@@ -124,6 +127,7 @@ pub fn run_parity_suite(
     check_hash_rows(committer, seed, hashes);
     check_inexact_rows(committer, hashes);
     check_build_tree(committer, seed, hashes);
+    check_combine(committer, seed, 12);
 }
 
 /// Checks one case against Winterfell.
@@ -472,6 +476,138 @@ pub fn check_fri(committer: &dyn GpuCommitter, cases: &[FriCase], seed: u64) {
             panic!("{case:?}: remainder element {x} differs");
         }
     }
+}
+
+// DEEP COMBINATION
+// ================================================================================================
+
+/// `count` random DEEP combinations over polynomials the committer kept from its commitments
+/// (a main segment of base columns, an optional auxiliary segment and a composition polynomial
+/// committed from its evaluations, in the base field and both extensions), against
+/// [`combine_on_host`] over the CPU backend's polynomials; then malformed requests. A backend
+/// that keeps no polynomials (the CPU) must say so with `None` and `Unsupported`.
+pub fn check_combine(committer: &dyn GpuCommitter, seed: u64, count: usize) {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0xDEE9);
+    for i in 0..count {
+        let d = [1, 2, 3][i % 3];
+        let log_len = rng.random_range(1..=11u32);
+        let n = 1usize << log_len;
+        let main_cols = rng.random_range(1..=40);
+        let aux_cols = if i % 2 == 0 { rng.random_range(1..=4) } else { 0 };
+        let quotient_cols = rng.random_range(1..=4).min(1 << (11 - log_len)).max(1);
+        let label = format!(
+            "[{}] combination {i}: 2^{log_len}, main {main_cols}, aux {aux_cols}, \
+             composition {quotient_cols}, degree {d}",
+            committer.backend()
+        );
+        eprintln!("{label}");
+        let random_columns = |rng: &mut StdRng, cols: usize, len: usize| -> Vec<Vec<Felt>> {
+            (0..cols).map(|_| (0..len).map(|_| random_felt(rng)).collect()).collect()
+        };
+        let main = random_columns(&mut rng, main_cols, n);
+        let aux = random_columns(&mut rng, aux_cols * d, n);
+        // composition: quotient_cols·n evaluations over a domain of quotient_cols·n (at least 2n)
+        let m = (quotient_cols * n).next_power_of_two().max(2 * n);
+        let composition = random_columns(&mut rng, d, m);
+        let (main_s, aux_s, comp_s) = (as_slices(&main), as_slices(&aux), as_slices(&composition));
+        let mut inputs = vec![(PolyInput::Trace { columns: &main_s }, 1)];
+        if aux_cols > 0 {
+            inputs.push((PolyInput::Trace { columns: &aux_s }, d));
+        }
+        inputs.push((
+            PolyInput::Composition {
+                components: &comp_s,
+                column_len: n,
+                num_columns: quotient_cols,
+            },
+            d,
+        ));
+        let request = |input| CommitRequest {
+            input,
+            blowup: 2,
+            row_hashing: RowHashing::WholeRow,
+            hash: HashFunction::Rpo256,
+        };
+        let mut kept = Vec::new();
+        let mut host_polys = Vec::new();
+        for &(input, degree) in &inputs {
+            let got = committer
+                .commit_keeping_polys(&request(input))
+                .unwrap_or_else(|e| panic!("{label}: commit: {e}"));
+            let want = CpuCommitter::new().commit(&request(input)).expect("CPU commitment");
+            host_polys.push((want.polys, degree));
+            kept.push(got.resident);
+        }
+        let k: Vec<Felt> = (0..host_polys.iter().map(|(p, deg)| p.len() / deg).sum::<usize>() * d)
+            .map(|_| random_felt(&mut rng))
+            .collect();
+        let Some(kept) = kept.into_iter().collect::<Option<Vec<_>>>() else {
+            assert_eq!(committer.backend(), Backend::Cpu, "{label}: a GPU backend kept nothing");
+            return;
+        };
+        let segments: Vec<DeepSegment<'_>> = kept
+            .iter()
+            .zip(&host_polys)
+            .map(|(polys, &(_, degree))| DeepSegment { polys, degree })
+            .collect();
+        let request = CombineRequest { segments: &segments, ext_degree: d, coefficients: &k };
+        let got =
+            committer.combine_polys(&request).unwrap_or_else(|e| panic!("{label}: combine: {e}"));
+        let want = match d {
+            1 => host_combination::<Felt>(&host_polys, &k, n),
+            2 => host_combination::<QuadExtension<Felt>>(&host_polys, &k, n),
+            _ => host_combination::<CubeExtension<Felt>>(&host_polys, &k, n),
+        };
+        if let Some(x) = first_difference(&got, &want) {
+            panic!("{label}: element {} (component {}) differs", x / d, x % d);
+        }
+        // malformed: a coefficient short, a segment degree the columns do not divide into
+        let short = CombineRequest { coefficients: &k[1..], ..request };
+        assert!(matches!(committer.combine_polys(&short), Err(GpuError::InvalidDeep(_))));
+        if d > 1 && main_cols % d != 0 {
+            let odd = [DeepSegment { polys: &kept[0], degree: d }];
+            let odd = CombineRequest { segments: &odd, ext_degree: d, coefficients: &k };
+            assert!(matches!(committer.combine_polys(&odd), Err(GpuError::InvalidDeep(_))));
+        }
+    }
+    // the CPU backend keeps nothing: combining its commitments is unsupported
+    let columns = [vec![Felt::ONE; 4]];
+    let slices: Vec<&[Felt]> = columns.iter().map(Vec::as_slice).collect();
+    let cpu = CpuCommitter::new()
+        .commit_keeping_polys(&CommitRequest {
+            input: PolyInput::Trace { columns: &slices },
+            blowup: 2,
+            row_hashing: RowHashing::WholeRow,
+            hash: HashFunction::Rpo256,
+        })
+        .expect("CPU commitment");
+    assert!(cpu.resident.is_none());
+}
+
+fn as_slices(columns: &[Vec<Felt>]) -> Vec<&[Felt]> {
+    columns.iter().map(Vec::as_slice).collect()
+}
+
+/// [`combine_on_host`] over base-column polynomials grouped into columns of their degree.
+fn host_combination<E: FieldElement<BaseField = Felt>>(
+    segments: &[(Vec<Vec<Felt>>, usize)],
+    coefficients: &[Felt],
+    n: usize,
+) -> Vec<Felt> {
+    let k = E::slice_from_base_elements(coefficients);
+    let (main, ext) = segments.split_first().expect("a main segment");
+    let base: Vec<&[Felt]> = main.0.iter().map(Vec::as_slice).collect();
+    let ext_columns: Vec<Vec<E>> = ext
+        .iter()
+        .flat_map(|(polys, _)| polys.chunks(E::EXTENSION_DEGREE))
+        .map(|group| {
+            let flat: Vec<Felt> = (0..n).flat_map(|i| group.iter().map(move |c| c[i])).collect();
+            E::slice_from_base_elements(&flat).to_vec()
+        })
+        .collect();
+    let ext_slices: Vec<&[E]> = ext_columns.iter().map(Vec::as_slice).collect();
+    let (k_base, k_ext) = k.split_at(base.len());
+    E::slice_as_base_elements(&combine_on_host(&base, k_base, &ext_slices, k_ext, n)).to_vec()
 }
 
 /// The first index where two slices differ (an element one of them lacks counts).

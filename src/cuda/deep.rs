@@ -1,0 +1,136 @@
+//! The DEEP combination over resident polynomials (`cuda/deep.cu`).
+//!
+//! `S` accumulates on the GPU that holds the columns being added, in column order: each run of
+//! columns on one GPU is one launch, and when the next run is on another GPU the accumulator
+//! moves there (a peer copy of `S`, a few megabytes). A segment of extension columns whose
+//! components are split between GPUs is first gathered on one of them. Only `S` comes back.
+
+use miden_crypto::Felt;
+
+use super::{
+    assemble::download_vec,
+    driver::DeviceBuffer,
+    gpu::{Gpu, GpuState},
+    launch::kernel_args,
+    resident::CudaResident,
+};
+use crate::{
+    deep::CombineRequest,
+    error::{GpuError, Result},
+};
+
+/// Threads per block of the combination kernels.
+const COMBINE_BLOCK: u32 = 256;
+
+/// Columns of one segment on one GPU, ready for a launch.
+struct Run {
+    gpu: usize,
+    /// The first base column's coefficients.
+    polys: u64,
+    /// Columns of the segment's degree.
+    num_cols: usize,
+}
+
+/// `S = Σ kᵢ·Tᵢ` over `request`'s segments, held by `committer`'s `gpus`; `S` as `poly_len`
+/// elements of the request's degree, components interleaved.
+pub(super) fn combine(
+    gpus: &[Gpu],
+    states: &mut [GpuState],
+    committer: u64,
+    request: &CombineRequest<'_>,
+    poly_len: usize,
+) -> Result<Vec<Felt>> {
+    let d = request.ext_degree;
+    let bytes = poly_len * d * 8;
+    // kept until the end: gathered columns, coefficient tables, earlier accumulators
+    let mut keep: Vec<DeviceBuffer> = Vec::new();
+    let mut acc: Option<(usize, DeviceBuffer)> = None;
+    let mut coefficients = request.coefficients;
+    for segment in request.segments {
+        let resident = segment.polys.storage::<CudaResident>().filter(|r| r.committer == committer);
+        let resident = resident.ok_or_else(|| {
+            GpuError::InvalidDeep("a segment's polynomials are not held by this committer".into())
+        })?;
+        let (runs, gathered) = runs(gpus, resident, segment.degree, poly_len)?;
+        keep.extend(gathered);
+        for run in runs {
+            let gpu = &gpus[run.gpu];
+            let (take, rest) = coefficients.split_at(run.num_cols * d);
+            coefficients = rest;
+            let table = gpu.upload_table(&take.iter().map(|k| k.inner()).collect::<Vec<_>>())?;
+            let init = acc.is_none() as u32;
+            let target = match acc.take() {
+                Some((g, buffer)) if g == run.gpu => buffer,
+                Some((g, buffer)) => {
+                    let moved = DeviceBuffer::new(&gpu.ctx, bytes)?;
+                    gpu.compute.wait(&gpus[g].completion()?)?;
+                    gpu.compute.copy_peer(
+                        moved.ptr(),
+                        &gpu.ctx,
+                        buffer.ptr(),
+                        &gpus[g].ctx,
+                        bytes,
+                    )?;
+                    keep.push(buffer);
+                    moved
+                },
+                None => DeviceBuffer::new(&gpu.ctx, bytes)?,
+            };
+            let (mut out, mut polys, mut k, mut n) =
+                (target.ptr(), run.polys, table.ptr(), poly_len as u64);
+            let (mut cols, mut degree) = (run.num_cols as u32, segment.degree as u32);
+            let mut init = init;
+            let mut args = kernel_args!(out, polys, k, n, cols, degree, init);
+            let grid = poly_len.div_ceil(COMBINE_BLOCK as usize) as u32;
+            // SAFETY: arguments match `deep_combine_*` of degree `d`: `out` holds poly_len·d
+            // words, `polys` num_cols·degree columns of poly_len, `k` num_cols·d words.
+            unsafe {
+                gpu.kernels.deep_combine(d).launch(&gpu.compute, grid, COMBINE_BLOCK, &mut args)?
+            };
+            keep.push(table);
+            acc = Some((run.gpu, target));
+        }
+    }
+    let (g, buffer) = acc.ok_or_else(|| GpuError::InvalidDeep("no columns".into()))?;
+    let done = gpus[g].completion()?;
+    let sum = download_vec(&gpus[g], &mut states[g], buffer.ptr(), poly_len * d, &done)?;
+    drop(keep);
+    Ok(sum)
+}
+
+/// The launches of one segment: its shares where every share holds whole columns of `degree`,
+/// else the whole segment gathered on the first share's GPU (returned to be kept alive).
+fn runs(
+    gpus: &[Gpu],
+    resident: &CudaResident,
+    degree: usize,
+    poly_len: usize,
+) -> Result<(Vec<Run>, Option<DeviceBuffer>)> {
+    let column_bytes = poly_len * 8;
+    let aligned =
+        resident.shares.iter().all(|s| s.cols.start % degree == 0 && s.cols.end % degree == 0);
+    if aligned {
+        let runs = resident
+            .shares
+            .iter()
+            .map(|s| Run { gpu: s.gpu, polys: s.buffer.ptr(), num_cols: s.cols.len() / degree })
+            .collect();
+        return Ok((runs, None));
+    }
+    let home = resident.shares[0].gpu;
+    let total: usize = resident.shares.iter().map(|s| s.cols.len()).sum();
+    let gathered = DeviceBuffer::new(&gpus[home].ctx, total * column_bytes)?;
+    for share in &resident.shares {
+        let source = &gpus[share.gpu];
+        gpus[home].compute.wait(&source.completion()?)?;
+        gpus[home].compute.copy_peer(
+            gathered.ptr() + (share.cols.start * column_bytes) as u64,
+            &gpus[home].ctx,
+            share.buffer.ptr(),
+            &source.ctx,
+            share.cols.len() * column_bytes,
+        )?;
+    }
+    let run = Run { gpu: home, polys: gathered.ptr(), num_cols: total / degree };
+    Ok((vec![run], Some(gathered)))
+}
