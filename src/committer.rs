@@ -16,7 +16,7 @@ use miden_crypto::Felt;
 
 use crate::{
     backend::Backend,
-    deep::CombineRequest,
+    deep::{CombineRequest, EvaluateRequest},
     error::{GpuError, Result},
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{Digest, HashFunction},
@@ -286,6 +286,17 @@ pub trait GpuCommitter: Send + Sync {
     /// (and by default) the same as [`Self::commit`].
     fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
         self.commit(request)
+    }
+
+    /// Every resident polynomial at the DEEP composition's two out-of-domain points (see
+    /// [`crate::deep`]): for column `c` and point `p`, the value's components at
+    /// `(c·2 + p)·ext_degree`.
+    ///
+    /// A backend that keeps no polynomials returns [`GpuError::Unsupported`]; the prover then
+    /// evaluates the host copies.
+    fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<Felt>> {
+        let _ = request;
+        Err(GpuError::Unsupported { backend: self.backend(), operation: "DEEP evaluation" })
     }
 
     /// The linear combination of resident polynomials that the DEEP composition starts from

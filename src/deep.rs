@@ -1,5 +1,10 @@
-//! The DEEP composition's linear combination: what a backend is asked for, and the host
-//! computation every backend is checked against.
+//! The DEEP composition over resident polynomials: what a backend is asked for, and the host
+//! computations every backend is checked against.
+//!
+//! Before the DEEP coefficients are drawn, the prover sends the out-of-domain frame: every
+//! trace and composition polynomial at `z` and `gz` ([`EvaluateRequest`]). A backend evaluates
+//! blocks of [`EVALUATION_BLOCK`] coefficients by Horner's rule, as winter_math's
+//! `polynom::eval` steps, and [`join_blocks`] finishes on the host.
 //!
 //! winter-prover's DEEP composition polynomial starts from `S = Σ kᵢ·Tᵢ` over every trace and
 //! composition polynomial `Tᵢ` (main trace columns in the base field, auxiliary and composition
@@ -15,7 +20,10 @@
 
 use miden_crypto::Felt;
 use rayon::prelude::*;
-use winter_math::FieldElement;
+use winter_math::{
+    fields::{CubeExtension, QuadExtension},
+    FieldElement,
+};
 
 use crate::{
     backend::Backend,
@@ -50,49 +58,129 @@ pub struct CombineRequest<'a> {
 impl CombineRequest<'_> {
     /// Checks the request against the backend that runs it; returns the polynomial length.
     pub fn validate(&self, backend: Backend) -> Result<usize> {
-        let invalid = |reason: String| Err(GpuError::InvalidDeep(reason));
-        if !(1..=3).contains(&self.ext_degree) {
-            return invalid(format!("extension degree {}; expected 1, 2 or 3", self.ext_degree));
-        }
-        let Some(first) = self.segments.first() else {
-            return invalid("no segments".into());
-        };
-        let poly_len = first.polys.poly_len();
-        let mut columns = 0;
-        for (s, segment) in self.segments.iter().enumerate() {
-            let polys = segment.polys;
-            if polys.backend() != backend {
-                return invalid(format!(
-                    "segment {s} is held by {}, not {backend}",
-                    polys.backend()
-                ));
-            }
-            if polys.poly_len() != poly_len {
-                return invalid(format!(
-                    "segment {s} has polynomials of {} coefficients, not {poly_len}",
-                    polys.poly_len()
-                ));
-            }
-            if segment.degree != 1 && segment.degree != self.ext_degree
-                || polys.num_cols() % segment.degree != 0
-            {
-                return invalid(format!(
-                    "segment {s}: {} base columns cannot be columns of degree {}",
-                    polys.num_cols(),
-                    segment.degree
-                ));
-            }
-            columns += polys.num_cols() / segment.degree;
-        }
+        let (poly_len, columns) = check_segments(self.segments, self.ext_degree, backend)?;
         if self.coefficients.len() != columns * self.ext_degree {
-            return invalid(format!(
+            return Err(GpuError::InvalidDeep(format!(
                 "{} coefficient components for {columns} columns of degree {}",
                 self.coefficients.len(),
                 self.ext_degree
-            ));
+            )));
         }
         Ok(poly_len)
     }
+}
+
+/// Every column of `segments` at two points (the out-of-domain frame's `z` and `gz`).
+#[derive(Debug, Clone, Copy)]
+pub struct EvaluateRequest<'a> {
+    /// The segments, in the order of the frame's columns.
+    pub segments: &'a [DeepSegment<'a>],
+    /// Degree of the extension the points and values live in (1, 2 or 3).
+    pub ext_degree: usize,
+    /// The two points, `ext_degree` base components each.
+    pub points: &'a [Felt],
+}
+
+impl EvaluateRequest<'_> {
+    /// Checks the request against the backend that runs it; returns the polynomial length.
+    pub fn validate(&self, backend: Backend) -> Result<usize> {
+        if self.points.len() != 2 * self.ext_degree {
+            return Err(GpuError::InvalidDeep(format!(
+                "{} point components; expected two points of degree {}",
+                self.points.len(),
+                self.ext_degree
+            )));
+        }
+        let (poly_len, _) = check_segments(self.segments, self.ext_degree, backend)?;
+        Ok(poly_len)
+    }
+}
+
+/// Coefficients per block of a backend's evaluation (fewer for shorter polynomials).
+pub const EVALUATION_BLOCK: usize = 1024;
+
+/// Joins a backend's block values into each column's values at the two points: `partials`
+/// holds, for column `c`, block `b` (of `block_len` coefficients) and point `p`, `degree`
+/// components at `((c·blocks + b)·2 + p)·degree`, the block's polynomial at the point; the
+/// value is `Σ_b partial_b·x^(b·block_len)`, by Horner's rule over the blocks. Returns, for
+/// column `c` and point `p`, `degree` components at `(c·2 + p)·degree`.
+pub fn join_blocks(
+    partials: &[Felt],
+    points: &[Felt],
+    poly_len: usize,
+    block_len: usize,
+    degree: usize,
+) -> Vec<Felt> {
+    let blocks = poly_len / block_len;
+    match degree {
+        1 => join_blocks_in::<Felt>(partials, points, blocks, block_len),
+        2 => join_blocks_in::<QuadExtension<Felt>>(partials, points, blocks, block_len),
+        _ => join_blocks_in::<CubeExtension<Felt>>(partials, points, blocks, block_len),
+    }
+}
+
+fn join_blocks_in<E: FieldElement<BaseField = Felt>>(
+    partials: &[Felt],
+    points: &[Felt],
+    blocks: usize,
+    block_len: usize,
+) -> Vec<Felt> {
+    let partials = E::slice_from_base_elements(partials);
+    let points = E::slice_from_base_elements(points);
+    // x^block_len by products alone, as the host division raises its step
+    let steps: Vec<E> =
+        points.iter().map(|&x| (0..block_len).fold(E::ONE, |power, _| power * x)).collect();
+    let values: Vec<E> = partials
+        .par_chunks(blocks * 2)
+        .flat_map_iter(|column| {
+            let steps = &steps;
+            (0..2).map(move |p| {
+                (0..blocks).rev().fold(E::ZERO, |acc, b| acc * steps[p] + column[b * 2 + p])
+            })
+        })
+        .collect();
+    E::slice_as_base_elements(&values).to_vec()
+}
+
+/// The polynomial length of `segments` and their number of columns, checked against the
+/// backend and the extension degree.
+fn check_segments(
+    segments: &[DeepSegment<'_>],
+    ext_degree: usize,
+    backend: Backend,
+) -> Result<(usize, usize)> {
+    let invalid = |reason: String| Err(GpuError::InvalidDeep(reason));
+    if !(1..=3).contains(&ext_degree) {
+        return invalid(format!("extension degree {ext_degree}; expected 1, 2 or 3"));
+    }
+    let Some(first) = segments.first() else {
+        return invalid("no segments".into());
+    };
+    let poly_len = first.polys.poly_len();
+    let mut columns = 0;
+    for (s, segment) in segments.iter().enumerate() {
+        let polys = segment.polys;
+        if polys.backend() != backend {
+            return invalid(format!("segment {s} is held by {}, not {backend}", polys.backend()));
+        }
+        if polys.poly_len() != poly_len {
+            return invalid(format!(
+                "segment {s} has polynomials of {} coefficients, not {poly_len}",
+                polys.poly_len()
+            ));
+        }
+        if segment.degree != 1 && segment.degree != ext_degree
+            || polys.num_cols() % segment.degree != 0
+        {
+            return invalid(format!(
+                "segment {s}: {} base columns cannot be columns of degree {}",
+                polys.num_cols(),
+                segment.degree
+            ));
+        }
+        columns += polys.num_cols() / segment.degree;
+    }
+    Ok((poly_len, columns))
 }
 
 // HOST COMPUTATION

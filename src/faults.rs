@@ -12,7 +12,7 @@ use winter_math::FieldElement;
 use crate::{
     backend::Backend,
     committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
-    deep::CombineRequest,
+    deep::{CombineRequest, EvaluateRequest},
     error::{GpuError, Result},
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{Digest, HashFunction},
@@ -104,6 +104,11 @@ impl GpuCommitter for FaultyCommitter {
     fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
         self.check()?;
         self.inner.commit_keeping_polys(request)
+    }
+
+    fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<Felt>> {
+        self.check()?;
+        self.inner.evaluate_polys(request)
     }
 
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<Felt>> {

@@ -43,7 +43,7 @@ fn options() -> ProofOptions {
 }
 
 /// The calls of a proof are the main trace, aux trace and constraint commitments, the DEEP
-/// combination where the backend keeps polynomials, and the FRI commit phase (which fails after
+/// evaluation and combination where the backend keeps polynomials, and the FRI commit phase (which fails after
 /// sending its first layer root); each one fails in turn. The proofs run on one rayon thread: Winterfell's concurrent grinding keeps the first nonce any
 /// thread finds, so only then are two correct proofs equal byte for byte.
 #[test]
@@ -63,10 +63,12 @@ fn fall_back_to_identical_proofs() {
                 GpuProver::with_committer(FibProver::<Rpo256>::new(options()), faulty.clone());
             let proof = prover.prove(FibTrace::new(2, 256)).expect("proof with fallback");
             assert!(proof.to_bytes() == expected, "{fault:?} on call {call}: proof differs");
-            assert_eq!(
-                faulty.calls(),
-                calls,
-                "{fault:?} on call {call}: every step reached the backend once"
+            // a commitment recomputed on the CPU keeps no polynomials: the DEEP steps that
+            // would read them run on the host
+            assert!(
+                faulty.calls() <= calls,
+                "{fault:?} on call {call}: {} backend calls, more than a fault-free proof's",
+                faulty.calls()
             );
         }
     }
@@ -100,14 +102,14 @@ fn without_fallback_a_fault_is_a_typed_error_or_a_panic_never_a_proof() {
     }
 }
 
-/// The backend calls of one fault-free proof of `FibTrace::new(2, 256)`: 4, or 5 with the DEEP
-/// combination on a backend that keeps polynomials.
+/// The backend calls of one fault-free proof of `FibTrace::new(2, 256)`: 4, or 6 with the DEEP
+/// evaluation and combination on a backend that keeps polynomials.
 fn calls_of_a_proof() -> usize {
     let counting = Arc::new(FaultyCommitter::new(backend(), Fault::KernelFailure, usize::MAX));
     let prover = GpuProver::with_committer(FibProver::<Rpo256>::new(options()), counting.clone());
     prover.prove(FibTrace::new(2, 256)).expect("fault-free proof");
     let calls = counting.calls();
-    assert!(calls == 4 || calls == 5, "{calls} backend calls in a proof");
+    assert!(calls == 4 || calls == 6, "{calls} backend calls in a proof");
     calls
 }
 

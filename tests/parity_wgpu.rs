@@ -89,7 +89,7 @@ fn wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk() {
         eprintln!("[wgpu, 4 KiB parts] {case:?}");
         common::check_case(&committer, &case, 0xF01D + i as u64);
     }
-    common::check_combine(&committer, 0xC0DE, 6);
+    common::check_deep(&committer, 0xC0DE, 6);
 }
 
 /// The FRI commit phase against winter-fri's: every extension degree, folding factor, blowup

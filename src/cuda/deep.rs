@@ -1,6 +1,8 @@
-//! The DEEP combination over resident polynomials (`cuda/deep.cu`).
+//! The DEEP composition over resident polynomials (`cuda/deep.cu`): the out-of-domain
+//! evaluations and the linear combination.
 //!
-//! `S` accumulates on the GPU that holds the columns being added, in column order: each run of
+//! Evaluations: each run of columns on one GPU (see below) is one launch writing its blocks'
+//! values, which come back to be joined on the host. Combination: `S` accumulates on the GPU that holds the columns being added, in column order: each run of
 //! columns on one GPU is one launch, and when the next run is on another GPU the accumulator
 //! moves there (a peer copy of `S`, a few megabytes). A segment of extension columns whose
 //! components are split between GPUs is first gathered on one of them. Only `S` comes back.
@@ -15,12 +17,12 @@ use super::{
     resident::CudaResident,
 };
 use crate::{
-    deep::CombineRequest,
+    deep::{join_blocks, CombineRequest, DeepSegment, EvaluateRequest, EVALUATION_BLOCK},
     error::{GpuError, Result},
 };
 
-/// Threads per block of the combination kernels.
-const COMBINE_BLOCK: u32 = 256;
+/// Threads per block of the DEEP kernels.
+const DEEP_BLOCK: u32 = 256;
 
 /// Columns of one segment on one GPU, ready for a launch.
 struct Run {
@@ -30,6 +32,58 @@ struct Run {
     /// Columns of the segment's degree.
     num_cols: usize,
 }
+
+// EVALUATION
+// ================================================================================================
+
+/// Every column of `request`'s segments, held by `committer`'s `gpus`, at the request's two
+/// points: for column `c` and point `p`, the components at `(c·2 + p)·degree`.
+pub(super) fn evaluate(
+    gpus: &[Gpu],
+    states: &mut [GpuState],
+    committer: u64,
+    request: &EvaluateRequest<'_>,
+    poly_len: usize,
+) -> Result<Vec<Felt>> {
+    let d = request.ext_degree;
+    let block_len = poly_len.min(EVALUATION_BLOCK);
+    let blocks = poly_len / block_len;
+    let points: Vec<u64> = request.points.iter().map(|x| x.inner()).collect();
+    let mut partials = Vec::new();
+    for segment in request.segments {
+        let (runs, _gathered) =
+            runs(gpus, resident(segment, committer)?, segment.degree, poly_len)?;
+        for run in runs {
+            let gpu = &gpus[run.gpu];
+            let table = gpu.upload_table(&points)?;
+            let words = run.num_cols * blocks * 2 * d;
+            let out = DeviceBuffer::new(&gpu.ctx, words * 8)?;
+            let (mut out_ptr, mut polys, mut x, mut n) =
+                (out.ptr(), run.polys, table.ptr(), poly_len as u64);
+            let (mut cols, mut degree, mut block) =
+                (run.num_cols as u32, segment.degree as u32, block_len as u32);
+            let mut args = kernel_args!(out_ptr, polys, x, n, cols, degree, block);
+            let grid = (run.num_cols * blocks).div_ceil(DEEP_BLOCK as usize) as u32;
+            // SAFETY: arguments match `deep_evaluate_*` of degree `d`: `out` holds
+            // num_cols·blocks·2·d words, `polys` num_cols·degree columns of poly_len, `x` 2·d.
+            unsafe {
+                gpu.kernels.deep_evaluate(d).launch(&gpu.compute, grid, DEEP_BLOCK, &mut args)?
+            };
+            let done = gpu.completion()?;
+            partials.extend(download_vec::<Felt>(
+                gpu,
+                &mut states[run.gpu],
+                out.ptr(),
+                words,
+                &done,
+            )?);
+        }
+    }
+    Ok(join_blocks(&partials, request.points, poly_len, block_len, d))
+}
+
+// COMBINATION
+// ================================================================================================
 
 /// `S = Σ kᵢ·Tᵢ` over `request`'s segments, held by `committer`'s `gpus`; `S` as `poly_len`
 /// elements of the request's degree, components interleaved.
@@ -47,11 +101,7 @@ pub(super) fn combine(
     let mut acc: Option<(usize, DeviceBuffer)> = None;
     let mut coefficients = request.coefficients;
     for segment in request.segments {
-        let resident = segment.polys.storage::<CudaResident>().filter(|r| r.committer == committer);
-        let resident = resident.ok_or_else(|| {
-            GpuError::InvalidDeep("a segment's polynomials are not held by this committer".into())
-        })?;
-        let (runs, gathered) = runs(gpus, resident, segment.degree, poly_len)?;
+        let (runs, gathered) = runs(gpus, resident(segment, committer)?, segment.degree, poly_len)?;
         keep.extend(gathered);
         for run in runs {
             let gpu = &gpus[run.gpu];
@@ -81,11 +131,11 @@ pub(super) fn combine(
             let (mut cols, mut degree) = (run.num_cols as u32, segment.degree as u32);
             let mut init = init;
             let mut args = kernel_args!(out, polys, k, n, cols, degree, init);
-            let grid = poly_len.div_ceil(COMBINE_BLOCK as usize) as u32;
+            let grid = poly_len.div_ceil(DEEP_BLOCK as usize) as u32;
             // SAFETY: arguments match `deep_combine_*` of degree `d`: `out` holds poly_len·d
             // words, `polys` num_cols·degree columns of poly_len, `k` num_cols·d words.
             unsafe {
-                gpu.kernels.deep_combine(d).launch(&gpu.compute, grid, COMBINE_BLOCK, &mut args)?
+                gpu.kernels.deep_combine(d).launch(&gpu.compute, grid, DEEP_BLOCK, &mut args)?
             };
             keep.push(table);
             acc = Some((run.gpu, target));
@@ -96,6 +146,14 @@ pub(super) fn combine(
     let sum = download_vec(&gpus[g], &mut states[g], buffer.ptr(), poly_len * d, &done)?;
     drop(keep);
     Ok(sum)
+}
+
+/// The segment's storage, if `committer` holds it.
+fn resident<'a>(segment: &DeepSegment<'a>, committer: u64) -> Result<&'a CudaResident> {
+    let resident = segment.polys.storage::<CudaResident>().filter(|r| r.committer == committer);
+    resident.ok_or_else(|| {
+        GpuError::InvalidDeep("a segment's polynomials are not held by this committer".into())
+    })
 }
 
 /// The launches of one segment: its shares where every share holds whole columns of `degree`,

@@ -30,6 +30,7 @@ pub(super) struct Kernels {
     pub fri_to_slots: Kernel,
     fri_fold: [Kernel; 3],
     deep_combine: [Kernel; 3],
+    deep_evaluate: [Kernel; 3],
 }
 
 impl Kernels {
@@ -57,6 +58,11 @@ impl Kernels {
                 k("deep_combine_quadratic")?,
                 k("deep_combine_cubic")?,
             ],
+            deep_evaluate: [
+                k("deep_evaluate_base")?,
+                k("deep_evaluate_quadratic")?,
+                k("deep_evaluate_cubic")?,
+            ],
         })
     }
 
@@ -68,6 +74,11 @@ impl Kernels {
     /// The DEEP combination kernel for a sum of `ext_degree` (1, 2 or 3) base components.
     pub(super) fn deep_combine(&self, ext_degree: usize) -> &Kernel {
         &self.deep_combine[ext_degree - 1]
+    }
+
+    /// The DEEP evaluation kernel for points of `ext_degree` (1, 2 or 3) base components.
+    pub(super) fn deep_evaluate(&self, ext_degree: usize) -> &Kernel {
+        &self.deep_evaluate[ext_degree - 1]
     }
 
     /// The row-hashing kernel for `hash` (one of [`HASHES`], as the trait methods check), whole

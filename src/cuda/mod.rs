@@ -24,7 +24,7 @@
 //! - `commit`: one commitment over the GPUs, their exchange of LDE rows, the passes;
 //! - `assemble`: the results on the host (their memory, downloads and assembly);
 //! - `resident`: polynomials kept on the GPUs after a commitment;
-//! - `deep`: the DEEP combination over resident polynomials;
+//! - `deep`: the DEEP evaluations and combination over resident polynomials;
 //! - `fri`: the FRI commit phase (DEEP evaluation, layer commitments and folding) on the first GPU;
 //! - `standalone`: the trait's single stages (`hash_rows`, `build_tree`) on the first GPU;
 //! - `timeline`: stage times from events.
@@ -68,7 +68,7 @@ use crate::{
         check_hash, check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows,
         ResidentPolys, RowHashing, Shape,
     },
-    deep::CombineRequest,
+    deep::{CombineRequest, EvaluateRequest},
     error::Result,
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{blake3_tables::check_row_width, Digest, HashFunction},
@@ -294,6 +294,13 @@ impl GpuCommitter for CudaCommitter {
 
     fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
         self.commit_on_gpus(request, true)
+    }
+
+    fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
+        let poly_len = request.validate(Backend::Cuda)?;
+        let _span = tracing::info_span!("cuda.deep_evaluate", rows = poly_len).entered();
+        let mut states = self.states();
+        deep::evaluate(&self.gpus, &mut states, self.id, request, poly_len)
     }
 
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {

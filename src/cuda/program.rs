@@ -65,7 +65,7 @@ const FRI: &str = include_str!("../../cuda/fri.cu");
 const DEEP: &str = include_str!("../../cuda/deep.cu");
 
 /// Every kernel the backend launches.
-pub const KERNELS: [&str; 25] = [
+pub const KERNELS: [&str; 28] = [
     "ntt_pass",
     "scale_coefficients",
     "hash_rows_rpo",
@@ -91,6 +91,9 @@ pub const KERNELS: [&str; 25] = [
     "deep_combine_base",
     "deep_combine_quadratic",
     "deep_combine_cubic",
+    "deep_evaluate_base",
+    "deep_evaluate_quadratic",
+    "deep_evaluate_cubic",
 ];
 
 // SOURCE

@@ -9,7 +9,10 @@
 
 use miden_crypto::Felt;
 use tracing::{debug, info_span, warn};
-use winter_air::{Air, AuxRandElements, DeepCompositionCoefficients, FieldExtension};
+use winter_air::{
+    proof::{QuotientOodFrame, TraceOodFrame},
+    Air, AuxRandElements, DeepCompositionCoefficients, FieldExtension,
+};
 use winter_crypto::ElementHasher;
 use winter_math::{
     fft,
@@ -31,7 +34,7 @@ use super::{
 use crate::{
     committer::GpuCommitter,
     cpu::CpuCommitter,
-    deep::{CombineRequest, DeepSegment},
+    deep::{CombineRequest, DeepSegment, EvaluateRequest},
     error::{GpuError, Result},
     fri::{FriLayers, FriRequest},
     hash::{Digest, GpuHasher},
@@ -128,14 +131,22 @@ where
             });
 
         // 4 ----- DEEP composition polynomial ----------------------------------------------------
+        let main_width = trace_polys.main_trace_polys().count();
         let deep_poly = info_span!(stages::DEEP_BUILD).in_scope(|| {
             let z = channel.get_ood_point();
-            let (ood_trace, ood_quotients) = info_span!("deep.ood_frame")
-                .in_scope(|| ood_frames(&trace_polys, &composition_poly, z));
+            let segments = self.resident_segments(&trace_lde, &constraint_commitment);
+            let (ood_trace, ood_quotients) = info_span!("deep.ood_frame").in_scope(|| {
+                segments
+                    .as_deref()
+                    .and_then(|segments| self.ood_frames_on_backend(segments, z, main_width))
+                    .unwrap_or_else(|| ood_frames(&trace_polys, &composition_poly, z))
+            });
             channel.send_ood_evaluations(&ood_trace, &ood_quotients);
             let coefficients = channel.get_deep_composition_coeffs();
             let sum = info_span!("deep.combine").in_scope(|| {
-                self.deep_sum(&trace_lde, &constraint_commitment, &coefficients)
+                segments
+                    .as_deref()
+                    .and_then(|segments| self.deep_sum_on_backend(segments, &coefficients))
                     .unwrap_or_else(|| host_sum(&trace_polys, &composition_poly, &coefficients))
             });
             deep_composition_poly(sum, &ood_trace, &ood_quotients, &coefficients, z)
@@ -176,47 +187,97 @@ where
         Ok(channel.build_proof(trace_queries, constraint_queries, fri_proof, query_positions.len()))
     }
 
-    /// `S = Σ kᵢ·Tᵢ` on the backend, from the polynomials its commitments kept; `None` (the host
-    /// computes it) when the DEEP composition stays on the CPU, a segment's polynomials were not
-    /// kept, or the backend fails and may fall back.
-    fn deep_sum<E: FieldElement<BaseField = Felt>>(
+    /// The segments whose polynomials the backend kept (main trace, auxiliary trace, composition
+    /// polynomial), for the DEEP composition on the backend; `None` (the host computes it) when
+    /// the DEEP composition stays on the CPU or a segment's polynomials were not kept.
+    fn resident_segments<'a, E: FieldElement<BaseField = Felt>>(
         &self,
-        trace_lde: &GpuTraceLde<E, P::HashFn>,
-        constraints: &GpuConstraintCommitment<E, P::HashFn>,
-        coefficients: &DeepCompositionCoefficients<E>,
-    ) -> Option<Vec<E>> {
+        trace_lde: &'a GpuTraceLde<E, P::HashFn>,
+        constraints: &'a GpuConstraintCommitment<E, P::HashFn>,
+    ) -> Option<Vec<DeepSegment<'a>>> {
         if self.fri_placement != FriPlacement::Backend {
             return None;
         }
         let degree = E::EXTENSION_DEGREE;
         let mut segments = Vec::with_capacity(3);
         for (s, polys) in trace_lde.resident_polys().iter().enumerate() {
-            segments.push(DeepSegment {
-                polys: polys.as_ref()?,
-                degree: if s == 0 { 1 } else { degree },
-            });
+            let polys = polys.as_ref()?;
+            segments.push(DeepSegment { polys, degree: if s == 0 { 1 } else { degree } });
         }
         segments.push(DeepSegment { polys: constraints.resident_polys()?, degree });
+        Some(segments)
+    }
+
+    /// The out-of-domain frame on the backend: every polynomial of `segments` at `z` and `gz`
+    /// (the first `main_width` columns are the main trace's); `None` if the backend cannot.
+    fn ood_frames_on_backend<E: FieldElement<BaseField = Felt>>(
+        &self,
+        segments: &[DeepSegment<'_>],
+        z: E,
+        main_width: usize,
+    ) -> Option<(TraceOodFrame<E>, QuotientOodFrame<E>)> {
+        let n = segments[0].polys.poly_len();
+        let gz = z * E::from(Felt::get_root_of_unity(n.ilog2()));
+        let points = [z, gz];
+        let request = EvaluateRequest {
+            segments,
+            ext_degree: E::EXTENSION_DEGREE,
+            points: E::slice_as_base_elements(&points),
+        };
+        let values = self.on_backend("the out-of-domain frame", |c| c.evaluate_polys(&request))?;
+        let values = E::slice_from_base_elements(&values);
+        let (current, next): (Vec<E>, Vec<E>) =
+            values.chunks_exact(2).map(|pair| (pair[0], pair[1])).unzip();
+        let quotient_cols = segments.last()?.polys.num_cols() / E::EXTENSION_DEGREE;
+        let trace_cols = current.len() - quotient_cols;
+        let trace = TraceOodFrame::new(
+            current[..trace_cols].to_vec(),
+            next[..trace_cols].to_vec(),
+            main_width,
+        );
+        let quotients =
+            QuotientOodFrame::new(current[trace_cols..].to_vec(), next[trace_cols..].to_vec());
+        Some((trace, quotients))
+    }
+
+    /// `S = Σ kᵢ·Tᵢ` on the backend over `segments`; `None` if the backend cannot.
+    fn deep_sum_on_backend<E: FieldElement<BaseField = Felt>>(
+        &self,
+        segments: &[DeepSegment<'_>],
+        coefficients: &DeepCompositionCoefficients<E>,
+    ) -> Option<Vec<E>> {
         let k: Vec<E> =
             coefficients.trace.iter().chain(&coefficients.constraints).copied().collect();
         let request = CombineRequest {
-            segments: &segments,
-            ext_degree: degree,
+            segments,
+            ext_degree: E::EXTENSION_DEGREE,
             coefficients: E::slice_as_base_elements(&k),
         };
+        let sum = self.on_backend("the DEEP combination", |c| c.combine_polys(&request))?;
+        Some(E::slice_from_base_elements(&sum).to_vec())
+    }
+
+    /// Runs one step of the DEEP composition on the backend: `None` (the host computes it) if
+    /// the backend does not implement it, or fails and may fall back; panics with the typed
+    /// error if it fails without fallback.
+    fn on_backend<T>(
+        &self,
+        step: &str,
+        job: impl FnOnce(&dyn GpuCommitter) -> Result<T>,
+    ) -> Option<T> {
         let committer = self.committer.committer.as_ref();
-        match committer.combine_polys(&request) {
-            Ok(sum) => Some(E::slice_from_base_elements(&sum).to_vec()),
+        match job(committer) {
+            Ok(value) => Some(value),
             Err(error @ GpuError::Unsupported { .. }) => {
-                debug!(%error, "combining on the host");
+                debug!(%error, "{step} on the host");
                 None
             },
             Err(error) if self.committer.cpu_fallback => {
                 warn!(backend = %committer.backend(), %error,
-                    "backend failed; combining the DEEP polynomial on the host");
+                    "backend failed; computing {step} on the host");
                 None
             },
-            Err(error) => panic!("DEEP combination failed: {error}"),
+            Err(error) => panic!("{step} failed: {error}"),
         }
     }
 

@@ -1,8 +1,9 @@
-//! Resident polynomials and the DEEP combination over them (`deep.wgsl`).
+//! Resident polynomials and the DEEP composition over them (`deep.wgsl`).
 //!
 //! A commitment's coefficient array stays on the device when the prover asks for it: it is the
-//! array the LDE was computed from, so keeping it costs no copy. The combination adds one
-//! column per dispatch into `S`, in column order, and downloads `S` alone.
+//! array the LDE was computed from, so keeping it costs no copy. The out-of-domain evaluation
+//! computes blocks of each column at both points (the host joins them); the combination adds
+//! one column per dispatch into `S`, in column order, and downloads `S` alone.
 
 use std::sync::{
     atomic::{AtomicU64, Ordering},
@@ -21,7 +22,7 @@ use super::{
     Engine,
 };
 use crate::{
-    deep::CombineRequest,
+    deep::{join_blocks, CombineRequest, DeepSegment, EvaluateRequest, EVALUATION_BLOCK},
     error::{GpuError, Result},
 };
 
@@ -36,6 +37,9 @@ struct DeepParams {
     degree: u32,
     init: u32,
     k: [[u32; 2]; 3],
+    x1: [[u32; 2]; 3],
+    block_len: u32,
+    _pad: u32,
 }
 
 // RESIDENT POLYNOMIALS
@@ -63,6 +67,125 @@ impl Drop for WgpuResident {
     fn drop(&mut self) {
         self.held.fetch_sub(self.array.len * FELT_BYTES, Ordering::SeqCst);
     }
+}
+
+/// The segment's storage, if committer `committer` holds it.
+fn resident<'a>(segment: &DeepSegment<'a>, committer: u64) -> Result<&'a WgpuResident> {
+    let resident = segment.polys.storage::<WgpuResident>();
+    resident.filter(|r| r.committer == committer).ok_or_else(|| {
+        GpuError::InvalidDeep("a segment's polynomials are not held by this committer".into())
+    })
+}
+
+/// The Montgomery words of an element's components as (low, high), zero past its degree.
+fn element_words(components: &[Felt]) -> [[u32; 2]; 3] {
+    let mut words = [[0; 2]; 3];
+    for (w, value) in words.iter_mut().zip(components) {
+        let word = value.inner();
+        *w = [word as u32, (word >> 32) as u32];
+    }
+    words
+}
+
+/// The elements of component `c` (0, 1, 2; past the column's degree, component 0 again) of
+/// column `col` of a segment of `degree`, from coefficient `first` on: their part and index.
+fn component_sources(
+    array: &Chunked,
+    n: u64,
+    col: u64,
+    degree: u64,
+    first: u64,
+) -> ([u32; 3], Vec<&::wgpu::Buffer>) {
+    let mut src = [0; 3];
+    let mut buffers = Vec::with_capacity(4);
+    for (c, offset) in src.iter_mut().enumerate() {
+        let (buffer, index) = array.locate((col * degree + c as u64 % degree) * n + first);
+        *offset = index;
+        buffers.push(buffer);
+    }
+    (src, buffers)
+}
+
+// EVALUATION
+// ================================================================================================
+
+/// Every column of `request`'s segments, held by committer `committer`, at the request's two
+/// points: for column `c` and point `p`, the components at `(c·2 + p)·degree`.
+pub(super) fn evaluate(
+    engine: &Engine<'_>,
+    committer: u64,
+    request: &EvaluateRequest<'_>,
+    poly_len: usize,
+) -> Result<Vec<Felt>> {
+    let d = request.ext_degree as u64;
+    let n = poly_len as u64;
+    let device = &engine.ctx.device;
+    let mut columns = Vec::with_capacity(request.segments.len());
+    for segment in request.segments {
+        let resident = resident(segment, committer)?;
+        columns.push((resident, segment.degree as u64));
+    }
+    let part_len = columns.iter().map(|(r, _)| r.array.part_len).min().unwrap_or(n);
+    let block_len = n.min(EVALUATION_BLOCK as u64).min(part_len);
+    let blocks = n / block_len;
+    let total_cols: u64 = columns.iter().map(|(r, degree)| r.array.len / n / degree).sum();
+    // block values in parts of whole blocks (2 values of d components each)
+    let out_part = 1u64 << (engine.sizes.felts() / (2 * d)).ilog2();
+    let out = Chunked::new(engine.pool, device, total_cols * blocks, 2 * d * FELT_BYTES, out_part);
+    let values = (total_cols * blocks * 2 * d) as usize;
+    let mut sinks = Sinks::default();
+    sinks.felts.push(zeroed(values));
+    sinks.records.push(RecordSink {
+        store: Store::Felts(0),
+        start: 0,
+        record_len: 2 * d as usize,
+        groups: 1,
+        group_len: (total_cols * blocks) as usize,
+    });
+    let mut stream = Stream::new(engine, Box::new(move || Ok(sinks)));
+    let x0 = element_words(&request.points[..d as usize]);
+    let x1 = element_words(&request.points[d as usize..]);
+    info_span!("wgpu.deep_evaluate", rows = poly_len).in_scope(|| {
+        let mut block0 = 0;
+        for (resident, degree) in columns {
+            let array = &resident.array;
+            // runs of blocks inside one part of the array and one part of the output
+            let run_blocks = blocks.min(array.part_len / block_len).min(out_part).max(1);
+            for col in 0..array.len / n / degree {
+                for first_block in (0..blocks).step_by(run_blocks as usize) {
+                    let (src, mut buffers) =
+                        component_sources(array, n, col, degree, first_block * block_len);
+                    let (out_buffer, out_first) = out.locate(block0 + first_block);
+                    buffers.push(out_buffer);
+                    let params = DeepParams {
+                        count: run_blocks as u32,
+                        first: out_first * (2 * d) as u32,
+                        src,
+                        col_degree: degree as u32,
+                        degree: d as u32,
+                        k: x0,
+                        x1,
+                        block_len: block_len as u32,
+                        ..DeepParams::default()
+                    };
+                    stream.batch().dispatch_items(
+                        Kernel::DeepEvaluate,
+                        &params,
+                        &buffers,
+                        run_blocks,
+                    );
+                }
+                block0 += blocks;
+            }
+        }
+    });
+    download_array(&mut stream, &out, 2 * d * FELT_BYTES, |first| Target::Records {
+        sink: 0,
+        first,
+    })?;
+    let mut sinks = stream.finish()?;
+    let partials = sinks.felts.pop().unwrap_or_default();
+    Ok(join_blocks(&partials, request.points, poly_len, block_len as usize, d as usize))
 }
 
 // COMBINATION
@@ -97,33 +220,16 @@ pub(super) fn combine(
     let mut init = 1;
     info_span!("wgpu.deep_combine", rows = poly_len).in_scope(|| {
         for segment in request.segments {
-            let resident = segment.polys.storage::<WgpuResident>();
-            let resident = resident.filter(|r| r.committer == committer).ok_or_else(|| {
-                GpuError::InvalidDeep(
-                    "a segment's polynomials are not held by this committer".into(),
-                )
-            })?;
-            let array = &resident.array;
+            let array = &resident(segment, committer)?.array;
             let degree = segment.degree as u64;
             // runs of coefficients that stay in one part of the array for every component, and
             // in one part of S
             let run = n.min(array.part_len).min(sum_part);
             for col in 0..segment.polys.num_cols() as u64 / degree {
                 let k = coefficients.next().expect("validated: one coefficient per column");
-                let mut k_words = [[0; 2]; 3];
-                for (words, value) in k_words.iter_mut().zip(k) {
-                    let word = value.inner();
-                    *words = [word as u32, (word >> 32) as u32];
-                }
+                let k_words = element_words(k);
                 for first in (0..n).step_by(run as usize) {
-                    let mut src = [0; 3];
-                    let mut buffers = Vec::with_capacity(4);
-                    for (c, offset) in src.iter_mut().enumerate() {
-                        let component = col * degree + c as u64 % degree;
-                        let (buffer, index) = array.locate(component * n + first);
-                        *offset = index;
-                        buffers.push(buffer);
-                    }
+                    let (src, mut buffers) = component_sources(array, n, col, degree, first);
                     let (sum_buffer, sum_first) = sum.locate(first);
                     buffers.push(sum_buffer);
                     let params = DeepParams {
@@ -134,6 +240,7 @@ pub(super) fn combine(
                         degree: d as u32,
                         init,
                         k: k_words,
+                        ..DeepParams::default()
                     };
                     stream.batch().dispatch_items(Kernel::DeepCombine, &params, &buffers, run);
                 }

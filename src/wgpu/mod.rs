@@ -30,7 +30,7 @@ use crate::{
     committer::{
         check_hash, CommitRequest, Commitment, GpuCommitter, LdeRows, ResidentPolys, RowHashing,
     },
-    deep::CombineRequest,
+    deep::{CombineRequest, EvaluateRequest},
     error::Result,
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{blake3_tables::check_row_width, Digest, HashFunction},
@@ -252,6 +252,11 @@ impl GpuCommitter for WgpuCommitter {
 
     fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
         self.commit_on_device(request, true)
+    }
+
+    fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
+        let poly_len = request.validate(Backend::Wgpu)?;
+        self.run(|engine| deep::evaluate(engine, self.id, request, poly_len))
     }
 
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {

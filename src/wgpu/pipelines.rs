@@ -44,6 +44,8 @@ pub(super) enum Kernel {
     FriFold,
     /// One column added into the DEEP combination.
     DeepCombine,
+    /// Blocks of one column at the DEEP composition's out-of-domain points.
+    DeepEvaluate,
 }
 
 impl Kernel {
@@ -58,7 +60,12 @@ impl Kernel {
         ];
         kernels.extend(HASHES.map(Kernel::HashRows));
         kernels.extend(HASHES.map(Kernel::MergeNodes));
-        kernels.extend([Kernel::FriRows, Kernel::FriFold, Kernel::DeepCombine]);
+        kernels.extend([
+            Kernel::FriRows,
+            Kernel::FriFold,
+            Kernel::DeepCombine,
+            Kernel::DeepEvaluate,
+        ]);
         kernels
     }
 
@@ -71,7 +78,7 @@ impl Kernel {
             Kernel::HashRows(hash) => Module::HashRows(hash),
             Kernel::MergeNodes(hash) => Module::Merkle(hash),
             Kernel::FriRows | Kernel::FriFold => Module::Fri,
-            Kernel::DeepCombine => Module::Deep,
+            Kernel::DeepCombine | Kernel::DeepEvaluate => Module::Deep,
         }
     }
 
@@ -87,6 +94,7 @@ impl Kernel {
             Kernel::FriRows => "fri_rows",
             Kernel::FriFold => "fri_fold",
             Kernel::DeepCombine => "deep_combine",
+            Kernel::DeepEvaluate => "deep_evaluate",
         }
     }
 
@@ -101,7 +109,7 @@ impl Kernel {
             Kernel::ToRows | Kernel::FriRows => &[Read, ReadWrite],
             Kernel::HashRows(_) => &[Read, ReadWrite, ReadWrite],
             Kernel::MergeNodes(_) => &[Read, Read, ReadWrite],
-            Kernel::DeepCombine => &[Read, Read, Read, ReadWrite],
+            Kernel::DeepCombine | Kernel::DeepEvaluate => &[Read, Read, Read, ReadWrite],
         }
     }
 

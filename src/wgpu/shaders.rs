@@ -70,7 +70,7 @@ pub(super) enum Module {
     Merkle(HashFunction),
     /// `fri_rows`, `fri_fold`.
     Fri,
-    /// `deep_combine`.
+    /// `deep_combine`, `deep_evaluate`.
     Deep,
 }
 

@@ -23,7 +23,7 @@ use miden_crypto::{
 };
 use miden_gpu::{
     commit_composition, commit_trace_segment,
-    deep::{combine_on_host, CombineRequest, DeepSegment},
+    deep::{combine_on_host, CombineRequest, DeepSegment, EvaluateRequest},
     fri::FriRequest,
     Backend, CommitRequest, CpuCommitter, Digest, GpuCommitter, GpuError, GpuHasher, HashFunction,
     LdeRows, PolyInput, RowHashing, SegmentCommitment,
@@ -34,7 +34,7 @@ use winter_crypto::{build_merkle_nodes, MerkleTree};
 use winter_math::{
     fft,
     fields::{CubeExtension, QuadExtension},
-    FieldElement, StarkField,
+    polynom, FieldElement, StarkField,
 };
 use winter_prover::{
     matrix::{ColMatrix, RowMatrix},
@@ -127,7 +127,7 @@ pub fn run_parity_suite(
     check_hash_rows(committer, seed, hashes);
     check_inexact_rows(committer, hashes);
     check_build_tree(committer, seed, hashes);
-    check_combine(committer, seed, 12);
+    check_deep(committer, seed, 12);
 }
 
 /// Checks one case against Winterfell.
@@ -481,12 +481,13 @@ pub fn check_fri(committer: &dyn GpuCommitter, cases: &[FriCase], seed: u64) {
 // DEEP COMBINATION
 // ================================================================================================
 
-/// `count` random DEEP combinations over polynomials the committer kept from its commitments
+/// `count` random DEEP compositions over polynomials the committer kept from its commitments
 /// (a main segment of base columns, an optional auxiliary segment and a composition polynomial
-/// committed from its evaluations, in the base field and both extensions), against
-/// [`combine_on_host`] over the CPU backend's polynomials; then malformed requests. A backend
-/// that keeps no polynomials (the CPU) must say so with `None` and `Unsupported`.
-pub fn check_combine(committer: &dyn GpuCommitter, seed: u64, count: usize) {
+/// committed from its evaluations, in the base field and both extensions): the evaluations at
+/// two random points against winter_math's `polynom::eval`, and the combination against
+/// [`combine_on_host`], both over the CPU backend's polynomials; then malformed requests. A
+/// backend that keeps no polynomials (the CPU) must say so with `None`.
+pub fn check_deep(committer: &dyn GpuCommitter, seed: u64, count: usize) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0xDEE9);
     for i in 0..count {
         let d = [1, 2, 3][i % 3];
@@ -561,6 +562,22 @@ pub fn check_combine(committer: &dyn GpuCommitter, seed: u64, count: usize) {
         if let Some(x) = first_difference(&got, &want) {
             panic!("{label}: element {} (component {}) differs", x / d, x % d);
         }
+        let points: Vec<Felt> = (0..2 * d).map(|_| random_felt(&mut rng)).collect();
+        let request_at = EvaluateRequest { segments: &segments, ext_degree: d, points: &points };
+        let got = committer
+            .evaluate_polys(&request_at)
+            .unwrap_or_else(|e| panic!("{label}: evaluate: {e}"));
+        let want = match d {
+            1 => host_evaluations::<Felt>(&host_polys, &points),
+            2 => host_evaluations::<QuadExtension<Felt>>(&host_polys, &points),
+            _ => host_evaluations::<CubeExtension<Felt>>(&host_polys, &points),
+        };
+        if let Some(x) = first_difference(&got, &want) {
+            let (column, point) = (x / d / 2, x / d % 2);
+            panic!("{label}: column {column} at point {point} differs (component {})", x % d);
+        }
+        let one_point = EvaluateRequest { points: &points[d..], ..request_at };
+        assert!(matches!(committer.evaluate_polys(&one_point), Err(GpuError::InvalidDeep(_))));
         // malformed: a coefficient short, a segment degree the columns do not divide into
         let short = CombineRequest { coefficients: &k[1..], ..request };
         assert!(matches!(committer.combine_polys(&short), Err(GpuError::InvalidDeep(_))));
@@ -582,6 +599,27 @@ pub fn check_combine(committer: &dyn GpuCommitter, seed: u64, count: usize) {
         })
         .expect("CPU commitment");
     assert!(cpu.resident.is_none());
+}
+
+/// Every column at both points by `polynom::eval` (main columns in the base field, the others
+/// grouped into columns of their degree): for column `c` and point `p`, at `(c·2 + p)·degree`.
+fn host_evaluations<E: FieldElement<BaseField = Felt>>(
+    segments: &[(Vec<Vec<Felt>>, usize)],
+    points: &[Felt],
+) -> Vec<Felt> {
+    let points = E::slice_from_base_elements(points);
+    let (main, ext) = segments.split_first().expect("a main segment");
+    let n = main.0[0].len();
+    let mut values: Vec<E> = Vec::new();
+    for poly in &main.0 {
+        values.extend(points.iter().map(|&x| polynom::eval(poly, x)));
+    }
+    for group in ext.iter().flat_map(|(polys, _)| polys.chunks(E::EXTENSION_DEGREE)) {
+        let flat: Vec<Felt> = (0..n).flat_map(|i| group.iter().map(move |c| c[i])).collect();
+        let poly = E::slice_from_base_elements(&flat);
+        values.extend(points.iter().map(|&x| polynom::eval(poly, x)));
+    }
+    E::slice_as_base_elements(&values).to_vec()
 }
 
 fn as_slices(columns: &[Vec<Felt>]) -> Vec<&[Felt]> {
