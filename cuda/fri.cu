@@ -116,3 +116,12 @@ __device__ __forceinline__ void fold_row(u64* out, const u64* in, u64 rows, u32 
 FRI_FOLD_KERNEL(fri_fold_base, 1)
 FRI_FOLD_KERNEL(fri_fold_quadratic, 2)
 FRI_FOLD_KERNEL(fri_fold_cubic, 3)
+
+// QUERIES
+// ================================================================================================
+
+/// out[t] = src[indices[t]] for t < count: the words of queried rows and their Merkle paths.
+extern "C" __global__ void gather_words(u64* out, const u64* src, const u64* indices, u64 count) {
+    const u64 t = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    if (t < count) out[t] = src[indices[t]];
+}

@@ -40,6 +40,9 @@ pub struct FriRequest<'a> {
     pub num_layers: usize,
     /// Hash for the layer leaves (`hash_elements` of a row) and Merkle trees.
     pub hash: HashFunction,
+    /// Keep the layers in device memory and open them there ([`FriLayers::kept`]) rather than
+    /// download them whole, where the backend can.
+    pub keep_layers: bool,
 }
 
 /// The validated shape of a [`FriRequest`].
@@ -102,7 +105,7 @@ impl FriRequest<'_> {
 // RESULT
 // ================================================================================================
 
-/// One committed FRI layer.
+/// One committed FRI layer, on the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FriLayer {
     /// The layer's evaluations as `folding_factor · ext_degree` columns of `num_rows` base
@@ -128,15 +131,84 @@ impl FriLayer {
         let width = self.columns.len() / self.num_rows;
         (0..width).map(|c| self.columns[c * self.num_rows + i]).collect()
     }
+
+    /// The rows and authentication paths at `positions` (each below `num_rows`).
+    pub fn open(&self, positions: &[usize]) -> LayerOpening {
+        LayerOpening {
+            rows: positions.iter().map(|&p| self.row(p)).collect(),
+            paths: positions
+                .iter()
+                .map(|&p| {
+                    let path = path_indices(p, self.num_rows);
+                    let mut siblings = vec![self.leaves[p ^ 1]];
+                    siblings.extend(path.map(|node| self.nodes[node]));
+                    (self.leaves[p], siblings)
+                })
+                .collect(),
+        }
+    }
 }
 
 /// The committed layers and what remains after the last fold.
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FriLayers {
-    /// The layers, first (the DEEP evaluations) first.
+    /// The layers, first (the DEEP evaluations) first, on the host; empty when they are kept
+    /// on the device.
     pub layers: Vec<FriLayer>,
+    /// The layers kept in the backend's memory, if the request asked for it and the backend
+    /// keeps them.
+    pub kept: Option<Box<dyn KeptLayers>>,
     /// The evaluations left after the last fold, in natural order, components interleaved.
     pub remainder: Vec<Felt>,
+}
+
+impl FriLayers {
+    /// Layer `layer`'s rows and authentication paths at `positions`, from wherever it is.
+    pub fn open(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
+        match &self.kept {
+            Some(kept) => kept.open(layer, positions),
+            None => Ok(self.layers[layer].open(positions)),
+        }
+    }
+}
+
+impl std::fmt::Debug for FriLayers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FriLayers")
+            .field("layers", &self.layers.len())
+            .field("kept", &self.kept.is_some())
+            .field("remainder", &self.remainder.len())
+            .finish()
+    }
+}
+
+// OPENINGS
+// ================================================================================================
+
+/// One layer opened at query positions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerOpening {
+    /// Each position's row, base elements slot by slot.
+    pub rows: Vec<Vec<Felt>>,
+    /// Each position's leaf and authentication path, as `winter_crypto::MerkleTree::prove`
+    /// gives them: the sibling leaf, then the sibling of each node up to the root's children.
+    pub paths: Vec<(Digest, Vec<Digest>)>,
+}
+
+/// FRI layers in a backend's memory, opened there: only the queried rows and the nodes of
+/// their paths come back.
+pub trait KeptLayers: Send + Sync {
+    /// Layer `layer`'s rows and authentication paths at `positions` (each below its row count).
+    fn open(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening>;
+}
+
+/// The node indices of position `p`'s authentication path above the leaves, in a tree of
+/// `leaves` leaves in Winterfell's layout (node `i`'s children are `2i` and `2i + 1`, the
+/// leaves below `leaves`): the sibling of each node from the leaves' parent up to the root's
+/// children.
+pub fn path_indices(p: usize, leaves: usize) -> impl Iterator<Item = usize> {
+    std::iter::successors(Some((p + leaves) >> 1), |&i| Some(i >> 1))
+        .take_while(|&i| i > 1)
+        .map(|i| i ^ 1)
 }
 
 /// The verifier's side of the commit phase: takes a layer root, returns `alpha`'s base-field

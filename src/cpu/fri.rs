@@ -54,7 +54,11 @@ fn commit<E: FieldElement<BaseField = Felt>>(
         }?;
         layers.push(layer);
     }
-    Ok(FriLayers { layers, remainder: E::slice_as_base_elements(&evaluations).to_vec() })
+    Ok(FriLayers {
+        layers,
+        kept: None,
+        remainder: E::slice_as_base_elements(&evaluations).to_vec(),
+    })
 }
 
 /// Commits to one layer as winter-fri's `build_layer` does, and replaces `evaluations` with the

@@ -3,8 +3,11 @@
 //!
 //! The DEEP coefficients go up once; the evaluations stay on the device from layer to layer.
 //! Per layer: hash the rows into leaves, build the tree, read the root back for the channel's
-//! `alpha`, fold into the next layer (two buffers, alternating), and download the layer
-//! (columns, leaves, nodes) for the query phase while the next one is computed.
+//! `alpha`, and fold into the next layer. The layers stay on the device for the query phase,
+//! which gathers the queried rows and their Merkle paths there (`gather_words`) and downloads
+//! those alone; a request that does not keep them downloads each layer whole.
+
+use std::sync::Arc;
 
 use miden_crypto::Felt;
 use rayon::prelude::*;
@@ -13,6 +16,7 @@ use winter_math::{FieldElement, StarkField};
 
 use super::{
     assemble::download_vec,
+    driver::{bind, DeviceBuffer, DriverResult, Event},
     gpu::{Gpu, GpuState},
     hashing::{merkle_levels, HashRowsArgs},
     launch::kernel_args,
@@ -20,7 +24,10 @@ use super::{
 };
 use crate::{
     error::{GpuError, Result},
-    fri::{FoldingChannel, FriLayer, FriLayers, FriRequest, FriShape},
+    fri::{
+        path_indices, FoldingChannel, FriLayer, FriLayers, FriRequest, FriShape, KeptLayers,
+        LayerOpening,
+    },
     hash::Digest,
 };
 
@@ -32,12 +39,13 @@ const FRI_BLOCK: u32 = 256;
 
 /// Evaluates the DEEP polynomial over the LDE domain and commits to and folds every layer.
 pub(super) fn commit_fri(
-    gpu: &Gpu,
+    gpus: &Arc<Vec<Gpu>>,
     state: &mut GpuState,
     request: &FriRequest<'_>,
     shape: FriShape,
     channel: &mut FoldingChannel<'_>,
 ) -> Result<FriLayers> {
+    let gpu = &gpus[0];
     let FriShape { ext_degree: d, poly_len, domain_len } = shape;
     let folding = request.folding_factor;
     let log_domain = domain_len.ilog2();
@@ -61,27 +69,26 @@ pub(super) fn commit_fri(
     let words = domain_len * d;
     let bufs = &mut state.buffers;
     let coeffs = bufs.source.get(&gpu.ctx, scaled.len() * 8)?;
-    let mut layer = bufs.lde.get(&gpu.ctx, words * 8)?;
-    let mut next = bufs.slab.get(&gpu.ctx, words * 8)?;
-    let leaves = bufs.leaves.get(&gpu.ctx, domain_len / folding * 32)?;
-    let nodes = bufs.nodes.get(&gpu.ctx, domain_len / folding * 32)?;
+    let spread = bufs.slab.get(&gpu.ctx, words * 8)?;
     gpu.upload(&mut state.ring, coeffs, Felt::elements_as_bytes(&scaled))?;
     let _uploaded = gpu.wait_for_uploads()?;
 
     // First layer: bit-reversed spread, DIT NTT, then the slot layout.
     let twiddles = gpu.twiddles(state, log_domain, false)?;
     let rows = domain_len / folding;
+    let mut layer = DeviceBuffer::new(&gpu.ctx, words * 8)?;
     {
         let (mut out, mut input, mut poly_len, mut log_n, mut total) =
-            (next, coeffs, poly_len as u64, log_domain, words as u64);
+            (spread, coeffs, poly_len as u64, log_domain, words as u64);
         let mut args = kernel_args!(out, input, poly_len, log_n, total);
-        // SAFETY: arguments match `fri_spread`; `next` holds `words` words, `coeffs` d·poly_len.
+        // SAFETY: arguments match `fri_spread`; `spread` holds `words` words, `coeffs`
+        // d·poly_len.
         unsafe { gpu.kernels.fri_spread.launch(&gpu.compute, grid(words), FRI_BLOCK, &mut args)? };
     }
-    ntt(gpu, next, d, log_domain, twiddles, false)?;
+    ntt(gpu, spread, d, log_domain, twiddles, false)?;
     {
         let (mut out, mut input, mut log_n, mut rows, mut dd, mut total) =
-            (layer, next, log_domain, rows as u64, d as u32, words as u64);
+            (layer.ptr(), spread, log_domain, rows as u64, d as u32, words as u64);
         let mut args = kernel_args!(out, input, log_n, rows, dd, total);
         // SAFETY: arguments match `fri_to_slots`; both buffers hold `words` words.
         unsafe {
@@ -90,12 +97,15 @@ pub(super) fn commit_fri(
     }
 
     let mut layers = Vec::with_capacity(request.num_layers);
+    let mut kept = Vec::with_capacity(request.num_layers);
     for l in 0..request.num_layers {
         let _span = info_span!("cuda.fri.layer", layer = l).entered();
         let rows = shape.layer_rows(l, folding);
         let width = folding * d;
+        let leaves = DeviceBuffer::new(&gpu.ctx, rows * 32)?;
+        let nodes = DeviceBuffer::new(&gpu.ctx, rows * 32)?;
         HashRowsArgs {
-            src: layer,
+            src: layer.ptr(),
             k_stride: 0,
             t_stride: 1,
             c_stride: rows as u64,
@@ -106,17 +116,16 @@ pub(super) fn commit_fri(
             log_cosets: 0,
             t0: 0,
             t_count: rows as u64,
-            leaves,
+            leaves: leaves.ptr(),
             rows_out: 0,
             t_base: 0,
             row_width: width as u32,
         }
         .launch(gpu, gpu.kernels.hash_rows(request.hash, false))?;
-        merkle_levels(gpu, request.hash, leaves, nodes, rows, 1, &(0..1))?;
+        merkle_levels(gpu, request.hash, leaves.ptr(), nodes.ptr(), rows, 1, &(0..1))?;
         let done = gpu.completion()?;
-        let mut layer_nodes: Vec<Digest> = download_vec(gpu, state, nodes, rows, &done)?;
-        layer_nodes[0] = Digest::ZERO;
-        let alpha = channel(layer_nodes[1]);
+        let root: Vec<Digest> = download_vec(gpu, state, nodes.ptr() + 32, 1, &done)?;
+        let alpha = channel(root[0]);
         if alpha.len() != d {
             return Err(GpuError::InvalidFri(format!(
                 "the channel drew {} components for an element of degree {d}",
@@ -125,11 +134,13 @@ pub(super) fn commit_fri(
         }
 
         let last = l + 1 == request.num_layers;
+        let next_words = rows * d;
+        let next = DeviceBuffer::new(&gpu.ctx, next_words * 8)?;
         let consts = gpu.upload_table(&fold_constants(&alpha, rows * folding, folding))?;
         {
             let (mut out, mut input, mut n_rows, mut f, mut table, mut next_rows) = (
-                next,
-                layer,
+                next.ptr(),
+                layer.ptr(),
                 rows as u64,
                 folding as u32,
                 consts.ptr(),
@@ -143,23 +154,141 @@ pub(super) fn commit_fri(
             };
         }
         let folded = gpu.completion()?;
-        let columns: Vec<Felt> = download_vec(gpu, state, layer, rows * width, &folded)?;
-        let layer_leaves: Vec<Digest> = download_vec(gpu, state, leaves, rows, &folded)?;
-        layers.push(FriLayer { columns, num_rows: rows, leaves: layer_leaves, nodes: layer_nodes });
-        std::mem::swap(&mut layer, &mut next);
+        let committed = KeptLayer { columns: layer, leaves, nodes, rows, width };
+        if request.keep_layers {
+            kept.push(committed);
+        } else {
+            layers.push(committed.download(gpu, state, &folded)?);
+        }
+        layer = next;
         drop(consts);
     }
 
     let remainder_len = shape.layer_rows(request.num_layers - 1, folding) * d;
     let done = gpu.completion()?;
-    let remainder = download_vec(gpu, state, layer, remainder_len, &done)?;
-    Ok(FriLayers { layers, remainder })
+    let remainder = download_vec(gpu, state, layer.ptr(), remainder_len, &done)?;
+    let kept: Option<Box<dyn KeptLayers>> = request
+        .keep_layers
+        .then(|| Box::new(CudaKeptLayers { gpus: gpus.clone(), layers: kept }) as _);
+    Ok(FriLayers { layers, kept, remainder })
 }
 
-/// Device bytes of the phase: the coefficients, two layer buffers, the leaves and the nodes.
+// KEPT LAYERS
+// ================================================================================================
+
+/// One committed layer on the device: `width` column-major columns of `rows` words, the leaves
+/// and the Merkle nodes (Winterfell's layout).
+struct KeptLayer {
+    columns: DeviceBuffer,
+    leaves: DeviceBuffer,
+    nodes: DeviceBuffer,
+    rows: usize,
+    width: usize,
+}
+
+impl KeptLayer {
+    /// The whole layer on the host, once `ready` has passed.
+    fn download(&self, gpu: &Gpu, state: &mut GpuState, ready: &Event) -> Result<FriLayer> {
+        let columns = download_vec(gpu, state, self.columns.ptr(), self.rows * self.width, ready)?;
+        let leaves = download_vec(gpu, state, self.leaves.ptr(), self.rows, ready)?;
+        let mut nodes: Vec<Digest> = download_vec(gpu, state, self.nodes.ptr(), self.rows, ready)?;
+        nodes[0] = Digest::ZERO;
+        Ok(FriLayer { columns, num_rows: self.rows, leaves, nodes })
+    }
+}
+
+/// The layers of one FRI commit phase kept on the first GPU, opened by gathering the queried
+/// words there (`gather_words`) and downloading them alone.
+struct CudaKeptLayers {
+    gpus: Arc<Vec<Gpu>>,
+    layers: Vec<KeptLayer>,
+}
+
+impl KeptLayers for CudaKeptLayers {
+    fn open(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
+        let kept = self.layers.get(layer).ok_or_else(|| {
+            GpuError::InvalidFri(format!("layer {layer} of {} opened", self.layers.len()))
+        })?;
+        let (rows, width) = (kept.rows, kept.width);
+        if let Some(&p) = positions.iter().find(|&&p| p >= rows) {
+            return Err(GpuError::InvalidFri(format!("position {p} in a layer of {rows} rows")));
+        }
+        let gpu = &self.gpus[0];
+        let depth = rows.ilog2() as usize;
+        // words of each position's row, leaf and sibling leaf, and path nodes, in that order
+        let row_words: Vec<u64> = positions
+            .iter()
+            .flat_map(|&p| (0..width).map(move |c| (c * rows + p) as u64))
+            .collect();
+        let digest_words = |index: usize| (0..4).map(move |w| (index * 4 + w) as u64);
+        let leaf_words: Vec<u64> =
+            positions.iter().flat_map(|&p| digest_words(p).chain(digest_words(p ^ 1))).collect();
+        let node_words: Vec<u64> =
+            positions.iter().flat_map(|&p| path_indices(p, rows).flat_map(digest_words)).collect();
+        let gathers =
+            [(&kept.columns, row_words), (&kept.leaves, leaf_words), (&kept.nodes, node_words)];
+        let total: usize = gathers.iter().map(|(_, w)| w.len()).sum();
+        let out = DeviceBuffer::new(&gpu.ctx, total.max(1) * 8)?;
+        let mut tables = Vec::with_capacity(3);
+        let mut offset = 0;
+        for (src, indices) in &gathers {
+            if indices.is_empty() {
+                continue;
+            }
+            let table = gpu.upload_table(indices)?;
+            let (mut dst, mut source, mut idx, mut count) =
+                (out.ptr() + offset as u64 * 8, src.ptr(), table.ptr(), indices.len() as u64);
+            let mut args = kernel_args!(dst, source, idx, count);
+            // SAFETY: arguments match `gather_words`; every index lies within `src`, `dst` has
+            // `count` words left.
+            unsafe {
+                gpu.kernels.gather_words.launch(
+                    &gpu.compute,
+                    grid(indices.len()),
+                    FRI_BLOCK,
+                    &mut args,
+                )?
+            };
+            offset += indices.len();
+            tables.push(table);
+        }
+        let words: Vec<u64> = copy_to_host(gpu, out.ptr(), total)?;
+        drop(tables);
+
+        let (row_part, rest) = words.split_at(gathers[0].1.len());
+        let (leaf_part, node_part) = rest.split_at(gathers[1].1.len());
+        let digest = |w: &[u64]| Digest::from_words([w[0], w[1], w[2], w[3]]);
+        let rows_out = row_part
+            .chunks(width.max(1))
+            .map(|row| row.iter().map(|&w| Felt::from_mont(w)).collect())
+            .collect();
+        let path_len = (depth - 1) * 4;
+        let paths = leaf_part
+            .chunks(8)
+            .enumerate()
+            .map(|(i, leaf)| {
+                let mut path = vec![digest(&leaf[4..])];
+                path.extend(node_part[i * path_len..(i + 1) * path_len].chunks(4).map(digest));
+                (digest(&leaf[..4]), path)
+            })
+            .collect();
+        Ok(LayerOpening { rows: rows_out, paths })
+    }
+}
+
+/// Device bytes of the phase: the coefficients, the spread evaluations, and the layers with
+/// their leaves and nodes (all of them when they are kept, else two at a time).
 pub(super) fn device_bytes(request: &FriRequest<'_>, shape: FriShape) -> u64 {
-    let words = shape.poly_len * shape.ext_degree + 2 * shape.domain_len * shape.ext_degree;
-    let digests = 2 * shape.domain_len / request.folding_factor;
+    let f = request.folding_factor;
+    let layers = if request.keep_layers { request.num_layers } else { 2 };
+    let (mut words, mut digests) = (shape.poly_len * shape.ext_degree, 0);
+    words += shape.domain_len * shape.ext_degree;
+    for l in 0..layers.min(request.num_layers) {
+        let rows = shape.layer_rows(l, f);
+        words += rows * f * shape.ext_degree;
+        digests += 2 * rows;
+    }
+    words += shape.layer_rows(request.num_layers - 1, f) * shape.ext_degree;
     (words * 8 + digests * 32) as u64
 }
 
@@ -180,6 +309,18 @@ fn fold_constants(alpha: &[Felt], domain_len: usize, folding: usize) -> Vec<u64>
         Some(v)
     }));
     values.iter().map(|v| v.inner()).collect()
+}
+
+/// `count` words from device address `src`, once the compute stream's work is done.
+fn copy_to_host(gpu: &Gpu, src: u64, count: usize) -> DriverResult<Vec<u64>> {
+    bind(&gpu.ctx)?;
+    let mut out = vec![0u64; count];
+    if count > 0 {
+        // SAFETY: `out` holds `count` words and outlives the copy (we synchronize below).
+        unsafe { gpu.compute.copy_dtoh(out.as_mut_ptr().cast(), src, count * 8)? };
+    }
+    gpu.compute.synchronize()?;
+    Ok(out)
 }
 
 /// Blocks for one thread per item.

@@ -29,6 +29,7 @@ pub(super) struct Kernels {
     pub fri_spread: Kernel,
     pub fri_to_slots: Kernel,
     fri_fold: [Kernel; 3],
+    pub gather_words: Kernel,
     deep_combine: [Kernel; 3],
     deep_evaluate: [Kernel; 3],
 }
@@ -53,6 +54,7 @@ impl Kernels {
             fri_spread: k("fri_spread")?,
             fri_to_slots: k("fri_to_slots")?,
             fri_fold: [k("fri_fold_base")?, k("fri_fold_quadratic")?, k("fri_fold_cubic")?],
+            gather_words: k("gather_words")?,
             deep_combine: [
                 k("deep_combine_base")?,
                 k("deep_combine_quadratic")?,

@@ -86,7 +86,7 @@ const _: () = assert!(
 
 /// Commits on one or more NVIDIA GPUs.
 pub struct CudaCommitter {
-    gpus: Vec<Gpu>,
+    gpus: Arc<Vec<Gpu>>,
     memory_limit: Option<u64>,
     states: Mutex<Vec<GpuState>>,
     last_times: Mutex<Vec<StageTimes>>,
@@ -262,7 +262,7 @@ impl CudaCommitterBuilder {
         }
         let resident_bytes = gpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
         Ok(CudaCommitter {
-            gpus,
+            gpus: Arc::new(gpus),
             memory_limit,
             states: Mutex::new(states),
             last_times: Mutex::new(Vec::new()),
@@ -314,7 +314,7 @@ impl GpuCommitter for CudaCommitter {
     /// it): device-wide, so it also counts other processes on the same GPUs.
     fn memory_in_use(&self) -> Option<u64> {
         let mut used = 0;
-        for gpu in &self.gpus {
+        for gpu in self.gpus.iter() {
             bind(&gpu.ctx).ok()?;
             let (free, total) = cudarc::driver::result::mem_get_info().ok()?;
             used += (total - free) as u64;
@@ -360,6 +360,6 @@ impl GpuCommitter for CudaCommitter {
             fri::device_bytes(request, shape),
             self.pipeline_limit(),
         )?;
-        fri::commit_fri(&self.gpus[0], &mut states[0], request, shape, channel)
+        fri::commit_fri(&self.gpus, &mut states[0], request, shape, channel)
     }
 }

@@ -65,7 +65,7 @@ const FRI: &str = include_str!("../../cuda/fri.cu");
 const DEEP: &str = include_str!("../../cuda/deep.cu");
 
 /// Every kernel the backend launches.
-pub const KERNELS: [&str; 28] = [
+pub const KERNELS: [&str; 29] = [
     "ntt_pass",
     "scale_coefficients",
     "hash_rows_rpo",
@@ -88,6 +88,7 @@ pub const KERNELS: [&str; 28] = [
     "fri_fold_base",
     "fri_fold_quadratic",
     "fri_fold_cubic",
+    "gather_words",
     "deep_combine_base",
     "deep_combine_quadratic",
     "deep_combine_cubic",

@@ -6,13 +6,17 @@
 //! `Deserializable` implementation.
 
 use miden_crypto::Felt;
-use rayon::prelude::*;
-use winter_crypto::{MerkleTree, VectorCommitment};
+use tracing::info_span;
+use winter_crypto::BatchMerkleProof;
 use winter_fri::{folding::fold_positions, FriProof};
 use winter_math::{fft, FieldElement, StarkField};
 use winter_utils::{ByteWriter, Deserializable, Serializable};
 
-use crate::{fri::FriLayer, hash::GpuHasher};
+use crate::{
+    error::Result,
+    fri::{FriLayers, LayerOpening},
+    hash::GpuHasher,
+};
 
 // REMAINDER
 // ================================================================================================
@@ -34,36 +38,40 @@ pub(super) fn remainder_poly<E: FieldElement<BaseField = Felt>>(
 // QUERIES
 // ================================================================================================
 
-/// Opens every layer at the folded query positions and assembles the FRI proof.
+/// Opens every layer (of `layer_rows` rows each) at the folded query positions, where the layers
+/// are, and assembles the FRI proof.
 pub(super) fn build_fri_proof<E: FieldElement<BaseField = Felt>, H: GpuHasher>(
-    layers: &[FriLayer],
+    layers: &FriLayers,
+    layer_rows: &[usize],
     remainder: &[E],
     folding_factor: usize,
     positions: &[usize],
-) -> FriProof {
+) -> Result<FriProof> {
     let mut bytes = Vec::new();
-    bytes.write_u8(layers.len() as u8);
+    bytes.write_u8(layer_rows.len() as u8);
     let mut positions = positions.to_vec();
-    for layer in layers {
-        positions = fold_positions(&positions, layer.num_rows * folding_factor, folding_factor);
-        open_layer::<H>(layer, &positions).write_into(&mut bytes);
+    for (l, &rows) in layer_rows.iter().enumerate() {
+        positions = fold_positions(&positions, rows * folding_factor, folding_factor);
+        let opening = info_span!("fri.open_layer", layer = l, queries = positions.len())
+            .in_scope(|| layers.open(l, &positions))?;
+        serialize_opening::<H>(&opening, &positions).write_into(&mut bytes);
     }
     let mut remainder_bytes = Vec::with_capacity(E::ELEMENT_BYTES * remainder.len());
     remainder_bytes.write_many(remainder);
     bytes.write_u16(remainder_bytes.len() as u16);
     bytes.write_bytes(&remainder_bytes);
     bytes.write_u8(0); // one partition, stored as its log2
-    FriProof::read_from_bytes(&bytes).expect("a FRI proof written in winter-fri's format")
+    Ok(FriProof::read_from_bytes(&bytes).expect("a FRI proof written in winter-fri's format"))
 }
 
 /// A layer's opening in `FriProofLayer`'s serialized form: the queried rows, then the batch
 /// Merkle proof.
-struct LayerOpening {
+struct LayerBytes {
     values: Vec<u8>,
     paths: Vec<u8>,
 }
 
-impl Serializable for LayerOpening {
+impl Serializable for LayerBytes {
     fn write_into<W: ByteWriter>(&self, target: &mut W) {
         target.write_u32(self.values.len() as u32);
         target.write_bytes(&self.values);
@@ -72,18 +80,21 @@ impl Serializable for LayerOpening {
     }
 }
 
-fn open_layer<H: GpuHasher>(layer: &FriLayer, positions: &[usize]) -> LayerOpening {
+/// The rows, and the paths merged into the batch proof `MerkleTree::open_many` builds.
+fn serialize_opening<H: GpuHasher>(opening: &LayerOpening, positions: &[usize]) -> LayerBytes {
     let mut values = Vec::new();
-    for &position in positions {
-        values.write_many(layer.row(position));
+    for row in &opening.rows {
+        values.write_many(row);
     }
-    let tree = MerkleTree::<H>::from_raw_parts(
-        layer.nodes.par_iter().map(|&d| H::from_digest(d)).collect(),
-        layer.leaves.par_iter().map(|&d| H::from_digest(d)).collect(),
-    )
-    .expect("a FRI layer has a power-of-two number of rows");
-    let (_, proof) = tree.open_many(positions).expect("query positions lie within the layer");
-    let mut paths = Vec::new();
-    proof.write_into(&mut paths);
-    LayerOpening { values, paths }
+    let paths: Vec<(H::Digest, Vec<H::Digest>)> = opening
+        .paths
+        .iter()
+        .map(|(leaf, path)| {
+            (H::from_digest(*leaf), path.iter().map(|&d| H::from_digest(d)).collect())
+        })
+        .collect();
+    let proof = BatchMerkleProof::<H>::from_single_proofs(&paths, positions);
+    let mut path_bytes = Vec::new();
+    proof.write_into(&mut path_bytes);
+    LayerBytes { values, paths: path_bytes }
 }

@@ -14,6 +14,7 @@ use winter_air::{
     Air, AuxRandElements, DeepCompositionCoefficients, FieldExtension,
 };
 use winter_crypto::ElementHasher;
+use winter_fri::FriProof;
 use winter_math::{
     fft,
     fields::{CubeExtension, QuadExtension},
@@ -160,15 +161,16 @@ where
         let fri_options = air.options().to_fri_options();
         let num_layers = fri_options.num_fri_layers(lde_domain_size);
         let folding_factor = fri_options.folding_factor();
-        let (layers, remainder) = info_span!(stages::FRI_LAYERS, num_layers).in_scope(|| {
-            let layers = self
-                .commit_fri_layers::<E>(&deep_poly, num_layers, &mut channel)
-                .unwrap_or_else(|error| panic!("FRI layer commitment failed: {error}"));
-            let remainder = E::slice_from_base_elements(&layers.remainder);
-            let remainder = remainder_poly(remainder, fri_options.blowup_factor());
-            channel.commit_fri_layer(<P::HashFn as ElementHasher>::hash_elements(&remainder));
-            (layers.layers, remainder)
-        });
+        let (layers, drawn, remainder) =
+            info_span!(stages::FRI_LAYERS, num_layers).in_scope(|| {
+                let (layers, drawn) = self
+                    .commit_fri_layers::<E>(&deep_poly, num_layers, &mut channel)
+                    .unwrap_or_else(|error| panic!("FRI layer commitment failed: {error}"));
+                let remainder = E::slice_from_base_elements(&layers.remainder);
+                let remainder = remainder_poly(remainder, fri_options.blowup_factor());
+                channel.commit_fri_layer(<P::HashFn as ElementHasher>::hash_elements(&remainder));
+                (layers, drawn, remainder)
+            });
 
         // 7 ----- query positions ----------------------------------------------------------------
         let query_positions = info_span!(stages::QUERY_POSITIONS).in_scope(|| {
@@ -178,8 +180,16 @@ where
 
         // 8 ----- proof object -------------------------------------------------------------------
         let _span = info_span!(stages::PROOF_OBJECT).entered();
-        let fri_proof =
-            build_fri_proof::<E, P::HashFn>(&layers, &remainder, folding_factor, &query_positions);
+        let layer_rows: Vec<usize> =
+            (1..=num_layers as u32).map(|l| lde_domain_size / folding_factor.pow(l)).collect();
+        let fri_proof = self.open_fri_layers(
+            &layers,
+            drawn,
+            &deep_poly,
+            &layer_rows,
+            &remainder,
+            &query_positions,
+        );
         let trace_queries = trace_lde.query(&query_positions);
         let constraint_queries = constraint_commitment.query(&query_positions);
         // The LDEs and layers take gigabytes: freeing them need not delay the proof.
@@ -282,14 +292,15 @@ where
     }
 
     /// Evaluates the DEEP polynomial and commits to the FRI layers where [`FriPlacement`] says,
-    /// drawing each layer's `alpha` from `channel`. A backend failure recomputes on the CPU,
-    /// replaying the challenges already drawn for the roots already sent.
+    /// drawing each layer's `alpha` from `channel`; returns them with the roots sent and the
+    /// challenges drawn. A backend failure recomputes on the CPU, replaying the challenges already
+    /// drawn for the roots already sent.
     fn commit_fri_layers<E: FieldElement<BaseField = Felt>>(
         &self,
         deep_poly: &[E],
         num_layers: usize,
         channel: &mut Channel<'_, P, E>,
-    ) -> Result<FriLayers> {
+    ) -> Result<(FriLayers, Vec<Drawn>)> {
         let fri_options = self.options().to_fri_options();
         if num_layers == 0 {
             // The domain is no larger than the remainder's: the evaluations are the remainder.
@@ -301,19 +312,15 @@ where
                 fri_options.blowup_factor(),
             );
             let remainder = E::slice_as_base_elements(&evaluations).to_vec();
-            return Ok(FriLayers { layers: Vec::new(), remainder });
+            return Ok((FriLayers { layers: Vec::new(), kept: None, remainder }, Vec::new()));
         }
         let components = base_components(deep_poly);
         let slices: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
         let request = FriRequest {
-            components: &slices,
-            blowup: fri_options.blowup_factor(),
-            folding_factor: fri_options.folding_factor(),
-            num_layers,
-            hash: <P::HashFn as GpuHasher>::FUNCTION,
+            keep_layers: self.fri_placement == FriPlacement::Backend,
+            ..fri_request::<P::HashFn>(&slices, &fri_options, num_layers)
         };
-
-        let mut drawn: Vec<(Digest, Vec<Felt>)> = Vec::new();
+        let mut drawn: Vec<Drawn> = Vec::new();
         let mut draw = |root: Digest| -> Vec<Felt> {
             channel.commit_fri_layer(P::HashFn::from_digest(root));
             let alpha = channel.draw_fri_alpha();
@@ -326,7 +333,7 @@ where
             FriPlacement::Cpu => &CpuCommitter,
         };
         let error = match committer.commit_fri(&request, &mut draw) {
-            Ok(layers) => return Ok(layers),
+            Ok(layers) => return Ok((layers, drawn)),
             Err(error @ GpuError::Unsupported { .. }) => {
                 debug!(%error, "folding on the CPU");
                 error
@@ -339,23 +346,95 @@ where
             Err(error) => return Err(error),
         };
 
-        // Replay: the roots sent so far must come out the same on the CPU.
-        let mut replay = drawn.into_iter();
-        let mut diverged = None;
-        let layers = CpuCommitter.commit_fri(&request, &mut |root| match replay.next() {
-            Some((sent, alpha)) => {
-                if sent != root {
-                    diverged = Some(GpuError::InvalidFri(format!(
-                        "the backend's layer root differs from the CPU's after: {error}"
-                    )));
-                }
-                alpha
-            },
-            None => {
-                channel.commit_fri_layer(P::HashFn::from_digest(root));
-                E::slice_as_base_elements(&[channel.draw_fri_alpha()]).to_vec()
-            },
+        // Replay: the roots sent so far must come out the same on the CPU; the layers after them
+        // draw from the channel.
+        let layers = replay_on_cpu(&request, &mut drawn, &error, |root| {
+            channel.commit_fri_layer(P::HashFn::from_digest(root));
+            E::slice_as_base_elements(&[channel.draw_fri_alpha()]).to_vec()
         })?;
-        diverged.map_or(Ok(layers), Err)
+        Ok((layers, drawn))
     }
+
+    /// Opens the FRI layers at the query positions; if the backend fails to and may fall back,
+    /// recomputes the layers on the CPU from the challenges drawn and opens those.
+    #[allow(clippy::too_many_arguments)]
+    fn open_fri_layers<E: FieldElement<BaseField = Felt>>(
+        &self,
+        layers: &FriLayers,
+        mut drawn: Vec<Drawn>,
+        deep_poly: &[E],
+        layer_rows: &[usize],
+        remainder: &[E],
+        query_positions: &[usize],
+    ) -> FriProof {
+        let fri_options = self.options().to_fri_options();
+        let folding = fri_options.folding_factor();
+        let open = |layers: &FriLayers| {
+            build_fri_proof::<E, P::HashFn>(layers, layer_rows, remainder, folding, query_positions)
+        };
+        let error = match open(layers) {
+            Ok(proof) => return proof,
+            Err(error) if self.committer.cpu_fallback => error,
+            Err(error) => panic!("FRI openings failed: {error}"),
+        };
+        warn!(%error, "backend failed; recomputing the FRI layers on the CPU to open them");
+        let components = base_components(deep_poly);
+        let slices: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
+        let request = fri_request::<P::HashFn>(&slices, &fri_options, layer_rows.len());
+        let host = replay_on_cpu(&request, &mut drawn, &error, |_| {
+            panic!("the CPU's FRI phase has more layers than the backend's")
+        })
+        .unwrap_or_else(|error| panic!("FRI layer commitment failed: {error}"));
+        open(&host).unwrap_or_else(|error| panic!("FRI openings failed: {error}"))
+    }
+}
+
+/// The FRI request of the proof's options over the DEEP polynomial's components (layers
+/// downloaded whole).
+fn fri_request<'a, H: GpuHasher>(
+    components: &'a [&'a [Felt]],
+    fri_options: &winter_fri::FriOptions,
+    num_layers: usize,
+) -> FriRequest<'a> {
+    FriRequest {
+        components,
+        blowup: fri_options.blowup_factor(),
+        folding_factor: fri_options.folding_factor(),
+        num_layers,
+        hash: H::FUNCTION,
+        keep_layers: false,
+    }
+}
+
+/// A FRI layer root sent to the channel and the challenge it drew (base components).
+type Drawn = (Digest, Vec<Felt>);
+
+/// Recomputes the FRI layers of `request` on the CPU after the backend failed with `error`:
+/// the roots in `drawn` must come out the same and get the challenges they drew; a later root
+/// draws from `next`.
+fn replay_on_cpu(
+    request: &FriRequest<'_>,
+    drawn: &mut Vec<Drawn>,
+    error: &GpuError,
+    mut next: impl FnMut(Digest) -> Vec<Felt>,
+) -> Result<FriLayers> {
+    let request = FriRequest { keep_layers: false, ..*request };
+    let mut replay = drawn.clone().into_iter();
+    let mut diverged = None;
+    let layers = CpuCommitter.commit_fri(&request, &mut |root| match replay.next() {
+        Some((sent, alpha)) => {
+            if sent != root {
+                diverged = Some(GpuError::InvalidFri(format!(
+                    "the backend's layer root differs from the CPU's after: {error}"
+                )));
+            }
+            alpha
+        },
+        None => {
+            let alpha = next(root);
+            drawn.push((root, alpha.clone()));
+            alpha
+        },
+    })?;
+    diverged.map_or(Ok(layers), Err)
 }

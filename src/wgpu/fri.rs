@@ -3,9 +3,10 @@
 //!
 //! The DEEP coefficients go up once and are evaluated coset by coset into the first layer's
 //! rows (as a commitment's LDE, `lde.rs`). Each layer is then one [`Stream`]: hash its rows into
-//! leaves, build its tree, download rows, leaves and nodes; the host reads the root, draws
-//! `alpha` from the channel, and the next stream folds the layer, still on the device, into the
-//! next one (or into the remainder, downloaded last).
+//! leaves, build its tree, download the root (and, unless the layers are kept on the device,
+//! rows, leaves and nodes); the host draws `alpha` from the channel, and the next stream folds
+//! the layer, still on the device, into the next one (or into the remainder, downloaded last).
+//! Kept layers are opened by copying the queried rows and path nodes into one read-back buffer.
 
 use miden_crypto::Felt;
 use rayon::prelude::*;
@@ -14,6 +15,7 @@ use tracing::info_span;
 use super::{
     buffers::Chunked,
     constants::felt_bytes,
+    context::device_error,
     download::{download_array, zeroed, zeroed_digests, RecordSink, Sinks, Store, Stream, Target},
     fold::{record_fold, record_layer_rows, Layer},
     hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
@@ -26,7 +28,11 @@ use super::{
 use crate::{
     committer::RowHashing,
     error::{GpuError, Result},
-    fri::{FoldingChannel, FriLayer, FriLayers, FriRequest, FriShape},
+    fri::{
+        path_indices, FoldingChannel, FriLayer, FriLayers, FriRequest, FriShape, KeptLayers,
+        LayerOpening,
+    },
+    hash::Digest,
 };
 
 /// Sink indices of a layer's downloads: rows, leaves, then the tree levels.
@@ -55,25 +61,25 @@ pub(super) fn commit_fri(
         degree,
         request.hash,
     );
-    let mut stream = layer_stream(engine, &layer);
+    let mut stream = layer_stream(engine, &layer, request.keep_layers);
     // The upload's staging buffers are kept until the first stream is submitted.
     let mut staged = Some(
         info_span!("wgpu.fri.evaluate", points = shape.domain_len)
             .in_scope(|| record_evaluation(engine, &mut stream, request, shape, &layer))?,
     );
     let mut layers = Vec::with_capacity(request.num_layers);
+    let mut kept = Vec::with_capacity(request.num_layers);
     for l in 0..request.num_layers {
         let _span = info_span!("wgpu.fri.layer", layer = l, rows = layer.rows()).entered();
         let committed = commit_layer(engine, stream, &layer, request)?;
         drop(staged.take());
-        let alpha = channel(committed.root());
+        let alpha = channel(committed.root);
         if alpha.len() != shape.ext_degree {
             return Err(GpuError::InvalidFri(format!(
                 "the channel drew {} components for an element of degree {degree}",
                 alpha.len()
             )));
         }
-        layers.push(committed);
 
         let last = l + 1 == request.num_layers;
         let next = if last {
@@ -81,12 +87,22 @@ pub(super) fn commit_fri(
         } else {
             Layer::new(engine, layer.rows() / folding, folding, degree, request.hash)
         };
-        stream = if last { remainder_stream(engine, &next) } else { layer_stream(engine, &next) };
+        stream = if last {
+            remainder_stream(engine, &next)
+        } else {
+            layer_stream(engine, &next, request.keep_layers)
+        };
         let log_domain = (layer.rows() * folding).ilog2();
         let (powers, tables) =
             engine.tables().powers(&engine.ctx.device, &engine.ctx.queue, log_domain);
         record_fold(stream.batch(), &layer, &next, &alpha, (&powers, tables));
-        layer = next;
+        let layer = std::mem::replace(&mut layer, next);
+        match committed.host {
+            Some(host) => layers.push(host),
+            None => {
+                kept.push(KeptLayer { layer, leaves: committed.leaves, levels: committed.levels })
+            },
+        }
     }
 
     download_array(&mut stream, &layer.array, degree * FELT_BYTES, |first| Target::Records {
@@ -94,7 +110,11 @@ pub(super) fn commit_fri(
         first,
     })?;
     let remainder = stream.finish()?.felts.pop().unwrap_or_default();
-    Ok(FriLayers { layers, remainder })
+    let kept: Option<Box<dyn KeptLayers>> = request.keep_layers.then(|| {
+        let device = engine.ctx.device.clone();
+        Box::new(WgpuKeptLayers { device, queue: engine.ctx.queue.clone(), layers: kept }) as _
+    });
+    Ok(FriLayers { layers, kept, remainder })
 }
 
 // FIRST LAYER
@@ -156,14 +176,24 @@ fn record_evaluation(
 // LAYER COMMITMENT
 // ================================================================================================
 
-/// Records the hashing of `layer`'s rows and its Merkle tree on `stream`, downloads rows, leaves
-/// and nodes, and returns them as a [`FriLayer`] (columns transposed on the host).
+/// A committed layer: its root, and the layer on the host (downloaded whole) or its leaves and
+/// tree levels on the device (kept).
+struct Committed {
+    root: Digest,
+    host: Option<FriLayer>,
+    leaves: Chunked,
+    levels: Vec<Chunked>,
+}
+
+/// Records the hashing of `layer`'s rows and its Merkle tree on `stream`; downloads the root, and
+/// the rows, leaves and nodes unless the request keeps the layers (columns transposed on the
+/// host).
 fn commit_layer(
     engine: &Engine<'_>,
     mut stream: Stream<'_, '_>,
     layer: &Layer,
     request: &FriRequest<'_>,
-) -> Result<FriLayer> {
+) -> Result<Committed> {
     let device = &engine.ctx.device;
     let (rows, width) = (layer.rows(), layer.width());
     let leaves = Chunked::new(engine.pool, device, rows, DIGEST_BYTES, engine.sizes.digests());
@@ -199,6 +229,15 @@ fn commit_layer(
     }
     record_tree(stream.batch(), request.hash, &leaves, Layout::new(rows, 1), &levels);
 
+    if request.keep_layers {
+        let root = levels.last().expect("a layer has at least two rows");
+        download_array(&mut stream, root, DIGEST_BYTES, |first| Target::Records {
+            sink: ROWS_SINK,
+            first,
+        })?;
+        let root = stream.finish()?.digests.pop().unwrap_or_default()[0];
+        return Ok(Committed { root, host: None, leaves, levels });
+    }
     download_array(&mut stream, &layer.array, width * FELT_BYTES, |first| Target::Records {
         sink: ROWS_SINK,
         first,
@@ -210,11 +249,12 @@ fn commit_layer(
     download_levels(&mut stream, &levels, LEVEL_SINK)?;
     let mut sinks = stream.finish()?;
     let nodes = sinks.digests.pop().unwrap_or_default();
-    let leaves = sinks.digests.pop().unwrap_or_default();
+    let leaf_digests = sinks.digests.pop().unwrap_or_default();
     let row_major = sinks.felts.pop().unwrap_or_default();
     let columns = info_span!("wgpu.fri.columns")
         .in_scope(|| transpose(&row_major, rows as usize, width as usize));
-    Ok(FriLayer { columns, num_rows: rows as usize, leaves, nodes })
+    let host = FriLayer { columns, num_rows: rows as usize, leaves: leaf_digests, nodes };
+    Ok(Committed { root: host.root(), host: Some(host), leaves, levels })
 }
 
 /// Column-major `columns` of [`FriLayer`] from `num_rows` row-major rows of `width` elements.
@@ -231,13 +271,19 @@ fn transpose(rows: &[Felt], num_rows: usize, width: usize) -> Vec<Felt> {
 // HOST SINKS
 // ================================================================================================
 
-/// A stream delivering `layer`'s rows, leaves and nodes (Winterfell's layout).
-fn layer_stream<'e>(engine: &'e Engine<'e>, layer: &Layer) -> Stream<'e, 'static> {
+/// A stream delivering `layer`'s rows, leaves and nodes (Winterfell's layout), or its root alone
+/// when the layers are kept on the device.
+fn layer_stream<'e>(engine: &'e Engine<'e>, layer: &Layer, keep: bool) -> Stream<'e, 'static> {
     let (rows, width) = (layer.rows() as usize, layer.width() as usize);
     Stream::new(
         engine,
         Box::new(move || {
             let mut sinks = Sinks::default();
+            if keep {
+                sinks.digests.push(zeroed_digests(1));
+                sinks.records.push(natural_sink(Store::Digests(0), 4, 1));
+                return Ok(sinks);
+            }
             sinks.felts.push(zeroed(rows * width));
             sinks.digests.push(zeroed_digests(rows));
             sinks.digests.push(zeroed_digests(rows));
@@ -266,4 +312,110 @@ fn remainder_stream<'e>(engine: &'e Engine<'e>, layer: &Layer) -> Stream<'e, 'st
 /// A sink of `len` records of `record_len` elements in natural order.
 fn natural_sink(store: Store, record_len: usize, len: usize) -> RecordSink {
     RecordSink { store, start: 0, record_len, groups: 1, group_len: len }
+}
+
+// KEPT LAYERS
+// ================================================================================================
+
+/// One committed layer on the device: its rows (row-major parts), leaves and tree levels (natural
+/// order, `levels[k - 1]` the nodes `k` levels above the leaves).
+struct KeptLayer {
+    layer: Layer,
+    leaves: Chunked,
+    levels: Vec<Chunked>,
+}
+
+/// The layers of one FRI commit phase kept on the device, opened by copying the queried rows and
+/// path nodes into one staging buffer and reading it back.
+struct WgpuKeptLayers {
+    device: ::wgpu::Device,
+    queue: ::wgpu::Queue,
+    layers: Vec<KeptLayer>,
+}
+
+impl KeptLayers for WgpuKeptLayers {
+    fn open(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
+        let kept = self.layers.get(layer).ok_or_else(|| {
+            GpuError::InvalidFri(format!("layer {layer} of {} opened", self.layers.len()))
+        })?;
+        let (rows, width) = (kept.layer.rows() as usize, kept.layer.width());
+        if let Some(&p) = positions.iter().find(|&&p| p >= rows) {
+            return Err(GpuError::InvalidFri(format!("position {p} in a layer of {rows} rows")));
+        }
+        let row_bytes = width * FELT_BYTES;
+        // (buffer, byte offset, bytes) of each position's row, leaf, sibling leaf, path nodes
+        let mut copies: Vec<(&::wgpu::Buffer, u64, u64)> = Vec::new();
+        for &p in positions {
+            let (buffer, index) = kept.layer.array.locate(p as u64);
+            copies.push((buffer, index as u64 * row_bytes, row_bytes));
+        }
+        fn digest(array: &Chunked, index: u64) -> (&::wgpu::Buffer, u64, u64) {
+            let (buffer, record) = array.locate(index);
+            (buffer, record as u64 * DIGEST_BYTES, DIGEST_BYTES)
+        }
+        for &p in positions {
+            copies.push(digest(&kept.leaves, p as u64));
+            copies.push(digest(&kept.leaves, (p ^ 1) as u64));
+        }
+        let depth = rows.ilog2();
+        for &p in positions {
+            for node in path_indices(p, rows) {
+                let level = depth - node.ilog2();
+                let first = rows >> level;
+                copies.push(digest(&kept.levels[level as usize - 1], (node - first) as u64));
+            }
+        }
+        let total: u64 = copies.iter().map(|c| c.2).sum();
+        let staging = self.device.create_buffer(&::wgpu::BufferDescriptor {
+            label: Some("miden-gpu fri openings"),
+            size: total.max(8),
+            usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        let mut offset = 0;
+        for &(buffer, start, bytes) in &copies {
+            encoder.copy_buffer_to_buffer(buffer, start, &staging, offset, bytes);
+            offset += bytes;
+        }
+        self.queue.submit([encoder.finish()]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        staging.slice(..).map_async(::wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        self.device
+            .poll(::wgpu::PollType::wait_indefinitely())
+            .map_err(|e| device_error(format!("waiting for FRI openings: {e}")))?;
+        rx.recv()
+            .map_err(|_| device_error("the FRI openings' buffer was dropped".into()))?
+            .map_err(|e| device_error(format!("reading FRI openings: {e}")))?;
+        let words: Vec<u64> = {
+            let view = staging.slice(..).get_mapped_range();
+            view.chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+                .collect()
+        };
+        staging.unmap();
+
+        let (row_words, rest) = words.split_at(positions.len() * width as usize);
+        let (leaf_words, node_words) = rest.split_at(positions.len() * 8);
+        let as_digest = |w: &[u64]| Digest::from_words([w[0], w[1], w[2], w[3]]);
+        let path_len = (depth as usize - 1) * 4;
+        Ok(LayerOpening {
+            rows: row_words
+                .chunks(width as usize)
+                .map(|row| row.iter().map(|&w| Felt::from_mont(w)).collect())
+                .collect(),
+            paths: leaf_words
+                .chunks(8)
+                .enumerate()
+                .map(|(i, leaf)| {
+                    let mut path = vec![as_digest(&leaf[4..])];
+                    let nodes = &node_words[i * path_len..(i + 1) * path_len];
+                    path.extend(nodes.chunks(4).map(as_digest));
+                    (as_digest(&leaf[..4]), path)
+                })
+                .collect(),
+        })
+    }
 }

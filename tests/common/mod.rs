@@ -450,6 +450,7 @@ pub fn check_fri(committer: &dyn GpuCommitter, cases: &[FriCase], seed: u64) {
             folding_factor: case.folding,
             num_layers: case.layers,
             hash: case.hash,
+            keep_layers: false,
         };
         let channel = |root: Digest| {
             let words = root.words().map(Felt::new);
@@ -474,6 +475,27 @@ pub fn check_fri(committer: &dyn GpuCommitter, cases: &[FriCase], seed: u64) {
         }
         if let Some(x) = first_difference(&got.remainder, &want.remainder) {
             panic!("{case:?}: remainder element {x} differs");
+        }
+        // the layers kept on the device, opened at random positions (and at both ends)
+        let keep = FriRequest { keep_layers: true, ..request };
+        let kept = committer
+            .commit_fri(&keep, &mut { channel })
+            .unwrap_or_else(|e| panic!("{case:?}, layers kept: {e}"));
+        assert_eq!(kept.remainder, want.remainder, "{case:?}, layers kept: remainder");
+        for (l, layer) in want.layers.iter().enumerate() {
+            let rows = layer.num_rows;
+            let mut positions: Vec<usize> =
+                (0..rng.random_range(1..=20)).map(|_| rng.random_range(0..rows)).collect();
+            positions.extend([0, rows - 1]);
+            positions.sort_unstable();
+            positions.dedup();
+            let got = kept.open(l, &positions).unwrap_or_else(|e| panic!("{case:?}: open: {e}"));
+            assert_eq!(got, layer.open(&positions), "{case:?}: layer {l} opened differently");
+        }
+        if let Some(kept) = &kept.kept {
+            assert!(kept.open(case.layers, &[0]).is_err(), "{case:?}: a missing layer opened");
+            let rows = want.layers[0].num_rows;
+            assert!(kept.open(0, &[rows]).is_err(), "{case:?}: a position past the rows opened");
         }
     }
 }
