@@ -2,7 +2,7 @@
 //! GPU failure mid-proof ends in a typed error or a CPU fallback, never a wrong proof or a hang.
 
 use std::sync::{
-    atomic::{AtomicUsize, Ordering},
+    atomic::{AtomicBool, AtomicUsize, Ordering},
     Arc,
 };
 
@@ -14,7 +14,7 @@ use crate::{
     committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
     deep::{CombineRequest, EvaluateRequest},
     error::{GpuError, Result},
-    fri::{FoldingChannel, FriLayers, FriRequest},
+    fri::{FoldingChannel, FriLayers, FriRequest, KeptLayers, LayerOpening},
     hash::{Digest, HashFunction},
 };
 
@@ -59,31 +59,67 @@ impl Fault {
 }
 
 /// Wraps a committer and fails its `fail_on`-th call (0-based, counting every trait call that
-/// computes) with `fault`; all other calls go to the wrapped committer. A failing FRI commit
-/// phase fails after its first layer's root went to the channel.
+/// computes, and the openings of FRI layers kept on the device as one call) with `fault`; all
+/// other calls go to the wrapped committer. A failing FRI commit phase fails after its first
+/// layer's root went to the channel.
 pub struct FaultyCommitter {
     inner: Arc<dyn GpuCommitter>,
+    counter: Arc<CallCounter>,
+}
+
+/// The calls made so far and the one that fails.
+struct CallCounter {
+    backend: Backend,
     fault: Fault,
     fail_on: usize,
     calls: AtomicUsize,
 }
 
+impl CallCounter {
+    fn check(&self) -> Result<()> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) == self.fail_on {
+            return Err(self.fault.error(self.backend));
+        }
+        Ok(())
+    }
+}
+
 impl FaultyCommitter {
     /// A committer that fails call number `fail_on` with `fault`.
     pub fn new(inner: Arc<dyn GpuCommitter>, fault: Fault, fail_on: usize) -> Self {
-        Self { inner, fault, fail_on, calls: AtomicUsize::new(0) }
+        let counter =
+            CallCounter { backend: inner.backend(), fault, fail_on, calls: AtomicUsize::new(0) };
+        Self { inner, counter: Arc::new(counter) }
     }
 
     /// How many computing calls were made so far.
     pub fn calls(&self) -> usize {
-        self.calls.load(Ordering::SeqCst)
+        self.counter.calls.load(Ordering::SeqCst)
     }
 
     fn check(&self) -> Result<()> {
-        if self.calls.fetch_add(1, Ordering::SeqCst) == self.fail_on {
-            return Err(self.fault.error(self.inner.backend()));
+        self.counter.check()
+    }
+}
+
+/// Kept FRI layers whose first opening counts as one call of their [`FaultyCommitter`] (and
+/// fails if it is the chosen one, as do the openings after it).
+struct FaultyKeptLayers {
+    inner: Box<dyn KeptLayers>,
+    counter: Arc<CallCounter>,
+    counted: AtomicBool,
+    failed: AtomicBool,
+}
+
+impl KeptLayers for FaultyKeptLayers {
+    fn open(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
+        if !self.counted.swap(true, Ordering::SeqCst) && self.counter.check().is_err() {
+            self.failed.store(true, Ordering::SeqCst);
         }
-        Ok(())
+        if self.failed.load(Ordering::SeqCst) {
+            return Err(self.counter.fault.error(self.counter.backend));
+        }
+        self.inner.open(layer, positions)
     }
 }
 
@@ -93,7 +129,8 @@ impl GpuCommitter for FaultyCommitter {
     }
 
     fn device_name(&self) -> String {
-        format!("{} (fault {:?} on call {})", self.inner.device_name(), self.fault, self.fail_on)
+        let (fault, call) = (self.counter.fault, self.counter.fail_on);
+        format!("{} (fault {fault:?} on call {call})", self.inner.device_name())
     }
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
@@ -139,7 +176,16 @@ impl GpuCommitter for FaultyCommitter {
         // A fault here strikes mid-phase, after the first layer's root reached the channel: the
         // caller has to replay that layer's challenge when it recomputes.
         let Err(error) = self.check() else {
-            return self.inner.commit_fri(request, channel);
+            let mut layers = self.inner.commit_fri(request, channel)?;
+            layers.kept = layers.kept.take().map(|inner| {
+                Box::new(FaultyKeptLayers {
+                    inner,
+                    counter: self.counter.clone(),
+                    counted: AtomicBool::new(false),
+                    failed: AtomicBool::new(false),
+                }) as Box<dyn KeptLayers>
+            });
+            return Ok(layers);
         };
         let mut roots_sent = 0;
         let _ = self.inner.commit_fri(request, &mut |root| {
