@@ -163,16 +163,16 @@ fn run(args: &Args, times: &StageTimes) -> Result<(), String> {
         let memory = committer.clone();
         let (proved, gpu_times) =
             times.time(&label, || prove(&program, iterations, &options, committer));
-        // Device buffers are kept between commitments, so this is the proof's peak footprint
-        // (plus the context), as the driver reports it.
-        let committer_memory = memory.memory_in_use();
         let (outputs, proof) = proved?;
         runs.push(gpu_times);
         print_proof(&label, &proof);
-        if let Some(bytes) = committer_memory {
+        let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+        if let (Some(peak), Some(now)) = (memory.peak_memory_in_use(), memory.memory_in_use()) {
+            // CUDA counts the whole device (context included), wgpu this committer's buffers
             println!(
-                "{label}: device memory in use after the proof: {:.2} GiB",
-                bytes as f64 / (1u64 << 30) as f64
+                "{label}: device memory in use: peak {:.2} GiB, {:.2} GiB after the proof",
+                gib(peak),
+                gib(now)
             );
         }
         if let Some((cpu_outputs, cpu_proof)) = &cpu_proof {

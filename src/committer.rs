@@ -340,6 +340,13 @@ pub trait GpuCommitter: Send + Sync {
     fn memory_in_use(&self) -> Option<u64> {
         None
     }
+
+    /// The most [`Self::memory_in_use`] reported at the end of any call so far: the peak of a
+    /// proof, since everything a proof holds at once (pipeline buffers, polynomials kept for the
+    /// DEEP composition, FRI layers kept for the queries) is allocated when a call ends.
+    fn peak_memory_in_use(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// [`GpuError::UnsupportedHasher`] unless `hash` is among `supported` (a backend's kernels).

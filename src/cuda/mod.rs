@@ -94,6 +94,8 @@ pub struct CudaCommitter {
     id: u64,
     /// Bytes of resident polynomials on each GPU.
     resident_bytes: Vec<Arc<AtomicU64>>,
+    /// The most memory in use at the end of a call.
+    peak: AtomicU64,
 }
 
 /// Source of [`CudaCommitter`] identities.
@@ -141,6 +143,14 @@ impl CudaCommitter {
         let resident =
             self.resident_bytes.iter().map(|b| b.load(Ordering::SeqCst)).max().unwrap_or(0);
         self.memory_limit.map(|limit| limit.saturating_sub(resident))
+    }
+
+    /// Passes `result` on, noting the memory in use for [`GpuCommitter::peak_memory_in_use`].
+    fn noting_peak<T>(&self, result: Result<T>) -> Result<T> {
+        if let Some(bytes) = self.memory_in_use() {
+            self.peak.fetch_max(bytes, Ordering::SeqCst);
+        }
+        result
     }
 
     /// Commits, then keeps each GPU's polynomials where the budget allows.
@@ -268,6 +278,7 @@ impl CudaCommitterBuilder {
             last_times: Mutex::new(Vec::new()),
             id: NEXT_COMMITTER_ID.fetch_add(1, Ordering::Relaxed),
             resident_bytes,
+            peak: AtomicU64::new(0),
         })
     }
 }
@@ -289,25 +300,27 @@ impl GpuCommitter for CudaCommitter {
     }
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        self.commit_on_gpus(request, false)
+        self.noting_peak(self.commit_on_gpus(request, false))
     }
 
     fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        self.commit_on_gpus(request, true)
+        self.noting_peak(self.commit_on_gpus(request, true))
     }
 
     fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
         let poly_len = request.validate(Backend::Cuda)?;
         let _span = tracing::info_span!("cuda.deep_evaluate", rows = poly_len).entered();
         let mut states = self.states();
-        deep::evaluate(&self.gpus, &mut states, self.id, request, poly_len)
+        let values = deep::evaluate(&self.gpus, &mut states, self.id, request, poly_len);
+        self.noting_peak(values)
     }
 
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
         let poly_len = request.validate(Backend::Cuda)?;
         let _span = tracing::info_span!("cuda.deep_combine", rows = poly_len).entered();
         let mut states = self.states();
-        deep::combine(&self.gpus, &mut states, self.id, request, poly_len)
+        let sum = deep::combine(&self.gpus, &mut states, self.id, request, poly_len);
+        self.noting_peak(sum)
     }
 
     /// Device memory in use on this committer's GPUs (total minus free, as the driver reports
@@ -320,6 +333,10 @@ impl GpuCommitter for CudaCommitter {
             used += (total - free) as u64;
         }
         Some(used)
+    }
+
+    fn peak_memory_in_use(&self) -> Option<u64> {
+        Some(self.peak.load(Ordering::SeqCst))
     }
 
     fn hash_rows(
@@ -360,6 +377,7 @@ impl GpuCommitter for CudaCommitter {
             fri::device_bytes(request, shape),
             self.pipeline_limit(),
         )?;
-        fri::commit_fri(&self.gpus, &mut states[0], request, shape, channel)
+        let layers = fri::commit_fri(&self.gpus, &mut states[0], request, shape, channel);
+        self.noting_peak(layers)
     }
 }

@@ -91,6 +91,8 @@ pub struct WgpuCommitter {
     id: u64,
     /// Bytes of resident polynomials on the device.
     resident_bytes: Arc<AtomicU64>,
+    /// The most memory in use at the end of a call.
+    peak: AtomicU64,
 }
 
 /// Source of [`WgpuCommitter`] identities.
@@ -138,6 +140,7 @@ impl WgpuCommitter {
             exclusive: Mutex::new(()),
             id: NEXT_COMMITTER_ID.fetch_add(1, Ordering::Relaxed),
             resident_bytes: Arc::new(AtomicU64::new(0)),
+            peak: AtomicU64::new(0),
         })
     }
 
@@ -220,8 +223,17 @@ impl WgpuCommitter {
         Ok(commitment)
     }
 
-    /// Runs `work` alone on the device, with errors checked.
+    /// Runs `work` alone on the device, with errors checked, noting the memory in use after it
+    /// for [`GpuCommitter::peak_memory_in_use`].
     fn run<T>(&self, work: impl FnOnce(&Engine<'_>) -> Result<T>) -> Result<T> {
+        let result = self.run_alone(work);
+        if let Some(bytes) = self.memory_in_use() {
+            self.peak.fetch_max(bytes, Ordering::SeqCst);
+        }
+        result
+    }
+
+    fn run_alone<T>(&self, work: impl FnOnce(&Engine<'_>) -> Result<T>) -> Result<T> {
         let _exclusive =
             self.exclusive.lock().map_err(|_| device_error("committer poisoned".into()))?;
         let engine = Engine {
@@ -296,6 +308,10 @@ impl GpuCommitter for WgpuCommitter {
     fn memory_in_use(&self) -> Option<u64> {
         let bytes = self.ctx.device.get_internal_counters().hal.buffer_memory.read();
         u64::try_from(bytes).ok()
+    }
+
+    fn peak_memory_in_use(&self) -> Option<u64> {
+        Some(self.peak.load(Ordering::SeqCst))
     }
 }
 
