@@ -27,8 +27,8 @@ use winter_math::{
 
 use crate::{
     backend::Backend,
-    committer::ResidentPolys,
     error::{GpuError, Result},
+    resident::ResidentPolys,
 };
 
 // REQUEST

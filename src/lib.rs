@@ -39,15 +39,14 @@ pub mod host;
 pub mod miden;
 pub mod progress;
 pub mod prover;
+pub mod resident;
 pub mod select;
 pub mod timing;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 
 pub use backend::Backend;
-pub use committer::{
-    CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput, ResidentPolys, RowHashing,
-};
+pub use committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput, RowHashing};
 pub use cpu::CpuCommitter;
 pub use error::{GpuError, Result};
 pub use hash::{Digest, GpuHasher, HashFunction};
@@ -56,4 +55,5 @@ pub use prover::{
     commit_composition, commit_trace_segment, compare_proofs, FriPlacement,
     GpuConstraintCommitment, GpuProver, GpuTraceLde, ProofMatch, SegmentCommitment, SegmentLde,
 };
+pub use resident::ResidentPolys;
 pub use select::BACKEND_ENV;

@@ -66,12 +66,13 @@ use crate::{
     backend::Backend,
     committer::{
         check_hash, check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows,
-        ResidentPolys, RowHashing, Shape,
+        RowHashing, Shape,
     },
     deep::{CombineRequest, EvaluateRequest},
     error::Result,
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{blake3_tables::check_row_width, Digest, HashFunction},
+    resident::ResidentPolys,
 };
 use program::HASHES;
 

@@ -10,7 +10,7 @@ use super::{
     segment::{composition_segment, CommitterHandle, CompositionShape, SegmentLde},
     trace_lde::segment_queries,
 };
-use crate::{committer::ResidentPolys, hash::GpuHasher};
+use crate::{hash::GpuHasher, resident::ResidentPolys};
 
 /// The LDE of the composition polynomial columns and its Merkle tree, computed on a
 /// [`crate::GpuCommitter`]; a drop-in for Winterfell's `DefaultConstraintCommitment`.

@@ -17,10 +17,11 @@ use winter_math::FieldElement;
 use winter_prover::matrix::ColMatrix;
 
 use crate::{
-    committer::{CommitRequest, GpuCommitter, LdeRows, PolyInput, ResidentPolys, RowHashing},
+    committer::{CommitRequest, GpuCommitter, LdeRows, PolyInput, RowHashing},
     cpu::CpuCommitter,
     error::Result,
     hash::{Digest, GpuHasher, HashFunction},
+    resident::ResidentPolys,
 };
 
 // SEGMENT COMMITMENT

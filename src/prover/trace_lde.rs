@@ -10,9 +10,10 @@ use winter_prover::{matrix::ColMatrix, EvaluationFrame, StarkDomain, TraceLde, T
 
 use super::segment::{trace_segment, CommitterHandle, SegmentLde};
 use crate::{
-    committer::{GpuCommitter, ResidentPolys},
+    committer::GpuCommitter,
     error::{GpuError, Result},
     hash::GpuHasher,
+    resident::ResidentPolys,
 };
 
 /// The low-degree extensions of the main and auxiliary trace segments and their Merkle trees,

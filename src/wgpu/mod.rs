@@ -27,13 +27,12 @@ use tracing::info_span;
 
 use crate::{
     backend::Backend,
-    committer::{
-        check_hash, CommitRequest, Commitment, GpuCommitter, LdeRows, ResidentPolys, RowHashing,
-    },
+    committer::{check_hash, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
     deep::{CombineRequest, EvaluateRequest},
     error::Result,
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{blake3_tables::check_row_width, Digest, HashFunction},
+    resident::ResidentPolys,
 };
 use shaders::HASHES;
 
