@@ -366,6 +366,8 @@ impl KeptLayers for WgpuKeptLayers {
             }
         }
         let total: u64 = copies.iter().map(|c| c.2).sum();
+        // invalid work is an error here, not a warning with zeros read back
+        self.device.push_error_scope(::wgpu::ErrorFilter::Validation);
         let staging = self.device.create_buffer(&::wgpu::BufferDescriptor {
             label: Some("miden-gpu fri openings"),
             size: total.max(8),
@@ -379,6 +381,9 @@ impl KeptLayers for WgpuKeptLayers {
             offset += bytes;
         }
         self.queue.submit([encoder.finish()]);
+        if let Some(error) = pollster::block_on(self.device.pop_error_scope()) {
+            return Err(device_error(format!("copying FRI openings: {error}")));
+        }
         let (tx, rx) = std::sync::mpsc::channel();
         staging.slice(..).map_async(::wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
