@@ -11,7 +11,8 @@
 //! - `sizes`: how work is split to fit the device;
 //! - `timestamps`: device times of a commitment's stages ([`StageTimes`]) from timestamp queries;
 //! - `commit`, `fri`, `standalone`: the orchestration of a whole commitment, of the FRI commit
-//!   phase, and of the per-stage calls.
+//!   phase (and the openings of the layers it keeps), and of the per-stage calls;
+//! - `deep`: polynomials kept after a commitment and the DEEP composition over them.
 //!
 //! A commitment uploads the evaluations once and keeps everything on the device until the
 //! polynomials, LDE rows (already in `RowMatrix` layout), leaves and nodes come back. Arrays
