@@ -185,7 +185,8 @@ impl LdeRows {
 /// Everything a segment commitment produces.
 #[derive(Debug, Clone)]
 pub struct Commitment {
-    /// Coefficients of each output base column (`num_cols` vectors of `poly_len`).
+    /// Coefficients of each output base column (`num_cols` vectors of `poly_len`); empty where
+    /// they stay on the device instead ([`Self::resident`]).
     pub polys: Vec<Vec<Felt>>,
     /// The LDE over the LDE domain (`poly_len · blowup` rows, natural order, offset
     /// `Felt::GENERATOR`).
@@ -195,8 +196,8 @@ pub struct Commitment {
     /// Merkle nodes in Winterfell's layout: `nodes.len() == leaves.len()`, `nodes[1]` the root,
     /// `nodes[0]` unused (zero).
     pub nodes: Vec<Digest>,
-    /// The polynomials kept in the backend's memory, when asked for with
-    /// [`GpuCommitter::commit_keeping_polys`] and the backend could keep them.
+    /// The polynomials kept in the backend's memory (and not in [`Self::polys`]), when asked for
+    /// with [`GpuCommitter::commit_keeping_polys`] and the backend could keep them.
     pub resident: Option<ResidentPolys>,
 }
 
@@ -225,8 +226,9 @@ pub trait GpuCommitter: Send + Sync {
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment>;
 
     /// [`Self::commit`], keeping the polynomials in device memory ([`Commitment::resident`]) for
-    /// [`Self::combine_polys`] where the backend can and its memory budget allows; otherwise
-    /// (and by default) the same as [`Self::commit`].
+    /// [`Self::evaluate_polys`] and [`Self::combine_polys`] where the backend can and its memory
+    /// budget allows. Polynomials kept are not copied to the host: [`Commitment::polys`] is then
+    /// empty. Otherwise (and by default) the same as [`Self::commit`].
     fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
         self.commit(request)
     }

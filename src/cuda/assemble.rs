@@ -28,7 +28,8 @@ use crate::{
 /// The vectors of a commitment's results, reserved but not filled: the downloads write into
 /// their spare capacity.
 pub(super) struct HostResults {
-    /// Polynomial coefficients, one vector per output column.
+    /// Polynomial coefficients, one vector per output column; none where they stay on the
+    /// GPUs.
     polys: Vec<Vec<Felt>>,
     /// LDE rows, row-major and padded to the row width: each pass's rows download into it
     /// ([`row_downloads`]).
@@ -40,12 +41,13 @@ pub(super) struct HostResults {
 }
 
 impl HostResults {
-    /// Reserves the results of a commitment of `shape`.
-    pub(super) fn reserve(shape: &Shape) -> Result<Self> {
+    /// Reserves the results of a commitment of `shape`, the polynomials only `with_polys`.
+    pub(super) fn reserve(shape: &Shape, with_polys: bool) -> Result<Self> {
         let n = shape.poly_len;
         let lde_len = shape.lde_len;
+        let poly_cols = if with_polys { shape.num_cols } else { 0 };
         let polys: Vec<Vec<Felt>> =
-            (0..shape.num_cols).map(|_| reserve_host(n)).collect::<Result<_>>()?;
+            (0..poly_cols).map(|_| reserve_host(n)).collect::<Result<_>>()?;
         let rows: Vec<Felt> = reserve_host(lde_len * shape.row_width)?;
         let leaves: Vec<Digest> = reserve_host(lde_len)?;
         let nodes: Vec<Digest> = reserve_host(lde_len)?;
@@ -57,9 +59,9 @@ impl HostResults {
         [spare_bytes(&mut self.rows), spare_bytes(&mut self.leaves), spare_bytes(&mut self.nodes)]
     }
 
-    /// The last downloads of the GPU doing `share`: its polynomials (once `interpolated`), the
-    /// last pass's rows (`last`), its leaves (after the last hash chunk) and its subtrees of
-    /// `blocks` Merkle blocks (once `tree_done`).
+    /// The last downloads of the GPU doing `share`: its polynomials where reserved (once
+    /// `interpolated`), the last pass's rows (`last`), its leaves (after the last hash chunk) and
+    /// its subtrees of `blocks` Merkle blocks (once `tree_done`).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn final_downloads<'a>(
         &mut self,
@@ -76,9 +78,8 @@ impl HostResults {
         let (n, lde_len) = (plan.shape.poly_len, plan.shape.lde_len);
         // the polynomials are ready first: they download while the last pass hashes
         let polys_ptr = state.buffers.polys.get(&gpu.ctx, 0)?;
-        let mut list: Vec<Download<'_>> = share
-            .cols
-            .clone()
+        let poly_cols = if self.polys.is_empty() { 0..0 } else { share.cols.clone() };
+        let mut list: Vec<Download<'_>> = poly_cols
             .enumerate()
             .map(|(local, c)| Download {
                 src: polys_ptr + (local * n * 8) as u64,

@@ -44,17 +44,28 @@ use crate::{
 // COMMITMENT
 // ================================================================================================
 
+/// The output columns each of `gpus` GPUs interpolates in a commitment of `shape` (whose
+/// polynomials its `polys` buffer holds afterwards, column after column); fewer ranges than GPUs
+/// where there are fewer columns.
+pub(super) fn column_shares(gpus: usize, shape: &Shape) -> Vec<Range<usize>> {
+    let g_count = gpus.min(shape.num_cols).max(1);
+    Share::for_gpus(shape, g_count, log_blocks(g_count, shape.poly_len.ilog2()))
+        .into_iter()
+        .map(|s| s.cols)
+        .collect()
+}
+
 /// Commits `request` on `gpus` (with their states), within `memory_limit` bytes per GPU if given
-/// (else within each device's free memory); returns the commitment, per-GPU times and the output
-/// columns each GPU interpolated (whose polynomials its `polys` buffer holds, column after
-/// column).
+/// (else within each device's free memory); returns the commitment (its polynomials downloaded
+/// if `download_polys`, else left in the GPUs' `polys` buffers) and per-GPU times.
 pub(super) fn commit(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
     request: &CommitRequest<'_>,
     shape: Shape,
     memory_limit: Option<u64>,
-) -> Result<(Commitment, Vec<StageTimes>, Vec<Range<usize>>)> {
+    download_polys: bool,
+) -> Result<(Commitment, Vec<StageTimes>)> {
     let plan = Plan::new(request, shape);
     let g_count = gpus.len().min(shape.num_cols).max(1);
     let (gpus, states) = (&gpus[..g_count], &mut states[..g_count]);
@@ -74,7 +85,7 @@ pub(super) fn commit(
     }
 
     // results on the host
-    let mut host = HostResults::reserve(&shape)?;
+    let mut host = HostResults::reserve(&shape, download_polys)?;
     // the page faults of the large results happen while the GPUs compute; joined on drop,
     // before the vectors are
     let _prefault = prefault(&host.large_spare_bytes());
@@ -176,7 +187,7 @@ pub(super) fn commit(
         previous = Some(hashed);
     }
 
-    // 3. download the polynomials, the last pass's rows, the leaves and the subtrees
+    // 3. download the polynomials (if wanted), the last pass's rows, the leaves and the subtrees
     {
         let _span = tracing::info_span!("cuda.download", gpus = g_count).entered();
         let last = previous.expect("at least one pass");
@@ -222,7 +233,7 @@ pub(super) fn commit(
             "cuda stage times"
         );
     }
-    Ok((commitment, times, shares.into_iter().map(|s| s.cols).collect()))
+    Ok((commitment, times))
 }
 
 // EXCHANGE

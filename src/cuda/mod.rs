@@ -69,7 +69,7 @@ use crate::{
         RowHashing, Shape,
     },
     deep::{CombineRequest, EvaluateRequest},
-    error::Result,
+    error::{GpuError, Result},
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{blake3_tables::check_row_width, Digest, HashFunction},
     resident::ResidentPolys,
@@ -154,53 +154,66 @@ impl CudaCommitter {
         result
     }
 
-    /// Commits, then keeps each GPU's polynomials where the budget allows.
+    /// Commits; with `keep_polys`, keeps each GPU's polynomials where the budget allows instead
+    /// of downloading them.
     fn commit_on_gpus(&self, request: &CommitRequest<'_>, keep_polys: bool) -> Result<Commitment> {
         check_hash(request.hash, &HASHES)?;
         let shape = request.validate()?;
         check_row_width(request.hash, shape.num_cols)?;
         let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
+        let columns = commit::column_shares(self.gpus.len(), &shape);
+        let keep = keep_polys && self.resident_fits(&columns, shape.poly_len)?;
         let mut states = self.states();
         let gpus: Vec<&Gpu> = self.gpus.iter().collect();
         let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
-        let (mut commitment, times, columns) =
-            commit::commit(&gpus, &mut state_refs, request, shape, self.pipeline_limit())?;
+        let limit = self.pipeline_limit();
+        let (mut commitment, times) =
+            commit::commit(&gpus, &mut state_refs, request, shape, limit, !keep)?;
         *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
-        if keep_polys {
-            commitment.resident = self.keep_polys(&mut states, shape, columns)?;
+        if keep {
+            commitment.resident = Some(self.keep_polys(&mut states, shape, columns)?);
         }
         Ok(commitment)
     }
 
-    /// Takes the `polys` buffers of the GPUs that interpolated `columns` as resident
-    /// polynomials, unless they would take more than [`RESIDENT_SHARE_OF_BUDGET`] of a GPU's
-    /// budget (the committer's limit, else its total memory).
-    fn keep_polys(
-        &self,
-        states: &mut [GpuState],
-        shape: Shape,
-        columns: Vec<std::ops::Range<usize>>,
-    ) -> Result<Option<ResidentPolys>> {
+    /// Whether the polynomials of `columns` (per GPU) fit beside those already kept, within
+    /// [`RESIDENT_SHARE_OF_BUDGET`] of each GPU's budget (the committer's limit, else its total
+    /// memory).
+    fn resident_fits(&self, columns: &[std::ops::Range<usize>], poly_len: usize) -> Result<bool> {
         for (g, cols) in columns.iter().enumerate() {
             bind(&self.gpus[g].ctx)?;
             let budget = match self.memory_limit {
                 Some(limit) => limit,
                 None => cudarc::driver::result::mem_get_info().map_or(0, |(_, total)| total as u64),
             };
-            let after = self.resident_bytes[g].load(Ordering::SeqCst)
-                + (cols.len() * shape.poly_len * 8) as u64;
+            let after =
+                self.resident_bytes[g].load(Ordering::SeqCst) + (cols.len() * poly_len * 8) as u64;
             if after > budget / RESIDENT_SHARE_OF_BUDGET {
                 tracing::debug!(gpu = g, after, budget, "cuda: polynomials not kept on the device");
-                return Ok(None);
+                return Ok(false);
             }
         }
+        Ok(true)
+    }
+
+    /// Takes the `polys` buffers of the GPUs that interpolated `columns` as resident
+    /// polynomials.
+    fn keep_polys(
+        &self,
+        states: &mut [GpuState],
+        shape: Shape,
+        columns: Vec<std::ops::Range<usize>>,
+    ) -> Result<ResidentPolys> {
         let mut shares = Vec::with_capacity(columns.len());
         for (g, cols) in columns.into_iter().enumerate() {
-            let Some(buffer) = states[g].buffers.polys.take() else { return Ok(None) };
+            let buffer = states[g].buffers.polys.take().ok_or_else(|| GpuError::Device {
+                backend: Backend::Cuda,
+                message: "the commitment left no polynomial buffer to keep".into(),
+            })?;
             shares.push(ResidentShare::new(g, cols, buffer, self.resident_bytes[g].clone()));
         }
         let storage = CudaResident { committer: self.id, shares };
-        Ok(Some(ResidentPolys::new(Backend::Cuda, shape.num_cols, shape.poly_len, storage)))
+        Ok(ResidentPolys::new(Backend::Cuda, shape.num_cols, shape.poly_len, storage))
     }
 }
 

@@ -5,6 +5,7 @@
 //! which ties a Winterfell hasher type to the function a backend must compute for it. Every
 //! backend stores digests as [`Digest`].
 
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub(crate) mod blake3_tables;
 mod digest;
 mod hasher;

@@ -22,8 +22,37 @@ pub fn reserve_host<T>(len: usize) -> Result<Vec<T>> {
     }
     let mut vec = Vec::<T>::new();
     vec.try_reserve_exact(len).map_err(|_| out_of_memory())?;
+    advise_huge_pages(&mut vec);
     Ok(vec)
 }
+
+/// Reservations of at least this many bytes ask for transparent huge pages.
+const HUGE_PAGES_FROM: usize = 32 << 20;
+
+/// Asks the kernel to back the spare capacity of `vec` with transparent huge pages where it is
+/// large ([`HUGE_PAGES_FROM`]; Linux, which in its common `madvise` mode gives them only when
+/// asked). A backend's results are gigabytes of fresh memory: faulted in 2 MiB at a time instead
+/// of 4 KiB, the downloads that fill them spend far less time in the kernel.
+pub(crate) fn advise_huge_pages<T>(vec: &mut Vec<T>) {
+    let spare = vec.spare_capacity_mut();
+    let (start, len) = (spare.as_mut_ptr() as usize, std::mem::size_of_val(spare));
+    if len >= HUGE_PAGES_FROM {
+        advise(start, len);
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn advise(start: usize, len: usize) {
+    const PAGE: usize = 4096;
+    let first = start.next_multiple_of(PAGE);
+    let end = (start + len) / PAGE * PAGE;
+    // SAFETY: a page-aligned range inside a live allocation; MADV_HUGEPAGE changes how its pages
+    // are backed, not their contents. A kernel without THP refuses it, which is harmless.
+    unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE) };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise(_start: usize, _len: usize) {}
 
 /// The sum of the named `/proc/meminfo` fields in bytes, where they can be read (Linux).
 fn meminfo_bytes(fields: &[&str]) -> Option<u64> {

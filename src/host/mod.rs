@@ -9,6 +9,8 @@ mod memory;
 mod prefault;
 
 pub(crate) use interpolate::{interpolate_columns, interpolate_composition};
+#[cfg(feature = "wgpu")]
+pub(crate) use memory::advise_huge_pages;
 pub use memory::reserve_host;
 #[cfg(feature = "cuda")]
 pub use prefault::PREFAULT_THREADS_ENV;

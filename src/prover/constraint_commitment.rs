@@ -4,11 +4,15 @@ use miden_crypto::Felt;
 use winter_air::{proof::Queries, PartitionOptions};
 use winter_crypto::MerkleTree;
 use winter_math::FieldElement;
-use winter_prover::{CompositionPoly, CompositionPolyTrace, ConstraintCommitment, StarkDomain};
+use winter_prover::{
+    matrix::ColMatrix, CompositionPoly, CompositionPolyTrace, ConstraintCommitment, StarkDomain,
+};
 
 use super::{
-    segment::{composition_segment, CommitterHandle, CompositionShape, SegmentLde},
-    trace_lde::segment_queries,
+    segment::{
+        composition_segment, CommitterHandle, CompositionShape, SegmentCommitment, SegmentLde,
+    },
+    trace_lde::{host_polys, segment_queries},
 };
 use crate::{hash::GpuHasher, resident::ResidentPolys};
 
@@ -37,30 +41,54 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
         committer: &CommitterHandle,
     ) -> (Self, CompositionPoly<E>) {
         let evaluations = composition_trace.into_inner();
-        let (trace_len, blowup) = (domain.trace_length(), domain.trace_to_lde_blowup());
-        let shape = CompositionShape { trace_len, num_columns, blowup };
+        let shape = composition_shape(domain, num_columns);
         let (segment, poly) = rayon::join(
+            || Self::commit(&evaluations, shape, partition_options, committer, false),
             || {
-                committer.run(|c| {
-                    composition_segment(
-                        c,
-                        &evaluations,
-                        shape,
-                        partition_options,
-                        H::FUNCTION,
-                        committer.keep_polys,
-                    )
-                })
-            },
-            || {
-                CompositionPoly::new(
-                    CompositionPolyTrace::new(evaluations.clone()),
-                    domain,
-                    num_columns,
-                )
+                let trace = CompositionPolyTrace::new(evaluations.clone());
+                CompositionPoly::new(trace, domain, num_columns)
             },
         );
-        (Self { tree: segment.tree(), evaluations: segment.lde, resident: segment.resident }, poly)
+        (Self::from_segment(segment), poly)
+    }
+
+    /// Commits to the composition polynomial for [`crate::GpuProver`]'s own proof: the columns'
+    /// polynomials come back as the commitment returned them, or, where the committer kept them
+    /// on the device ([`CommitterHandle::keep_polys`]), as the evaluations to interpolate them
+    /// from should the host need them.
+    pub(crate) fn build(
+        composition_trace: CompositionPolyTrace<E>,
+        num_columns: usize,
+        domain: &StarkDomain<Felt>,
+        partition_options: PartitionOptions,
+        committer: &CommitterHandle,
+    ) -> (Self, CompositionPolys<E>) {
+        let evaluations = composition_trace.into_inner();
+        let shape = composition_shape(domain, num_columns);
+        let mut segment =
+            Self::commit(&evaluations, shape, partition_options, committer, committer.keep_polys);
+        let polys = match host_polys(std::mem::take(&mut segment.polys)) {
+            Some(columns) => CompositionPolys::Columns(columns),
+            None => CompositionPolys::Evaluations(evaluations),
+        };
+        (Self::from_segment(segment), polys)
+    }
+
+    /// Commits to the composition `evaluations` on the committer (falling back as it says).
+    fn commit(
+        evaluations: &[E],
+        shape: CompositionShape,
+        partition_options: PartitionOptions,
+        committer: &CommitterHandle,
+        keep_polys: bool,
+    ) -> SegmentCommitment<E> {
+        committer.run(|c| {
+            composition_segment(c, evaluations, shape, partition_options, H::FUNCTION, keep_polys)
+        })
+    }
+
+    fn from_segment(segment: SegmentCommitment<E>) -> Self {
+        Self { tree: segment.tree(), evaluations: segment.lde, resident: segment.resident }
     }
 
     /// The composition columns' LDE.
@@ -92,4 +120,19 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> ConstraintCommitment<E>
     fn query(self, positions: &[usize]) -> Queries {
         segment_queries(&self.evaluations, &self.tree, positions)
     }
+}
+
+/// The shape of a composition commitment of `num_columns` columns over `domain`.
+fn composition_shape(domain: &StarkDomain<Felt>, num_columns: usize) -> CompositionShape {
+    let (trace_len, blowup) = (domain.trace_length(), domain.trace_to_lde_blowup());
+    CompositionShape { trace_len, num_columns, blowup }
+}
+
+/// The composition polynomial's columns on the host, or the evaluations over the constraint
+/// evaluation domain to interpolate them from (where the backend kept them on the device).
+pub(crate) enum CompositionPolys<E: FieldElement<BaseField = Felt>> {
+    /// The columns' coefficients, as the commitment returned them.
+    Columns(ColMatrix<E>),
+    /// The composition trace the commitment was computed from.
+    Evaluations(Vec<E>),
 }

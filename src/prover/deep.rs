@@ -15,19 +15,19 @@ use winter_air::{
     DeepCompositionCoefficients,
 };
 use winter_math::{FieldElement, StarkField};
-use winter_prover::{CompositionPoly, TracePolyTable};
+use winter_prover::{matrix::ColMatrix, TracePolyTable};
 
 use crate::deep::combine_on_host;
 
-/// `S = Σ kᵢ·Tᵢ` over the trace and composition polynomials, on the host.
+/// `S = Σ kᵢ·Tᵢ` over the trace polynomials and the composition polynomial's columns, on the
+/// host.
 pub(super) fn host_sum<E: FieldElement<BaseField = Felt>>(
     trace_polys: &TracePolyTable<E>,
-    quotient_polys: &CompositionPoly<E>,
+    quotient_polys: &ColMatrix<E>,
     coefficients: &DeepCompositionCoefficients<E>,
 ) -> Vec<E> {
     let main: Vec<&[Felt]> = trace_polys.main_trace_polys().collect();
-    let ext: Vec<&[E]> =
-        trace_polys.aux_trace_polys().chain(quotient_polys.data().columns()).collect();
+    let ext: Vec<&[E]> = trace_polys.aux_trace_polys().chain(quotient_polys.columns()).collect();
     let (k_main, k_aux) = coefficients.trace.split_at(main.len());
     let k_ext: Vec<E> = k_aux.iter().chain(&coefficients.constraints).copied().collect();
     combine_on_host(&main, k_main, &ext, &k_ext, trace_polys.poly_size())
@@ -70,7 +70,7 @@ pub(super) fn deep_composition_poly<E: FieldElement<BaseField = Felt>>(
 /// pass over each polynomial's coefficients for both points, all polynomials in parallel.
 pub(super) fn ood_frames<E: FieldElement<BaseField = Felt>>(
     trace_polys: &TracePolyTable<E>,
-    quotient_polys: &CompositionPoly<E>,
+    quotient_polys: &ColMatrix<E>,
     z: E,
 ) -> (TraceOodFrame<E>, QuotientOodFrame<E>) {
     let n = trace_polys.poly_size();
@@ -78,11 +78,10 @@ pub(super) fn ood_frames<E: FieldElement<BaseField = Felt>>(
     let main: Vec<&[Felt]> = trace_polys.main_trace_polys().collect();
     let main_values: Vec<(E, E)> =
         main.par_iter().map(|p| eval_pair(p, z, gz, |c| E::from(c))).collect();
-    let ext: Vec<&[E]> =
-        trace_polys.aux_trace_polys().chain(quotient_polys.data().columns()).collect();
+    let ext: Vec<&[E]> = trace_polys.aux_trace_polys().chain(quotient_polys.columns()).collect();
     let ext_values: Vec<(E, E)> = ext.par_iter().map(|p| eval_pair(p, z, gz, |c| c)).collect();
     let (trace_values, quotient_values) =
-        ext_values.split_at(ext.len() - quotient_polys.num_columns());
+        ext_values.split_at(ext.len() - quotient_polys.num_cols());
     let (current, next): (Vec<E>, Vec<E>) = main_values.iter().chain(trace_values).copied().unzip();
     let (q_current, q_next): (Vec<E>, Vec<E>) = quotient_values.iter().copied().unzip();
     (TraceOodFrame::new(current, next, main.len()), QuotientOodFrame::new(q_current, q_next))

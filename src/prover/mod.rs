@@ -21,6 +21,7 @@ mod compare;
 mod constraint_commitment;
 mod deep;
 mod fri_proof;
+mod host_polys;
 mod proof;
 mod segment;
 mod trace_lde;
@@ -145,7 +146,7 @@ where
     where
         E: FieldElement<BaseField = Felt>,
     {
-        GpuTraceLde::build(
+        GpuTraceLde::with_polys(
             trace_info,
             main_trace,
             domain,

@@ -29,6 +29,7 @@ use super::{
     channel::ProverChannel,
     deep::{deep_composition_poly, host_sum, ood_frames},
     fri_proof::{build_fri_proof, remainder_poly},
+    host_polys::{HostPolys, TracePolys},
     segment::base_components,
     GpuConstraintCommitment, GpuProver, GpuTraceLde,
 };
@@ -87,30 +88,35 @@ where
         let trace_length = air.trace_length();
         let domain = info_span!("build_domain", trace_length, lde_domain_size)
             .in_scope(|| StarkDomain::new(&air));
-        let (mut trace_lde, mut trace_polys) = info_span!(stages::MAIN_TRACE).in_scope(|| {
-            let (lde, polys) = self.new_trace_lde::<E>(
+        let (mut trace_lde, main_polys) = info_span!(stages::MAIN_TRACE).in_scope(|| {
+            let (lde, polys) = GpuTraceLde::<E, P::HashFn>::build(
                 trace.info(),
                 trace.main_segment(),
                 &domain,
                 self.options().partition_options(),
-            );
+                self.committer.clone(),
+            )
+            .unwrap_or_else(|error| panic!("main trace commitment failed: {error}"));
             channel.commit_trace(lde.get_main_trace_commitment());
             (lde, polys)
         });
+        let mut aux_trace = None;
+        let mut aux_polys = None;
         let aux_rand_elements = if air.trace_info().is_multi_segment() {
             let rand_elements: AuxRandElements<E> = air
                 .get_aux_rand_elements(channel.public_coin())
                 .expect("failed to draw random elements for the auxiliary trace segment");
-            let aux_trace = self.build_aux_trace(&trace, &rand_elements);
+            let segment = self.build_aux_trace(&trace, &rand_elements);
             let _span = info_span!(stages::AUX_TRACE).entered();
-            let (aux_polys, aux_root) = trace_lde.set_aux_trace(&aux_trace, &domain);
+            let (polys, aux_root) = trace_lde
+                .commit_aux_segment(&segment, &domain)
+                .unwrap_or_else(|error| panic!("auxiliary segment commitment failed: {error}"));
             channel.commit_trace(aux_root);
-            trace_polys.add_aux_segment(aux_polys);
+            (aux_trace, aux_polys) = (Some(segment), Some(polys));
             Some(rand_elements)
         } else {
             None
         };
-        drop(trace);
 
         // 2 ----- constraint evaluation ----------------------------------------------------------
         let composition_coefficients = channel.get_constraint_composition_coeffs();
@@ -119,20 +125,32 @@ where
             .evaluate(&trace_lde, &domain);
 
         // 3 ----- constraint commitment ----------------------------------------------------------
-        let (mut constraint_commitment, composition_poly) = info_span!(stages::CONSTRAINTS)
+        let num_quotient_columns = air.context().num_constraint_composition_columns();
+        let (mut constraint_commitment, composition_polys) = info_span!(stages::CONSTRAINTS)
             .in_scope(|| {
-                let (commitment, poly) = self.build_constraint_commitment::<E>(
+                let (commitment, polys) = GpuConstraintCommitment::<E, P::HashFn>::build(
                     composition_trace,
-                    air.context().num_constraint_composition_columns(),
+                    num_quotient_columns,
                     &domain,
                     self.options().partition_options(),
+                    &self.committer,
                 );
                 channel.commit_constraints(commitment.commitment());
-                (commitment, poly)
+                (commitment, polys)
             });
 
         // 4 ----- DEEP composition polynomial ----------------------------------------------------
-        let main_width = trace_polys.main_trace_polys().count();
+        // the host's copies of the polynomials, needed only where the backend cannot compute it
+        let aux =
+            aux_trace.as_ref().zip(aux_polys).map(|(trace, polys)| TracePolys::new(polys, trace));
+        let mut host_polys = HostPolys::new(
+            TracePolys::new(main_polys, trace.main_segment()),
+            aux,
+            composition_polys,
+            num_quotient_columns,
+            &domain,
+        );
+        let main_width = trace_lde.main_segment().num_cols();
         let deep_poly = info_span!(stages::DEEP_BUILD).in_scope(|| {
             let z = channel.get_ood_point();
             let segments = self.resident_segments(&trace_lde, &constraint_commitment);
@@ -140,7 +158,10 @@ where
                 segments
                     .as_deref()
                     .and_then(|segments| self.ood_frames_on_backend(segments, z, main_width))
-                    .unwrap_or_else(|| ood_frames(&trace_polys, &composition_poly, z))
+                    .unwrap_or_else(|| {
+                        let (trace_polys, composition) = host_polys.get();
+                        ood_frames(trace_polys, composition, z)
+                    })
             });
             channel.send_ood_evaluations(&ood_trace, &ood_quotients);
             let coefficients = channel.get_deep_composition_coeffs();
@@ -148,11 +169,15 @@ where
                 segments
                     .as_deref()
                     .and_then(|segments| self.deep_sum_on_backend(segments, &coefficients))
-                    .unwrap_or_else(|| host_sum(&trace_polys, &composition_poly, &coefficients))
+                    .unwrap_or_else(|| {
+                        let (trace_polys, composition) = host_polys.get();
+                        host_sum(trace_polys, composition, &coefficients)
+                    })
             });
             deep_composition_poly(sum, &ood_trace, &ood_quotients, &coefficients, z)
         });
-        drop((trace_polys, composition_poly));
+        drop(host_polys);
+        drop((aux_trace, trace));
         trace_lde.release_resident_polys();
         constraint_commitment.release_resident_polys();
         debug_assert_eq!(trace_length - 2, winter_math::polynom::degree_of(&deep_poly));
@@ -192,8 +217,13 @@ where
         );
         let trace_queries = trace_lde.query(&query_positions);
         let constraint_queries = constraint_commitment.query(&query_positions);
-        // The LDEs and layers take gigabytes: freeing them need not delay the proof.
-        std::thread::spawn(move || drop((trace_lde, layers)));
+        // The LDEs and layers take gigabytes of host memory: freeing them need not delay the
+        // proof. What holds the backend (its handle, layers kept on the device) is freed here: a
+        // thread still releasing device memory when the process exits can crash in the driver.
+        let FriLayers { layers: host_layers, kept, .. } = layers;
+        drop(kept);
+        let host_memory = trace_lde.into_host_memory();
+        std::thread::spawn(move || drop((host_memory, host_layers)));
         Ok(channel.build_proof(trace_queries, constraint_queries, fri_proof, query_positions.len()))
     }
 

@@ -235,7 +235,7 @@ pub(super) fn base_components<E: FieldElement<BaseField = Felt>>(
     if k == 1 {
         return vec![Cow::Borrowed(flat)];
     }
-    (0..k).map(|c| Cow::Owned(flat.iter().skip(c).step_by(k).copied().collect())).collect()
+    (0..k).map(|c| Cow::Owned(flat.par_iter().skip(c).step_by(k).copied().collect())).collect()
 }
 
 /// Joins groups of `k` base component columns back into `E` columns, one column per task (a

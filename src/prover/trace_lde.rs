@@ -10,6 +10,7 @@ use winter_prover::{matrix::ColMatrix, EvaluationFrame, StarkDomain, TraceLde, T
 
 use super::segment::{trace_segment, CommitterHandle, SegmentLde};
 use crate::{
+    backend::Backend,
     committer::GpuCommitter,
     error::{GpuError, Result},
     hash::GpuHasher,
@@ -42,22 +43,35 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         partition_options: PartitionOptions,
         committer: Arc<dyn GpuCommitter>,
     ) -> Result<(Self, TracePolyTable<E>)> {
-        Self::build(
-            trace_info,
-            main_trace,
-            domain,
-            partition_options,
-            CommitterHandle { committer, cpu_fallback: false, keep_polys: false },
-        )
+        let committer = CommitterHandle { committer, cpu_fallback: false, keep_polys: false };
+        Self::with_polys(trace_info, main_trace, domain, partition_options, committer)
     }
 
-    pub(crate) fn build(
+    /// [`Self::build`] returning the polynomials on the host (as `TraceLde::new` does), whatever
+    /// `committer` says of keeping them.
+    pub(crate) fn with_polys(
         trace_info: &TraceInfo,
         main_trace: &ColMatrix<Felt>,
         domain: &StarkDomain<Felt>,
         partition_options: PartitionOptions,
         committer: CommitterHandle,
     ) -> Result<(Self, TracePolyTable<E>)> {
+        let backend = committer.committer.backend();
+        let committer = CommitterHandle { keep_polys: false, ..committer };
+        let (lde, polys) =
+            Self::build(trace_info, main_trace, domain, partition_options, committer)?;
+        Ok((lde, TracePolyTable::new(returned(polys, backend)?)))
+    }
+
+    /// Commits to the main segment; its polynomials are `None` where the committer kept them on
+    /// the device instead ([`CommitterHandle::keep_polys`]).
+    pub(crate) fn build(
+        trace_info: &TraceInfo,
+        main_trace: &ColMatrix<Felt>,
+        domain: &StarkDomain<Felt>,
+        partition_options: PartitionOptions,
+        committer: CommitterHandle,
+    ) -> Result<(Self, Option<ColMatrix<Felt>>)> {
         let blowup = domain.trace_to_lde_blowup();
         let keep = committer.keep_polys;
         let main = committer.try_run(|c| {
@@ -73,7 +87,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
             partition_options,
             committer,
         };
-        Ok((lde, TracePolyTable::new(ColMatrix::new(main.polys))))
+        Ok((lde, host_polys(main.polys)))
     }
 
     /// Commits to the auxiliary segment, as [`TraceLde::set_aux_trace`] but with typed errors:
@@ -86,13 +100,32 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         aux_trace: &ColMatrix<E>,
         domain: &StarkDomain<Felt>,
     ) -> Result<(ColMatrix<E>, H::Digest)> {
+        let (polys, root) = self.commit_aux(aux_trace, domain, false)?;
+        Ok((returned(polys, self.committer.committer.backend())?, root))
+    }
+
+    /// Commits to the auxiliary segment; its polynomials are `None` where the committer kept them
+    /// on the device instead ([`CommitterHandle::keep_polys`]).
+    pub(crate) fn commit_aux_segment(
+        &mut self,
+        aux_trace: &ColMatrix<E>,
+        domain: &StarkDomain<Felt>,
+    ) -> Result<(Option<ColMatrix<E>>, H::Digest)> {
+        self.commit_aux(aux_trace, domain, self.committer.keep_polys)
+    }
+
+    fn commit_aux(
+        &mut self,
+        aux_trace: &ColMatrix<E>,
+        domain: &StarkDomain<Felt>,
+        keep: bool,
+    ) -> Result<(Option<ColMatrix<E>>, H::Digest)> {
         assert!(self.aux.is_none(), "the auxiliary trace has already been added");
         let main_rows = self.main_lde.num_rows() / self.blowup;
         if aux_trace.num_rows() != main_rows {
             return Err(GpuError::AuxRowMismatch { main: main_rows, aux: aux_trace.num_rows() });
         }
         let (blowup, partitions) = (domain.trace_to_lde_blowup(), self.partition_options);
-        let keep = self.committer.keep_polys;
         let aux = self
             .committer
             .try_run(|c| trace_segment(c, aux_trace, blowup, partitions, H::FUNCTION, keep))?;
@@ -100,7 +133,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         let root = *tree.root();
         self.aux = Some((aux.lde, tree));
         self.resident.push(aux.resident);
-        Ok((ColMatrix::new(aux.polys), root))
+        Ok((host_polys(aux.polys), root))
     }
 
     /// The LDE of the main segment.
@@ -117,6 +150,12 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
     /// committer kept them.
     pub(crate) fn resident_polys(&self) -> &[Option<ResidentPolys>] {
         &self.resident
+    }
+
+    /// The LDEs and Merkle trees (host memory only), without the committer handle, for a thread
+    /// to free.
+    pub(crate) fn into_host_memory(self) -> impl Send {
+        (self.main_lde, self.main_tree, self.aux)
     }
 
     /// Frees the polynomials kept on the device.
@@ -183,6 +222,22 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> TraceLde<E> for GpuTraceLd
     fn trace_info(&self) -> &TraceInfo {
         &self.trace_info
     }
+}
+
+/// Polynomials a commitment returned to the host (`None`: kept on the device instead).
+pub(crate) fn host_polys<E: FieldElement>(polys: Vec<Vec<E>>) -> Option<ColMatrix<E>> {
+    (!polys.is_empty()).then(|| ColMatrix::new(polys))
+}
+
+/// The polynomials of a commitment on `backend` that was not asked to keep them.
+fn returned<E: FieldElement>(
+    polys: Option<ColMatrix<E>>,
+    backend: Backend,
+) -> Result<ColMatrix<E>> {
+    polys.ok_or_else(|| GpuError::Device {
+        backend,
+        message: "a commitment kept polynomials it was not asked to keep".into(),
+    })
 }
 
 /// Rows at `positions` with their batch opening proof, as `DefaultTraceLde` builds them.

@@ -102,11 +102,13 @@ impl Plan {
     }
 }
 
-/// Computes a [`Commitment`] on the device; returns it with its stage times where the device can
-/// tell, and the device array of its polynomials (base column `c` at records `c·n ..`).
+/// Computes a [`Commitment`] on the device, its polynomials on the host only if `host_polys`;
+/// returns it with its stage times where the device can tell, and the device array of its
+/// polynomials (base column `c` at records `c·n ..`).
 pub(super) fn commit(
     engine: &Engine<'_>,
     request: &CommitRequest<'_>,
+    host_polys: bool,
 ) -> Result<(Commitment, Option<StageTimes>, Chunked)> {
     let shape = request.validate()?;
     let plan = Plan::new(shape, request, &engine.sizes)?;
@@ -138,7 +140,7 @@ pub(super) fn commit(
     let (commitment, times) = std::thread::scope(|scope| {
         // The host allocates the outputs on another thread while the device works; the stream
         // takes them when the first download arrives.
-        let with_polys = values.is_some();
+        let with_polys = values.is_some() && host_polys;
         let allocation = scope.spawn(move || {
             info_span!("wgpu.host_alloc").in_scope(|| commit_sinks(&shape, with_polys, layout))
         });
@@ -148,7 +150,7 @@ pub(super) fn commit(
         }
         let mut batch = Batch::new(engine.ctx);
         batch.set_stage(Some(Stage::Interpolate));
-        let (host_polys, staged) = match &values {
+        let (interpolated, staged) = match &values {
             Some(values) => {
                 let writes = column_writes(input_columns(&request.input), values);
                 let staged = info_span!("wgpu.upload", bytes = input_bytes(&request.input))
@@ -252,9 +254,9 @@ pub(super) fn commit(
         let nodes = sinks.digests.pop().unwrap_or_default();
         let leaves = sinks.digests.pop().unwrap_or_default();
         let lde = sinks.felts.pop().unwrap_or_default();
-        let polys = host_polys.unwrap_or(sinks.columns);
+        let polys = interpolated.unwrap_or(sinks.columns);
         let commitment = Commitment {
-            polys,
+            polys: if host_polys { polys } else { Vec::new() },
             lde: LdeRows { data: lde, row_width: rw, num_cols: cols },
             leaves,
             nodes,

@@ -15,7 +15,7 @@ use super::{
     context::device_error,
     Engine,
 };
-use crate::{error::Result, hash::Digest};
+use crate::{error::Result, hash::Digest, host::advise_huge_pages};
 
 /// Records per parallel task when scattering downloaded records.
 const MIN_RECORDS_PER_TASK: usize = 256;
@@ -344,6 +344,7 @@ impl Drop for Stream<'_, '_> {
 /// `len` zeros, written in parallel.
 pub(super) fn zeroed(len: usize) -> Vec<Felt> {
     let mut data = Vec::with_capacity(len);
+    advise_huge_pages(&mut data);
     data.par_extend(rayon::iter::repeat_n(Felt::ZERO, len));
     data
 }
@@ -351,6 +352,7 @@ pub(super) fn zeroed(len: usize) -> Vec<Felt> {
 /// `len` zero digests, written in parallel.
 pub(super) fn zeroed_digests(len: usize) -> Vec<Digest> {
     let mut data = Vec::with_capacity(len);
+    advise_huge_pages(&mut data);
     data.par_extend(rayon::iter::repeat_n(Digest::ZERO, len));
     data
 }

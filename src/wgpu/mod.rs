@@ -191,8 +191,8 @@ impl WgpuCommitter {
         self.last_times.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Commits, keeping the coefficient array as resident polynomials if asked and they fit
-    /// [`MAX_RESIDENT_BYTES`].
+    /// Commits, keeping the coefficient array as resident polynomials (not downloaded) if asked
+    /// and they fit [`MAX_RESIDENT_BYTES`].
     fn commit_on_device(
         &self,
         request: &CommitRequest<'_>,
@@ -202,7 +202,11 @@ impl WgpuCommitter {
         let shape = request.validate()?;
         check_row_width(request.hash, shape.num_cols)?;
         *self.times() = None;
-        let (mut commitment, times, polys) = self.run(|engine| commit::commit(engine, request))?;
+        let bytes = (shape.num_cols * shape.poly_len) as u64 * sizes::FELT_BYTES;
+        let keep =
+            keep_polys && self.resident_bytes.load(Ordering::SeqCst) + bytes <= MAX_RESIDENT_BYTES;
+        let (mut commitment, times, polys) =
+            self.run(|engine| commit::commit(engine, request, !keep))?;
         if let Some(t) = &times {
             tracing::info!(
                 interpolate_ms = t.interpolate_ms,
@@ -214,8 +218,7 @@ impl WgpuCommitter {
             );
         }
         *self.times() = times;
-        let bytes = polys.len * sizes::FELT_BYTES;
-        if keep_polys && self.resident_bytes.load(Ordering::SeqCst) + bytes <= MAX_RESIDENT_BYTES {
+        if keep {
             let storage = deep::WgpuResident::new(self.id, polys, self.resident_bytes.clone());
             commitment.resident =
                 Some(ResidentPolys::new(Backend::Wgpu, shape.num_cols, shape.poly_len, storage));

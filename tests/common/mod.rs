@@ -507,8 +507,9 @@ pub fn check_fri(committer: &dyn GpuCommitter, cases: &[FriCase], seed: u64) {
 /// (a main segment of base columns, an optional auxiliary segment and a composition polynomial
 /// committed from its evaluations, in the base field and both extensions): the evaluations at
 /// two random points against winter_math's `polynom::eval`, and the combination against
-/// [`combine_on_host`], both over the CPU backend's polynomials; then malformed requests. A
-/// backend that keeps no polynomials (the CPU) must say so with `None`.
+/// [`combine_on_host`], both over the CPU backend's polynomials; then malformed requests. Each
+/// commitment that keeps its polynomials has the CPU's root and returns no host copy of them; a
+/// backend that keeps none (the CPU) must say so with `None` and return them.
 pub fn check_deep(committer: &dyn GpuCommitter, seed: u64, count: usize) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0xDEE9);
     for i in 0..count {
@@ -558,6 +559,12 @@ pub fn check_deep(committer: &dyn GpuCommitter, seed: u64, count: usize) {
                 .commit_keeping_polys(&request(input))
                 .unwrap_or_else(|e| panic!("{label}: commit: {e}"));
             let want = CpuCommitter::new().commit(&request(input)).expect("CPU commitment");
+            assert_eq!(got.root(), want.root(), "{label}: a commitment keeping its polynomials");
+            if got.resident.is_some() {
+                assert!(got.polys.is_empty(), "{label}: kept polynomials were also returned");
+            } else {
+                assert_eq!(got.polys, want.polys, "{label}: returned polynomials");
+            }
             host_polys.push((want.polys, degree));
             kept.push(got.resident);
         }
