@@ -29,14 +29,24 @@ pub fn reserve_host<T>(len: usize) -> Result<Vec<T>> {
 /// Reservations of at least this many bytes ask for transparent huge pages.
 const HUGE_PAGES_FROM: usize = 32 << 20;
 
+/// The environment variable that turns the huge-page advice of [`advise_huge_pages`] off (`0`).
+pub const HUGE_PAGES_ENV: &str = "MIDEN_GPU_HUGE_PAGES";
+
+/// Whether [`HUGE_PAGES_ENV`] leaves the advice on (read once).
+fn huge_pages_enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var(HUGE_PAGES_ENV).map_or(true, |v| v.trim() != "0"))
+}
+
 /// Asks the kernel to back the spare capacity of `vec` with transparent huge pages where it is
 /// large ([`HUGE_PAGES_FROM`]; Linux, which in its common `madvise` mode gives them only when
-/// asked). A backend's results are gigabytes of fresh memory: faulted in 2 MiB at a time instead
-/// of 4 KiB, the downloads that fill them spend far less time in the kernel.
+/// asked), unless [`HUGE_PAGES_ENV`] is `0`. A backend's results are gigabytes of fresh memory:
+/// faulted in 2 MiB at a time instead of 4 KiB, the downloads that fill them spend far less time
+/// in the kernel.
 pub(crate) fn advise_huge_pages<T>(vec: &mut Vec<T>) {
     let spare = vec.spare_capacity_mut();
     let (start, len) = (spare.as_mut_ptr() as usize, std::mem::size_of_val(spare));
-    if len >= HUGE_PAGES_FROM {
+    if len >= HUGE_PAGES_FROM && huge_pages_enabled() {
         advise(start, len);
     }
 }

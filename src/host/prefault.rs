@@ -11,10 +11,13 @@ pub(crate) fn spare_bytes<T>(vec: &mut Vec<T>) -> (usize, usize) {
 /// vectors while the GPUs compute (0: none).
 pub const PREFAULT_THREADS_ENV: &str = "MIDEN_GPU_PREFAULT_THREADS";
 
-/// Threads of [`prefault`] unless [`PREFAULT_THREADS_ENV`] says otherwise: on two H200s (32
-/// cores) 4 gave W1 its steadiest times (0.439-0.449 s medians), 8 and 16 as fast medians with
-/// outliers up to 0.56-0.81 s, none 0.48-0.53 s.
-const DEFAULT_PREFAULT_THREADS: usize = 4;
+/// Threads of [`prefault`] unless [`PREFAULT_THREADS_ENV`] says otherwise: none. With the
+/// results on transparent huge pages (see `host::memory`), faulting them in ahead cost more than
+/// it saved on an H100: a Miden proof's trace and constraint commitments took 12-27 % longer with
+/// 4 threads, as the threads competed with the uploads and the prover's own work, while W1 alone
+/// gained 1 %. (On two H200s, with 4 KiB pages, 4 threads had taken W1 from 0.48-0.53 s to
+/// 0.44-0.45 s.)
+const DEFAULT_PREFAULT_THREADS: usize = 0;
 
 /// Background threads faulting in memory; joined on drop.
 pub(crate) struct Prefault(Vec<std::thread::JoinHandle<()>>);
