@@ -29,7 +29,8 @@ pub fn reserve_host<T>(len: usize) -> Result<Vec<T>> {
 /// Reservations of at least this many bytes ask for transparent huge pages.
 const HUGE_PAGES_FROM: usize = 32 << 20;
 
-/// The environment variable that turns the huge-page advice of [`advise_huge_pages`] off (`0`).
+/// The environment variable that, set to `0`, stops large result vectors from asking Linux for
+/// transparent huge pages.
 pub const HUGE_PAGES_ENV: &str = "MIDEN_GPU_HUGE_PAGES";
 
 /// Whether [`HUGE_PAGES_ENV`] leaves the advice on (read once).
