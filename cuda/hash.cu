@@ -130,9 +130,74 @@ __device__ __forceinline__ void hash_rows_impl(const u64* src, u64 k_stride, u64
                                           rows_out, t_base, row_width);                           \
     }
 
+/// Whole rows hashed by a Rescue permutation on a quad of lanes (see rescue.cuh), one quad per
+/// row: the arguments, row addressing and outputs of `hash_rows_impl`, with lane q loading and
+/// writing the row elements its state elements absorb (rate element 4+j takes element j of each
+/// block of 8).
+template <int HASH>
+__device__ __forceinline__ void hash_rows_quad_impl(const u64* src, u64 k_stride, u64 t_stride,
+                                                    u64 c_stride, u32 num_cols, u32 log_blowup,
+                                                    u32 k0, u32 log_cosets, u64 t0, u64 t_count,
+                                                    u64* leaves, u64* rows_out, u64 t_base,
+                                                    u32 row_width) {
+    const u64 id = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    const u64 item = id >> 2;
+    const u32 q = (u32)(id & 3);
+    if (item >= (t_count << log_cosets)) return;  // a quad's lanes leave together
+    const unsigned mask = 0xFu << (threadIdx.x & 28);
+    const u64 kk = item / t_count;
+    const u64 tt = item - kk * t_count;
+    const u64 row = ((t0 + tt) << log_blowup) + k0 + kk;
+    const u64* in = src + kk * k_stride + tt * t_stride;
+    u64* out =
+        rows_out ? rows_out + (((t0 + tt - t_base) << log_cosets) + kk) * row_width : nullptr;
+
+    u64 s[3] = {0, 0, 0};
+    if (q == 0) s[0] = SPONGE_LEN[num_cols % 8];
+    for (u32 pos = 0; pos < num_cols; pos += 8) {
+#pragma unroll
+        for (int e = 0; e < 3; e++) {
+            const int j = (int)(3 * q) + e - 4;  // rate position, if this element is in the rate
+            if (j >= 0) {
+                const u32 c = pos + j;
+                u64 v = 0;
+                if (c < num_cols) {
+                    v = in[c * c_stride];
+                    if (out) out[c] = gl_canonical(v);
+                }
+                s[e] = v;
+            }
+        }
+        permute_quad<HASH>(s, q, mask);
+    }
+
+    if (out && q == 0) {
+        for (u32 c = num_cols; c < row_width; c++) out[c] = 0;
+    }
+#pragma unroll
+    for (int e = 0; e < 3; e++) {
+        const int j = (int)(3 * q) + e - 4;  // digest element j = state element 4+j
+        if (j >= 0 && j < 4) leaves[row * 4 + j] = gl_canonical(s[e]);
+    }
+}
+
+#define HASH_ROWS_QUAD_KERNEL(NAME, HASH)                                                         \
+    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, HASH_MIN_BLOCKS) NAME(              \
+        const u64* src, u64 k_stride, u64 t_stride, u64 c_stride, u32 num_cols, u32 part,         \
+        u32 log_blowup, u32 k0, u32 log_cosets, u64 t0, u64 t_count, u64* leaves, u64* rows_out,  \
+        u64 t_base, u32 row_width) {                                                              \
+        hash_rows_quad_impl<HASH>(src, k_stride, t_stride, c_stride, num_cols, log_blowup, k0,   \
+                                  log_cosets, t0, t_count, leaves, rows_out, t_base, row_width);  \
+    }
+
+#if RESCUE_LANES == 4
+HASH_ROWS_QUAD_KERNEL(hash_rows_rpo, HASH_RPO)
+HASH_ROWS_QUAD_KERNEL(hash_rows_rpx, HASH_RPX)
+#else
 HASH_ROWS_KERNEL(hash_rows_rpo, HASH_RPO, false)
-HASH_ROWS_KERNEL(hash_rows_rpo_partitioned, HASH_RPO, true)
 HASH_ROWS_KERNEL(hash_rows_rpx, HASH_RPX, false)
+#endif
+HASH_ROWS_KERNEL(hash_rows_rpo_partitioned, HASH_RPO, true)
 HASH_ROWS_KERNEL(hash_rows_rpx_partitioned, HASH_RPX, true)
 HASH_ROWS_KERNEL(hash_rows_poseidon2, HASH_POSEIDON2, false)
 HASH_ROWS_KERNEL(hash_rows_poseidon2_partitioned, HASH_POSEIDON2, true)
@@ -257,8 +322,42 @@ __device__ __forceinline__ void merkle_level_impl(const u64* children, u64* pare
         merkle_level_impl<HASH>(children, parents, count);                                       \
     }
 
+/// A Merkle level with a Rescue permutation on a quad of lanes, one quad per parent.
+template <int HASH>
+__device__ __forceinline__ void merkle_level_quad_impl(const u64* children, u64* parents,
+                                                       u64 count) {
+    const u64 id = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+    const u64 i = id >> 2;
+    const u32 q = (u32)(id & 3);
+    if (i >= count) return;  // a quad's lanes leave together
+    const unsigned mask = 0xFu << (threadIdx.x & 28);
+    u64 s[3];
+#pragma unroll
+    for (int e = 0; e < 3; e++) {
+        const int j = (int)(3 * q) + e - 4;
+        s[e] = j >= 0 ? children[8 * i + j] : 0;
+    }
+    permute_quad<HASH>(s, q, mask);
+#pragma unroll
+    for (int e = 0; e < 3; e++) {
+        const int j = (int)(3 * q) + e - 4;
+        if (j >= 0 && j < 4) parents[4 * i + j] = gl_canonical(s[e]);
+    }
+}
+
+#define MERKLE_QUAD_KERNEL(NAME, HASH)                                                            \
+    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, HASH_MIN_BLOCKS)                     \
+        NAME(const u64* children, u64* parents, u64 count) {                                     \
+        merkle_level_quad_impl<HASH>(children, parents, count);                                  \
+    }
+
+#if RESCUE_LANES == 4
+MERKLE_QUAD_KERNEL(merkle_level_rpo, HASH_RPO)
+MERKLE_QUAD_KERNEL(merkle_level_rpx, HASH_RPX)
+#else
 MERKLE_KERNEL(merkle_level_rpo, HASH_RPO)
 MERKLE_KERNEL(merkle_level_rpx, HASH_RPX)
+#endif
 MERKLE_KERNEL(merkle_level_poseidon2, HASH_POSEIDON2)
 
 /// One tree level with BLAKE3 (digests of `DW` words, stored as 4 u64 with zero padding):

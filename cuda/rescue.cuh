@@ -38,9 +38,11 @@ __device__ __forceinline__ void apply_mds(u64 s[STATE_WIDTH]) {
     }
 }
 
-__device__ __forceinline__ void add_constants(u64 s[STATE_WIDTH], const u64* ark) {
+/// s[i] += ark[i] for the N elements a thread holds (the whole state, or a lane's share).
+template <int N = STATE_WIDTH>
+__device__ __forceinline__ void add_constants(u64 s[N], const u64* ark) {
 #pragma unroll
-    for (int i = 0; i < STATE_WIDTH; i++) s[i] = gl_add(s[i], ark[i]);
+    for (int i = 0; i < N; i++) s[i] = gl_add(s[i], ark[i]);
 }
 
 // S-BOXES
@@ -52,74 +54,77 @@ __device__ __forceinline__ u64 exp7(u64 x) {
     return gl_mul(gl_mul(x2, x), x4);
 }
 
-__device__ __forceinline__ void apply_sbox(u64 s[STATE_WIDTH]) {
+template <int N = STATE_WIDTH>
+__device__ __forceinline__ void apply_sbox(u64 s[N]) {
 #pragma unroll
-    for (int i = 0; i < STATE_WIDTH; i++) s[i] = exp7(s[i]);
+    for (int i = 0; i < N; i++) s[i] = exp7(s[i]);
 }
 
 /// Squares every element `count` times (a loop: the bodies are the hot part of the permutation).
-__device__ __forceinline__ void square_n(u64 x[STATE_WIDTH], int count) {
+template <int N>
+__device__ __forceinline__ void square_n(u64 x[N], int count) {
 #pragma unroll 1
     for (int k = 0; k < count; k++) {
 #pragma unroll
-        for (int i = 0; i < STATE_WIDTH; i++) x[i] = gl_sqr(x[i]);
+        for (int i = 0; i < N; i++) x[i] = gl_sqr(x[i]);
     }
 }
 
 /// x^10540996611094048183 = x^(1/7), with miden-crypto's addition chain (72 multiplications).
-__device__ __forceinline__ void apply_inv_sbox(u64 s[STATE_WIDTH]) {
-    u64 t2[STATE_WIDTH], t3[STATE_WIDTH], acc[STATE_WIDTH], keep[STATE_WIDTH];
+template <int N = STATE_WIDTH>
+__device__ __forceinline__ void apply_inv_sbox(u64 s[N]) {
+    u64 t2[N], t3[N], acc[N], keep[N];
 #pragma unroll
-    for (int i = 0; i < STATE_WIDTH; i++) {
+    for (int i = 0; i < N; i++) {
         const u64 t1 = gl_sqr(s[i]);  // x^10
         t2[i] = gl_sqr(t1);           // x^100
         s[i] = gl_mul(gl_mul(t1, t2[i]), s[i]);  // the tail factor x^111, computed early
         acc[i] = t2[i];
     }
-    square_n(acc, 3);  // t3 = t2^(2^3) * t2
+    square_n<N>(acc, 3);  // t3 = t2^(2^3) * t2
 #pragma unroll
-    for (int i = 0; i < STATE_WIDTH; i++) {
+    for (int i = 0; i < N; i++) {
         t3[i] = gl_mul(acc[i], t2[i]);
         acc[i] = t3[i];
     }
-    square_n(acc, 6);  // t4 = t3^(2^6) * t3
+    square_n<N>(acc, 6);  // t4 = t3^(2^6) * t3
 #pragma unroll
-    for (int i = 0; i < STATE_WIDTH; i++) {
+    for (int i = 0; i < N; i++) {
         acc[i] = gl_mul(acc[i], t3[i]);
         keep[i] = acc[i];
     }
-    square_n(acc, 12);  // t5 = t4^(2^12) * t4
+    square_n<N>(acc, 12);  // t5 = t4^(2^12) * t4
 #pragma unroll
-    for (int i = 0; i < STATE_WIDTH; i++) acc[i] = gl_mul(acc[i], keep[i]);
-    square_n(acc, 6);  // t6 = t5^(2^6) * t3
+    for (int i = 0; i < N; i++) acc[i] = gl_mul(acc[i], keep[i]);
+    square_n<N>(acc, 6);  // t6 = t5^(2^6) * t3
 #pragma unroll
-    for (int i = 0; i < STATE_WIDTH; i++) {
+    for (int i = 0; i < N; i++) {
         acc[i] = gl_mul(acc[i], t3[i]);
         keep[i] = acc[i];
     }
-    square_n(acc, 31);  // t7 = t6^(2^31) * t6
+    square_n<N>(acc, 31);  // t7 = t6^(2^31) * t6
 #pragma unroll
-    for (int i = 0; i < STATE_WIDTH; i++) {
+    for (int i = 0; i < N; i++) {
         const u64 t7 = gl_mul(acc[i], keep[i]);
         const u64 a = gl_sqr(gl_sqr(gl_mul(gl_sqr(t7), keep[i])));
         s[i] = gl_mul(a, s[i]);
     }
 }
 
+/// x^7 in the cubic extension of one triple.
+__device__ __forceinline__ void ext_sbox(u64 s[3]) {
+    const u64 x[3] = {s[0], s[1], s[2]};
+    u64 x2[3], x3[3], x4[3];
+    ext3_sqr(x2, x);
+    ext3_sqr(x4, x2);
+    ext3_mul(x3, x2, x);
+    ext3_mul(s, x3, x4);
+}
+
 /// x^7 in the cubic extension, for each of the 4 triples of the state.
 __device__ __forceinline__ void apply_ext_sbox(u64 s[STATE_WIDTH]) {
 #pragma unroll
-    for (int e = 0; e < 4; e++) {
-        const u64 x[3] = {s[3 * e], s[3 * e + 1], s[3 * e + 2]};
-        u64 x2[3], x3[3], x4[3], x7[3];
-        ext3_sqr(x2, x);
-        ext3_sqr(x4, x2);
-        ext3_mul(x3, x2, x);
-        ext3_mul(x7, x3, x4);
-        s[3 * e] = x7[0];
-        s[3 * e + 1] = x7[1];
-        s[3 * e + 2] = x7[2];
-    }
+    for (int e = 0; e < 4; e++) ext_sbox(&s[3 * e]);
 }
 
 // PERMUTATIONS
@@ -157,4 +162,76 @@ __device__ __forceinline__ void permute<HASH_RPX>(u64 s[STATE_WIDTH]) {
     }
     apply_mds(s);  // M(6)
     add_constants(s, &ARK1[(NUM_ROUNDS - 1) * STATE_WIDTH]);
+}
+
+// PERMUTATIONS ON A QUAD OF LANES
+// ================================================================================================
+//
+// The same permutations with the state spread over RESCUE_LANES = 4 consecutive lanes of a warp
+// (a quad): lane q holds elements 3q, 3q+1, 3q+2, so RPX's extension S-box is one triple per
+// lane. The S-boxes, the bulk of the work, run on 3 elements per thread instead of 12: a quarter
+// of the registers, so four times the resident warps hide the latency of the multiplication
+// chains. The MDS layer gathers the other lanes' elements with shuffles; since the matrix is
+// circulant (checked where the prelude is generated), lane q reads them rotated by 3q and every
+// product has a constant coefficient. Each lane applies exactly the operations the one-thread
+// permutation applies to its elements, so the words are the same.
+
+static_assert(4 * 3 == STATE_WIDTH, "a quad holds the 12-element state in triples");
+
+__device__ const u32 MDS_ROW[STATE_WIDTH] = RESCUE_MDS_ROW;
+
+/// The MDS layer on a quad: out[3q+e] = sum_k MDS_ROW[k]·x[(3q+e+k) mod 12], where
+/// y[3m+f] = x[(3q+3m+f) mod 12] is element f of lane (q+m) mod 4.
+__device__ __forceinline__ void apply_mds_quad(u64 s[3], u32 q, unsigned mask) {
+    u32 lo[STATE_WIDTH], hi[STATE_WIDTH];
+#pragma unroll
+    for (int m = 0; m < 4; m++) {
+#pragma unroll
+        for (int f = 0; f < 3; f++) {
+            const u64 v = m == 0 ? s[f] : __shfl_sync(mask, s[f], (q + m) & 3, 4);
+            lo[3 * m + f] = (u32)v;
+            hi[3 * m + f] = (u32)(v >> 32);
+        }
+    }
+#pragma unroll
+    for (int e = 0; e < 3; e++) {
+        u64 acc_lo = 0, acc_hi = 0;
+#pragma unroll
+        for (int k = 0; k < STATE_WIDTH; k++) {
+            acc_lo += (u64)lo[(e + k) % STATE_WIDTH] * MDS_ROW[k];
+            acc_hi += (u64)hi[(e + k) % STATE_WIDTH] * MDS_ROW[k];
+        }
+        s[e] = gl_reduce_small_dot(acc_lo, acc_hi);
+    }
+}
+
+__device__ __forceinline__ void rescue_round_quad(u64 s[3], int r, u32 q, unsigned mask) {
+    apply_mds_quad(s, q, mask);
+    add_constants<3>(s, &ARK1[r * STATE_WIDTH + 3 * q]);
+    apply_sbox<3>(s);
+    apply_mds_quad(s, q, mask);
+    add_constants<3>(s, &ARK2[r * STATE_WIDTH + 3 * q]);
+    apply_inv_sbox<3>(s);
+}
+
+/// The permutation on a quad: lane q (of the quad's lanes in `mask`) holds elements 3q..3q+2.
+template <int HASH>
+__device__ __forceinline__ void permute_quad(u64 s[3], u32 q, unsigned mask);
+
+template <>
+__device__ __forceinline__ void permute_quad<HASH_RPO>(u64 s[3], u32 q, unsigned mask) {
+#pragma unroll 1
+    for (int r = 0; r < NUM_ROUNDS; r++) rescue_round_quad(s, r, q, mask);
+}
+
+template <>
+__device__ __forceinline__ void permute_quad<HASH_RPX>(u64 s[3], u32 q, unsigned mask) {
+#pragma unroll 1
+    for (int r = 0; r < NUM_ROUNDS - 1; r += 2) {
+        rescue_round_quad(s, r, q, mask);                             // FB(r)
+        add_constants<3>(s, &ARK1[(r + 1) * STATE_WIDTH + 3 * q]);  // E(r + 1)
+        ext_sbox(s);
+    }
+    apply_mds_quad(s, q, mask);  // M(6)
+    add_constants<3>(s, &ARK1[(NUM_ROUNDS - 1) * STATE_WIDTH + 3 * q]);
 }

@@ -8,7 +8,7 @@ use cudarc::driver::{sys, CudaContext};
 use super::{
     driver::{bind, check, DeviceBuffer, DriverResult, Event, Scratch, Stream},
     launch::{Kernel, Module},
-    program::{compile_for_arch, HASHES},
+    program::{compile_for_arch, rescue_lanes, HASHES},
     tables,
     transfer::{self, Lane, Ring},
 };
@@ -40,10 +40,15 @@ impl Kernels {
         let mut hashes = HashMap::new();
         for hash in HASHES {
             let symbol = hash.ident();
+            // whole rows and Merkle nodes of RPO and RPX: one permutation per quad of lanes
+            let lanes = match hash {
+                HashFunction::Rpo256 | HashFunction::Rpx256 => rescue_lanes(),
+                _ => 1,
+            };
             let kernels = HashKernels {
-                hash_rows: k(&format!("hash_rows_{symbol}"))?,
+                hash_rows: k(&format!("hash_rows_{symbol}"))?.with_lanes(lanes),
                 hash_rows_partitioned: k(&format!("hash_rows_{symbol}_partitioned"))?,
-                merkle_level: k(&format!("merkle_level_{symbol}"))?,
+                merkle_level: k(&format!("merkle_level_{symbol}"))?.with_lanes(lanes),
             };
             hashes.insert(hash, kernels);
         }

@@ -122,8 +122,8 @@ pub(super) struct HashRowsArgs {
 }
 
 impl HashRowsArgs {
-    /// Launches `kernel` on `gpu`'s compute stream, one thread per row (`t_count` rows of each of
-    /// the `2^log_cosets` cosets).
+    /// Launches `kernel` on `gpu`'s compute stream over `t_count` rows of each of the
+    /// `2^log_cosets` cosets, `kernel.lanes()` threads per row.
     pub(super) fn launch(self, gpu: &Gpu, kernel: &Kernel) -> DriverResult<()> {
         let Self {
             mut src,
@@ -142,7 +142,7 @@ impl HashRowsArgs {
             mut t_base,
             mut row_width,
         } = self;
-        let threads = (t_count as usize) << log_cosets;
+        let threads = ((t_count as usize) << log_cosets) * kernel.lanes() as usize;
         let mut args = kernel_args!(
             src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, k0, log_cosets, t0,
             t_count, leaves, rows_out, t_base, row_width
@@ -208,7 +208,7 @@ pub(super) fn merkle_levels(
         unsafe {
             kernel.launch(
                 &gpu.compute,
-                (n as usize).div_ceil(HASH_BLOCK as usize) as u32,
+                (n as usize * kernel.lanes() as usize).div_ceil(HASH_BLOCK as usize) as u32,
                 HASH_BLOCK,
                 &mut args,
             )?

@@ -41,7 +41,7 @@ impl Module {
             unsafe { result::module::get_function(self.raw, c_name) },
             "cuModuleGetFunction",
         )?;
-        Ok(Kernel { raw, name: name.to_string() })
+        Ok(Kernel { raw, name: name.to_string(), lanes: 1 })
     }
 }
 
@@ -61,6 +61,8 @@ unsafe impl Sync for Module {}
 pub(super) struct Kernel {
     raw: sys::CUfunction,
     name: String,
+    /// Threads that work on one item (a row, a Merkle node) together.
+    lanes: u32,
 }
 
 // SAFETY: function handles are immutable driver objects.
@@ -68,6 +70,16 @@ unsafe impl Send for Kernel {}
 unsafe impl Sync for Kernel {}
 
 impl Kernel {
+    /// This kernel with `lanes` threads per item.
+    pub(super) fn with_lanes(self, lanes: u32) -> Self {
+        Self { lanes, ..self }
+    }
+
+    /// Threads per item: a launch over `n` items runs `n · lanes` threads.
+    pub(super) fn lanes(&self) -> u32 {
+        self.lanes
+    }
+
     /// Launches the kernel with `grid` blocks of `block` threads on `stream`.
     ///
     /// Launch-configuration errors are returned here; with `MIDEN_GPU_CUDA_SYNC=1` the stream is

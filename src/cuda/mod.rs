@@ -54,7 +54,9 @@ use std::sync::{
 };
 
 pub use devices::{device_count, parse_device_list, DEVICES_ENV};
-pub use program::{compile_for_arch, kernel_source, HASH_MIN_BLOCKS_ENV, KERNELS};
+pub use program::{
+    compile_for_arch, kernel_source, HASH_MIN_BLOCKS_ENV, KERNELS, RESCUE_LANES_ENV,
+};
 pub use timeline::StageTimes;
 
 use self::{

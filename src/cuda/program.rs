@@ -54,6 +54,24 @@ fn hash_min_blocks() -> u32 {
         .unwrap_or(3)
 }
 
+/// Environment variable (tuning) for the lanes that share one RPO/RPX permutation in the
+/// whole-row hashing and Merkle kernels: 4 (default), each lane holding a triple of the state, or
+/// 1, the whole state in one thread.
+pub const RESCUE_LANES_ENV: &str = "MIDEN_GPU_CUDA_RESCUE_LANES";
+
+/// Lanes per RPO/RPX permutation, from [`RESCUE_LANES_ENV`] (1 or 4), else 4. Read once: the
+/// kernels are compiled with it and launched by it.
+pub(super) fn rescue_lanes() -> u32 {
+    static LANES: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *LANES.get_or_init(|| {
+        std::env::var(RESCUE_LANES_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .filter(|lanes| [1, 4].contains(lanes))
+            .unwrap_or(4)
+    })
+}
+
 const FIELD: &str = include_str!("../../cuda/field.cuh");
 const EXT: &str = include_str!("../../cuda/ext.cuh");
 const RESCUE: &str = include_str!("../../cuda/rescue.cuh");
@@ -145,6 +163,12 @@ fn prelude() -> String {
     let mds: Vec<String> =
         Rpo256::MDS.iter().flatten().map(|x| format!("{}u", x.as_int())).collect();
     let _ = writeln!(out, "#define RESCUE_MDS {{{}}}", mds.join(", "));
+    // the quad permutation reads the MDS layer as a circulant: row i is row 0 rotated by i
+    let circulant =
+        (0..12).all(|i| (0..12).all(|j| Rpo256::MDS[i][j] == Rpo256::MDS[0][(j + 12 - i) % 12]));
+    assert!(circulant, "the RPO MDS matrix is not circulant: the CUDA quad permutation assumes it");
+    let _ = writeln!(out, "#define RESCUE_MDS_ROW {{{}}}", mds[..12].join(", "));
+    let _ = writeln!(out, "#define RESCUE_LANES {}", rescue_lanes());
     for (name, table) in [("ARK1", &Rpo256::ARK1), ("ARK2", &Rpo256::ARK2)] {
         let _ = writeln!(
             out,
