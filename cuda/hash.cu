@@ -4,6 +4,28 @@
 // ROW HASHING
 // ================================================================================================
 
+/// Where row `item` of a row-hashing launch (item = kk·t_count + tt) is read and written: its
+/// absolute row, its first source element and its row-major output (null without `rows_out`).
+struct RowSlot {
+    u64 row;
+    const u64* in;
+    u64* out;
+};
+
+__device__ __forceinline__ RowSlot row_slot(u64 item, const u64* src, u64 k_stride, u64 t_stride,
+                                            u32 log_blowup, u32 k0, u32 log_cosets, u64 t0,
+                                            u64 t_count, u64* rows_out, u64 t_base,
+                                            u32 row_width) {
+    const u64 kk = item / t_count;
+    const u64 tt = item - kk * t_count;
+    RowSlot slot;
+    slot.row = ((t0 + tt) << log_blowup) + k0 + kk;
+    slot.in = src + kk * k_stride + tt * t_stride;
+    slot.out =
+        rows_out ? rows_out + (((t0 + tt - t_base) << log_cosets) + kk) * row_width : nullptr;
+    return slot;
+}
+
 /// Hashes rows as Winterfell's `commit_to_rows` does, one thread per row.
 ///
 /// Rows are addressed as (k, t) with k = k0 + kk (kk < 2^log_cosets, the cosets at hand) and
@@ -30,12 +52,11 @@ __device__ __forceinline__ void hash_rows_impl(const u64* src, u64 k_stride, u64
                                                u64 t_base, u32 row_width) {
     const u64 id = blockIdx.x * (u64)blockDim.x + threadIdx.x;
     if (id >= (t_count << log_cosets)) return;
-    const u64 kk = id / t_count;
-    const u64 tt = id - kk * t_count;
-    const u64 row = ((t0 + tt) << log_blowup) + k0 + kk;
-    const u64* in = src + kk * k_stride + tt * t_stride;
-    u64* out =
-        rows_out ? rows_out + (((t0 + tt - t_base) << log_cosets) + kk) * row_width : nullptr;
+    const RowSlot slot = row_slot(id, src, k_stride, t_stride, log_blowup, k0, log_cosets, t0,
+                                  t_count, rows_out, t_base, row_width);
+    const u64 row = slot.row;
+    const u64* in = slot.in;
+    u64* out = slot.out;
 
     u64 s[STATE_WIDTH];
     u64 o[STATE_WIDTH];
@@ -145,12 +166,11 @@ __device__ __forceinline__ void hash_rows_quad_impl(const u64* src, u64 k_stride
     const u32 q = (u32)(id & 3);
     if (item >= (t_count << log_cosets)) return;  // a quad's lanes leave together
     const unsigned mask = 0xFu << (threadIdx.x & 28);
-    const u64 kk = item / t_count;
-    const u64 tt = item - kk * t_count;
-    const u64 row = ((t0 + tt) << log_blowup) + k0 + kk;
-    const u64* in = src + kk * k_stride + tt * t_stride;
-    u64* out =
-        rows_out ? rows_out + (((t0 + tt - t_base) << log_cosets) + kk) * row_width : nullptr;
+    const RowSlot slot = row_slot(item, src, k_stride, t_stride, log_blowup, k0, log_cosets, t0,
+                                  t_count, rows_out, t_base, row_width);
+    const u64 row = slot.row;
+    const u64* in = slot.in;
+    u64* out = slot.out;
 
     u64 s[3] = {0, 0, 0};
     if (q == 0) s[0] = SPONGE_LEN[num_cols % 8];
@@ -215,12 +235,11 @@ __device__ __forceinline__ void b3_hash_rows_impl(const u64* src, u64 k_stride, 
                                                   u64 t_base, u32 row_width) {
     const u64 id = blockIdx.x * (u64)blockDim.x + threadIdx.x;
     if (id >= (t_count << log_cosets)) return;
-    const u64 kk = id / t_count;
-    const u64 tt = id - kk * t_count;
-    const u64 row = ((t0 + tt) << log_blowup) + k0 + kk;
-    const u64* in = src + kk * k_stride + tt * t_stride;
-    u64* out =
-        rows_out ? rows_out + (((t0 + tt - t_base) << log_cosets) + kk) * row_width : nullptr;
+    const RowSlot slot = row_slot(id, src, k_stride, t_stride, log_blowup, k0, log_cosets, t0,
+                                  t_count, rows_out, t_base, row_width);
+    const u64 row = slot.row;
+    const u64* in = slot.in;
+    u64* out = slot.out;
 
     const u32 size = PARTITIONED ? min(part, num_cols) : num_cols;
     const u32 parts = (num_cols + size - 1) / size;
