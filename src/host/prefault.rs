@@ -13,9 +13,9 @@ pub const PREFAULT_THREADS_ENV: &str = "MIDEN_GPU_PREFAULT_THREADS";
 
 /// Threads of [`prefault`] unless [`PREFAULT_THREADS_ENV`] says otherwise: none. With the
 /// results on transparent huge pages (see `host::memory`), faulting them in ahead cost more than
-/// it saved on an H100: a Miden proof's trace and constraint commitments took 12-27 % longer with
-/// 4 threads, as the threads competed with the uploads and the prover's own work, while W1 alone
-/// gained 1 %. (On two H200s, with 4 KiB pages, 4 threads had taken W1 from 0.48-0.53 s to
+/// it saved on an H100: with 4 threads a Miden proof's trace commitment took 14 % longer and its
+/// constraint commitment 36-39 %, as the threads competed with the uploads and the prover's own
+/// work, while W1 alone gained 1 %. (On two H200s, with 4 KiB pages, 4 threads had taken W1 from 0.48-0.53 s to
 /// 0.44-0.45 s.)
 const DEFAULT_PREFAULT_THREADS: usize = 0;
 
