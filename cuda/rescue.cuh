@@ -60,18 +60,20 @@ __device__ __forceinline__ void apply_sbox(u64 s[N]) {
     for (int i = 0; i < N; i++) s[i] = exp7(s[i]);
 }
 
-/// Squares every element `count` times (a loop: the bodies are the hot part of the permutation).
-template <int N>
+/// Squares every element `count` times: a loop (the bodies are the hot part of the permutation)
+/// unrolled `UNROLL` times.
+template <int N, int UNROLL>
 __device__ __forceinline__ void square_n(u64 x[N], int count) {
-#pragma unroll 1
+#pragma unroll UNROLL
     for (int k = 0; k < count; k++) {
 #pragma unroll
         for (int i = 0; i < N; i++) x[i] = gl_sqr(x[i]);
     }
 }
 
-/// x^10540996611094048183 = x^(1/7), with miden-crypto's addition chain (72 multiplications).
-template <int N = STATE_WIDTH>
+/// x^10540996611094048183 = x^(1/7), with miden-crypto's addition chain (72 multiplications);
+/// the squaring loops unrolled `UNROLL` times.
+template <int N = STATE_WIDTH, int UNROLL = 1>
 __device__ __forceinline__ void apply_inv_sbox(u64 s[N]) {
     u64 t2[N], t3[N], acc[N], keep[N];
 #pragma unroll
@@ -81,28 +83,28 @@ __device__ __forceinline__ void apply_inv_sbox(u64 s[N]) {
         s[i] = gl_mul(gl_mul(t1, t2[i]), s[i]);  // the tail factor x^111, computed early
         acc[i] = t2[i];
     }
-    square_n<N>(acc, 3);  // t3 = t2^(2^3) * t2
+    square_n<N, UNROLL>(acc, 3);  // t3 = t2^(2^3) * t2
 #pragma unroll
     for (int i = 0; i < N; i++) {
         t3[i] = gl_mul(acc[i], t2[i]);
         acc[i] = t3[i];
     }
-    square_n<N>(acc, 6);  // t4 = t3^(2^6) * t3
+    square_n<N, UNROLL>(acc, 6);  // t4 = t3^(2^6) * t3
 #pragma unroll
     for (int i = 0; i < N; i++) {
         acc[i] = gl_mul(acc[i], t3[i]);
         keep[i] = acc[i];
     }
-    square_n<N>(acc, 12);  // t5 = t4^(2^12) * t4
+    square_n<N, UNROLL>(acc, 12);  // t5 = t4^(2^12) * t4
 #pragma unroll
     for (int i = 0; i < N; i++) acc[i] = gl_mul(acc[i], keep[i]);
-    square_n<N>(acc, 6);  // t6 = t5^(2^6) * t3
+    square_n<N, UNROLL>(acc, 6);  // t6 = t5^(2^6) * t3
 #pragma unroll
     for (int i = 0; i < N; i++) {
         acc[i] = gl_mul(acc[i], t3[i]);
         keep[i] = acc[i];
     }
-    square_n<N>(acc, 31);  // t7 = t6^(2^31) * t6
+    square_n<N, UNROLL>(acc, 31);  // t7 = t6^(2^31) * t6
 #pragma unroll
     for (int i = 0; i < N; i++) {
         const u64 t7 = gl_mul(acc[i], keep[i]);
@@ -174,7 +176,8 @@ __device__ __forceinline__ void permute<HASH_RPX>(u64 s[STATE_WIDTH]) {
 // chains. The MDS layer gathers the other lanes' elements with shuffles; since the matrix is
 // circulant (checked where the prelude is generated), lane q reads them rotated by 3q and every
 // product has a constant coefficient. Each lane applies exactly the operations the one-thread
-// permutation applies to its elements, so the words are the same.
+// permutation applies to its elements, so the words are the same. RPO's squaring loops are
+// unrolled twice (on the H100: 2.4 % more RPO permutations/s; RPX's lose 2.7 % that way).
 
 static_assert(4 * 3 == STATE_WIDTH, "a quad holds the 12-element state in triples");
 
@@ -205,13 +208,15 @@ __device__ __forceinline__ void apply_mds_quad(u64 s[3], u32 q, unsigned mask) {
     }
 }
 
+/// A full round on a quad, the inverse S-box's squaring loops unrolled `UNROLL` times.
+template <int UNROLL>
 __device__ __forceinline__ void rescue_round_quad(u64 s[3], int r, u32 q, unsigned mask) {
     apply_mds_quad(s, q, mask);
     add_constants<3>(s, &ARK1[r * STATE_WIDTH + 3 * q]);
     apply_sbox<3>(s);
     apply_mds_quad(s, q, mask);
     add_constants<3>(s, &ARK2[r * STATE_WIDTH + 3 * q]);
-    apply_inv_sbox<3>(s);
+    apply_inv_sbox<3, UNROLL>(s);
 }
 
 /// The permutation on a quad: lane q (of the quad's lanes in `mask`) holds elements 3q..3q+2.
@@ -221,14 +226,14 @@ __device__ __forceinline__ void permute_quad(u64 s[3], u32 q, unsigned mask);
 template <>
 __device__ __forceinline__ void permute_quad<HASH_RPO>(u64 s[3], u32 q, unsigned mask) {
 #pragma unroll 1
-    for (int r = 0; r < NUM_ROUNDS; r++) rescue_round_quad(s, r, q, mask);
+    for (int r = 0; r < NUM_ROUNDS; r++) rescue_round_quad<2>(s, r, q, mask);
 }
 
 template <>
 __device__ __forceinline__ void permute_quad<HASH_RPX>(u64 s[3], u32 q, unsigned mask) {
 #pragma unroll 1
     for (int r = 0; r < NUM_ROUNDS - 1; r += 2) {
-        rescue_round_quad(s, r, q, mask);                             // FB(r)
+        rescue_round_quad<1>(s, r, q, mask);                          // FB(r)
         add_constants<3>(s, &ARK1[(r + 1) * STATE_WIDTH + 3 * q]);  // E(r + 1)
         ext_sbox(s);
     }

@@ -20,7 +20,7 @@
 //! they give: hash and tree permutations/s, LDE and interpolation elements/s. `--stages` prints
 //! them under each point; the JSON always has them. `--devices` times CUDA on several GPU sets
 //! in one run (all stay open for the whole run), and each set against the first.
-//! `RUST_LOG=miden_gpu=info` adds the backends' log lines.
+//! `RUST_LOG=miden_gpu=info` adds the backends' log lines and each of their spans with its time.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -37,7 +37,7 @@ use support::{
     targets::{self, Target},
     Workload,
 };
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::{fmt::format::FmtSpan, EnvFilter};
 
 // ARGUMENTS
 // ================================================================================================
@@ -186,7 +186,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     miden_gpu::wgpu::prepare_headless_vulkan();
     let args = Args::parse();
     let log_filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(log_filter).with_writer(std::io::stderr).init();
+    // a line per closed span, with its time, so RUST_LOG shows where a commitment spends it
+    tracing_subscriber::fmt()
+        .with_env_filter(log_filter)
+        .with_span_events(FmtSpan::CLOSE)
+        .with_writer(std::io::stderr)
+        .init();
 
     let workloads = args.workloads();
     let gpu_sets: Vec<Vec<usize>> = args.devices.iter().map(|set| set.0.clone()).collect();

@@ -30,6 +30,7 @@ pub(crate) fn iv() -> [u32; 8] {
 }
 
 /// Words of one digest of `hash` in a BLAKE3 message (6 for BLAKE3-192, 8 for BLAKE3-256).
+#[cfg(feature = "wgpu")]
 pub(crate) fn digest_words(hash: HashFunction) -> usize {
     hash.digest_bytes() / 4
 }

@@ -11,19 +11,72 @@ use crate::error::{GpuError, Result};
 /// kernel overcommits, such a reservation succeeds and the process is killed once its pages are
 /// written.
 pub fn reserve_host<T>(len: usize) -> Result<Vec<T>> {
+    let needed = check_host_room::<T>(len)?;
+    let mut vec = Vec::<T>::new();
+    vec.try_reserve_exact(len).map_err(|_| host_out_of_memory(needed))?;
+    advise_huge_pages(&mut vec);
+    Ok(vec)
+}
+
+/// Types whose all-zero bytes are a valid value: the zero of [`zeroed_host`].
+///
+/// # Safety
+/// Implement only for types of which every all-zero byte pattern is a valid value.
+#[cfg(feature = "wgpu")]
+pub(crate) unsafe trait ZeroBytes: Copy {}
+
+// SAFETY: integers; `Felt` is a `u64` in Montgomery form (zero bytes are `Felt::ZERO`, and the
+// crate moves `Felt` memory as `u64` words everywhere); `Digest` is `repr(transparent)` over
+// `[u64; 4]`.
+#[cfg(feature = "wgpu")]
+unsafe impl ZeroBytes for u64 {}
+#[cfg(feature = "wgpu")]
+unsafe impl ZeroBytes for miden_crypto::Felt {}
+#[cfg(feature = "wgpu")]
+unsafe impl ZeroBytes for crate::hash::Digest {}
+
+/// `len` zero values, or [`GpuError::OutOfMemory`] as [`reserve_host`] says. The memory comes
+/// zeroed from the allocator (for large vectors: fresh pages the kernel zero-fills when they are
+/// first written), so no thread spends time writing zeros that downloads overwrite, and the
+/// page faults happen where the results are first written, in parallel. Large vectors ask for
+/// huge pages as [`advise_huge_pages`] says.
+#[cfg(feature = "wgpu")]
+pub(crate) fn zeroed_host<T: ZeroBytes>(len: usize) -> Result<Vec<T>> {
+    let needed = check_host_room::<T>(len)?;
+    if len == 0 || core::mem::size_of::<T>() == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| host_out_of_memory(needed))?;
+    // SAFETY: the layout has a non-zero size (checked above).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        return Err(host_out_of_memory(needed));
+    }
+    if layout.size() >= HUGE_PAGES_FROM && huge_pages_enabled() {
+        advise(ptr as usize, layout.size());
+    }
+    // SAFETY: allocated by the global allocator with the layout of `len` values of `T`, every
+    // byte zero, which `T: ZeroBytes` makes `len` valid values.
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}
+
+/// The bytes `len` values of `T` need, or [`GpuError::OutOfMemory`] if that is more than the
+/// machine's memory and swap: where the kernel overcommits, such a reservation succeeds and the
+/// process is killed once its pages are written.
+fn check_host_room<T>(len: usize) -> Result<u64> {
     let needed = (len as u64).saturating_mul(core::mem::size_of::<T>() as u64);
-    let out_of_memory = || GpuError::OutOfMemory {
+    if meminfo_bytes(&["MemTotal:", "SwapTotal:"]).is_some_and(|total| needed > total) {
+        return Err(host_out_of_memory(needed));
+    }
+    Ok(needed)
+}
+
+fn host_out_of_memory(needed: u64) -> GpuError {
+    GpuError::OutOfMemory {
         memory: "host",
         needed,
         available: meminfo_bytes(&["MemAvailable:"]).unwrap_or(0),
-    };
-    if meminfo_bytes(&["MemTotal:", "SwapTotal:"]).is_some_and(|total| needed > total) {
-        return Err(out_of_memory());
     }
-    let mut vec = Vec::<T>::new();
-    vec.try_reserve_exact(len).map_err(|_| out_of_memory())?;
-    advise_huge_pages(&mut vec);
-    Ok(vec)
 }
 
 /// Reservations of at least this many bytes ask for transparent huge pages.
@@ -44,7 +97,7 @@ fn huge_pages_enabled() -> bool {
 /// asked), unless [`HUGE_PAGES_ENV`] is `0`. A backend's results are gigabytes of fresh memory:
 /// faulted in 2 MiB at a time instead of 4 KiB, the downloads that fill them spend far less time
 /// in the kernel.
-pub(crate) fn advise_huge_pages<T>(vec: &mut Vec<T>) {
+fn advise_huge_pages<T>(vec: &mut Vec<T>) {
     let spare = vec.spare_capacity_mut();
     let (start, len) = (spare.as_mut_ptr() as usize, std::mem::size_of_val(spare));
     if len >= HUGE_PAGES_FROM && huge_pages_enabled() {
@@ -75,4 +128,34 @@ fn meminfo_bytes(fields: &[&str]) -> Option<u64> {
             line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kib| kib * 1024)
         })
         .sum()
+}
+
+#[cfg(all(test, feature = "wgpu"))]
+mod tests {
+    use miden_crypto::Felt;
+    use winter_math::FieldElement;
+
+    use super::*;
+    use crate::hash::Digest;
+
+    #[test]
+    fn zeroed_host_holds_zeros_of_the_length_asked() {
+        // empty, small (heap) and large (fresh pages with the huge-page advice)
+        for len in [0, 1, 1000, (HUGE_PAGES_FROM / 8) + 3] {
+            let felts: Vec<Felt> = zeroed_host(len).expect("fits");
+            assert_eq!(felts.len(), len);
+            assert!(felts.iter().all(|x| *x == Felt::ZERO));
+            let digests: Vec<Digest> = zeroed_host(len / 4).expect("fits");
+            assert_eq!(digests.len(), len / 4);
+            assert!(digests.iter().all(|d| *d == Digest::ZERO));
+        }
+    }
+
+    #[test]
+    fn zeroed_host_beyond_memory_is_out_of_memory() {
+        match zeroed_host::<u64>(usize::MAX / 16) {
+            Err(GpuError::OutOfMemory { memory: "host", .. }) => {},
+            other => panic!("expected OutOfMemory, got {:?}", other.map(|v| v.len())),
+        }
+    }
 }

@@ -10,7 +10,7 @@ mod prefault;
 
 pub(crate) use interpolate::{interpolate_columns, interpolate_composition};
 #[cfg(feature = "wgpu")]
-pub(crate) use memory::advise_huge_pages;
+pub(crate) use memory::zeroed_host;
 pub use memory::{reserve_host, HUGE_PAGES_ENV};
 #[cfg(feature = "cuda")]
 pub use prefault::PREFAULT_THREADS_ENV;

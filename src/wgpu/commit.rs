@@ -183,7 +183,7 @@ pub(super) fn commit(
         drop((staged, values));
 
         let make_sinks = Box::new(move || {
-            allocation.join().map_err(|_| device_error("host allocation failed".into()))
+            allocation.join().map_err(|_| device_error("host allocation failed".into()))?
         });
         let mut stream = Stream::new(engine, make_sinks);
         if with_polys {
@@ -269,15 +269,15 @@ pub(super) fn commit(
 
 /// The host outputs of a commitment: the polynomials (if the device computes them), the LDE
 /// rows, the leaves and the tree levels above leaves stored in `layout`.
-fn commit_sinks(shape: &Shape, with_polys: bool, layout: Layout) -> Sinks {
+fn commit_sinks(shape: &Shape, with_polys: bool, layout: Layout) -> Result<Sinks> {
     let mut sinks = Sinks::default();
     if with_polys {
         sinks.columns =
             (0..shape.num_cols).into_par_iter().map(|_| vec![Felt::ZERO; shape.poly_len]).collect();
     }
-    sinks.felts.push(zeroed(shape.lde_len * shape.row_width));
-    sinks.digests.push(zeroed_digests(shape.lde_len));
-    sinks.digests.push(zeroed_digests(shape.lde_len));
+    sinks.felts.push(zeroed(shape.lde_len * shape.row_width)?);
+    sinks.digests.push(zeroed_digests(shape.lde_len)?);
+    sinks.digests.push(zeroed_digests(shape.lde_len)?);
     let (groups, group_len) = (layout.groups as usize, layout.group_len as usize);
     sinks.records.push(RecordSink {
         store: Store::Felts(0),
@@ -294,7 +294,7 @@ fn commit_sinks(shape: &Shape, with_polys: bool, layout: Layout) -> Sinks {
         group_len,
     });
     push_level_sinks(&mut sinks, Store::Digests(1), shape.lde_len, layout);
-    sinks
+    Ok(sinks)
 }
 
 // INTERPOLATION

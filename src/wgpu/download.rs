@@ -7,7 +7,6 @@ use std::sync::mpsc;
 use miden_crypto::Felt;
 use rayon::prelude::*;
 use tracing::debug_span;
-use winter_math::FieldElement;
 
 use super::{
     batch::Batch,
@@ -15,7 +14,7 @@ use super::{
     context::device_error,
     Engine,
 };
-use crate::{error::Result, hash::Digest, host::advise_huge_pages};
+use crate::{error::Result, hash::Digest, host::zeroed_host};
 
 /// Records per parallel task when scattering downloaded records.
 const MIN_RECORDS_PER_TASK: usize = 256;
@@ -341,20 +340,14 @@ impl Drop for Stream<'_, '_> {
 // HELPERS
 // ================================================================================================
 
-/// `len` zeros, written in parallel.
-pub(super) fn zeroed(len: usize) -> Vec<Felt> {
-    let mut data = Vec::with_capacity(len);
-    advise_huge_pages(&mut data);
-    data.par_extend(rayon::iter::repeat_n(Felt::ZERO, len));
-    data
+/// `len` zero field elements in fresh memory (see [`zeroed_host`]).
+pub(super) fn zeroed(len: usize) -> Result<Vec<Felt>> {
+    zeroed_host(len)
 }
 
-/// `len` zero digests, written in parallel.
-pub(super) fn zeroed_digests(len: usize) -> Vec<Digest> {
-    let mut data = Vec::with_capacity(len);
-    advise_huge_pages(&mut data);
-    data.par_extend(rayon::iter::repeat_n(Digest::ZERO, len));
-    data
+/// `len` zero digests (see [`zeroed`]).
+pub(super) fn zeroed_digests(len: usize) -> Result<Vec<Digest>> {
+    zeroed_host(len)
 }
 
 /// Downloads every part of `array`.

@@ -252,20 +252,20 @@ fn commit_layer(
     let leaf_digests = sinks.digests.pop().unwrap_or_default();
     let row_major = sinks.felts.pop().unwrap_or_default();
     let columns = info_span!("wgpu.fri.columns")
-        .in_scope(|| transpose(&row_major, rows as usize, width as usize));
+        .in_scope(|| transpose(&row_major, rows as usize, width as usize))?;
     let host = FriLayer { columns, num_rows: rows as usize, leaves: leaf_digests, nodes };
     Ok(Committed { root: host.root(), host: Some(host), leaves, levels })
 }
 
 /// Column-major `columns` of [`FriLayer`] from `num_rows` row-major rows of `width` elements.
-fn transpose(rows: &[Felt], num_rows: usize, width: usize) -> Vec<Felt> {
-    let mut columns = zeroed(rows.len());
+fn transpose(rows: &[Felt], num_rows: usize, width: usize) -> Result<Vec<Felt>> {
+    let mut columns = zeroed(rows.len())?;
     columns.par_chunks_mut(num_rows).enumerate().for_each(|(c, column)| {
         for (i, value) in column.iter_mut().enumerate() {
             *value = rows[i * width + c];
         }
     });
-    columns
+    Ok(columns)
 }
 
 // HOST SINKS
@@ -280,13 +280,13 @@ fn layer_stream<'e>(engine: &'e Engine<'e>, layer: &Layer, keep: bool) -> Stream
         Box::new(move || {
             let mut sinks = Sinks::default();
             if keep {
-                sinks.digests.push(zeroed_digests(1));
+                sinks.digests.push(zeroed_digests(1)?);
                 sinks.records.push(natural_sink(Store::Digests(0), 4, 1));
                 return Ok(sinks);
             }
-            sinks.felts.push(zeroed(rows * width));
-            sinks.digests.push(zeroed_digests(rows));
-            sinks.digests.push(zeroed_digests(rows));
+            sinks.felts.push(zeroed(rows * width)?);
+            sinks.digests.push(zeroed_digests(rows)?);
+            sinks.digests.push(zeroed_digests(rows)?);
             sinks.records.push(natural_sink(Store::Felts(0), width, rows));
             sinks.records.push(natural_sink(Store::Digests(0), 4, rows));
             push_level_sinks(&mut sinks, Store::Digests(1), rows, Layout::new(rows as u64, 1));
@@ -302,7 +302,7 @@ fn remainder_stream<'e>(engine: &'e Engine<'e>, layer: &Layer) -> Stream<'e, 'st
         engine,
         Box::new(move || {
             let mut sinks = Sinks::default();
-            sinks.felts.push(zeroed(rows * width));
+            sinks.felts.push(zeroed(rows * width)?);
             sinks.records.push(natural_sink(Store::Felts(0), width, rows));
             Ok(sinks)
         }),
