@@ -229,6 +229,9 @@ pub(super) fn commit(
                 record_hash_rows(batch, request.hash, request.row_hashing, block, buffers, engine.sizes.hash_events);
                 let bytes = plan.rows * rw as u64 * FELT_BYTES;
                 stream.download(&row_buffer, 0, bytes, rw as u64 * FELT_BYTES, Target::Records { sink: LDE_SINK, first: leaf as usize })?;
+                // the chunk's leaves travel with its rows, so after the tree only its levels remain
+                let leaf_bytes = u64::from(leaf_offset) * DIGEST_BYTES;
+                stream.download(leaf_buffer, leaf_bytes, plan.rows * DIGEST_BYTES, DIGEST_BYTES, Target::Records { sink: LEAF_SINK, first: leaf as usize })?;
             }
         }
         Ok::<_, GpuError>(())
@@ -239,10 +242,6 @@ pub(super) fn commit(
             record_tree(stream.batch(), request.hash, &leaf_array, layout, &levels)
         });
         let mut sinks = info_span!("wgpu.download").in_scope(|| {
-            download_array(&mut stream, &leaf_array, DIGEST_BYTES, |first| Target::Records {
-                sink: LEAF_SINK,
-                first,
-            })?;
             download_levels(&mut stream, &levels, LEVEL_SINK)?;
             stream.batch().resolve_timestamps();
             stream.finish()
