@@ -20,7 +20,7 @@ use super::{
     buffers::{Chunked, STORAGE},
     constants::felt_bytes,
     context::device_error,
-    download::{download_array, zeroed, zeroed_digests, RecordSink, Sinks, Store, Stream, Target},
+    download::{download_array, RecordSink, Sinks, Store, Stream, Target},
     hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
     lde::{
         record_coset_evaluation, record_finish_interpolation, record_to_rows, CoefficientBlock,
@@ -37,6 +37,7 @@ use super::{
 use crate::{
     committer::{CommitRequest, Commitment, LdeRows, PolyInput, Shape},
     error::{GpuError, Result},
+    host::zeroed_host,
 };
 
 /// Sink indices of a commitment's records.
@@ -274,9 +275,9 @@ fn commit_sinks(shape: &Shape, with_polys: bool, layout: Layout) -> Result<Sinks
         sinks.columns =
             (0..shape.num_cols).into_par_iter().map(|_| vec![Felt::ZERO; shape.poly_len]).collect();
     }
-    sinks.felts.push(zeroed(shape.lde_len * shape.row_width)?);
-    sinks.digests.push(zeroed_digests(shape.lde_len)?);
-    sinks.digests.push(zeroed_digests(shape.lde_len)?);
+    sinks.felts.push(zeroed_host(shape.lde_len * shape.row_width)?);
+    sinks.digests.push(zeroed_host(shape.lde_len)?);
+    sinks.digests.push(zeroed_host(shape.lde_len)?);
     let (groups, group_len) = (layout.groups as usize, layout.group_len as usize);
     sinks.records.push(RecordSink {
         store: Store::Felts(0),

@@ -16,7 +16,7 @@ use tracing::info_span;
 
 use super::{
     buffers::Chunked,
-    download::{download_array, zeroed, RecordSink, Sinks, Store, Stream, Target},
+    download::{download_array, RecordSink, Sinks, Store, Stream, Target},
     pipelines::Kernel,
     sizes::FELT_BYTES,
     Engine,
@@ -24,6 +24,7 @@ use super::{
 use crate::{
     deep::{join_blocks, CombineRequest, DeepSegment, EvaluateRequest, EVALUATION_BLOCK},
     error::{GpuError, Result},
+    host::zeroed_host,
 };
 
 /// `DeepParams` of deep.wgsl.
@@ -134,7 +135,7 @@ pub(super) fn evaluate(
     let out = Chunked::new(engine.pool, device, total_cols * blocks, 2 * d * FELT_BYTES, out_part);
     let values = (total_cols * blocks * 2 * d) as usize;
     let mut sinks = Sinks::default();
-    sinks.felts.push(zeroed(values)?);
+    sinks.felts.push(zeroed_host(values)?);
     sinks.records.push(RecordSink {
         store: Store::Felts(0),
         start: 0,
@@ -206,7 +207,7 @@ pub(super) fn combine(
     let sum_part = 1u64 << (engine.sizes.felts() / d).ilog2();
     let sum = Chunked::new(engine.pool, device, n, d * FELT_BYTES, sum_part);
     let mut sinks = Sinks::default();
-    sinks.felts.push(zeroed(poly_len * d as usize)?);
+    sinks.felts.push(zeroed_host(poly_len * d as usize)?);
     sinks.records.push(RecordSink {
         store: Store::Felts(0),
         start: 0,

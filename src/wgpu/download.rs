@@ -14,7 +14,7 @@ use super::{
     context::device_error,
     Engine,
 };
-use crate::{error::Result, hash::Digest, host::zeroed_host};
+use crate::{error::Result, hash::Digest};
 
 /// Records per parallel task when scattering downloaded records.
 const MIN_RECORDS_PER_TASK: usize = 256;
@@ -339,16 +339,6 @@ impl Drop for Stream<'_, '_> {
 
 // HELPERS
 // ================================================================================================
-
-/// `len` zero field elements in fresh memory (see [`zeroed_host`]).
-pub(super) fn zeroed(len: usize) -> Result<Vec<Felt>> {
-    zeroed_host(len)
-}
-
-/// `len` zero digests (see [`zeroed`]).
-pub(super) fn zeroed_digests(len: usize) -> Result<Vec<Digest>> {
-    zeroed_host(len)
-}
 
 /// Downloads every part of `array`.
 pub(super) fn download_array(

@@ -16,7 +16,7 @@ use super::{
     buffers::Chunked,
     constants::felt_bytes,
     context::device_error,
-    download::{download_array, zeroed, zeroed_digests, RecordSink, Sinks, Store, Stream, Target},
+    download::{download_array, RecordSink, Sinks, Store, Stream, Target},
     fold::{record_fold, record_layer_rows, Layer},
     hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
     lde::{record_coset_evaluation, CosetArrays, CosetShape},
@@ -33,6 +33,7 @@ use crate::{
         LayerOpening,
     },
     hash::Digest,
+    host::zeroed_host,
 };
 
 /// Sink indices of a layer's downloads: rows, leaves, then the tree levels.
@@ -259,7 +260,7 @@ fn commit_layer(
 
 /// Column-major `columns` of [`FriLayer`] from `num_rows` row-major rows of `width` elements.
 fn transpose(rows: &[Felt], num_rows: usize, width: usize) -> Result<Vec<Felt>> {
-    let mut columns = zeroed(rows.len())?;
+    let mut columns = zeroed_host(rows.len())?;
     columns.par_chunks_mut(num_rows).enumerate().for_each(|(c, column)| {
         for (i, value) in column.iter_mut().enumerate() {
             *value = rows[i * width + c];
@@ -280,13 +281,13 @@ fn layer_stream<'e>(engine: &'e Engine<'e>, layer: &Layer, keep: bool) -> Stream
         Box::new(move || {
             let mut sinks = Sinks::default();
             if keep {
-                sinks.digests.push(zeroed_digests(1)?);
+                sinks.digests.push(zeroed_host(1)?);
                 sinks.records.push(natural_sink(Store::Digests(0), 4, 1));
                 return Ok(sinks);
             }
-            sinks.felts.push(zeroed(rows * width)?);
-            sinks.digests.push(zeroed_digests(rows)?);
-            sinks.digests.push(zeroed_digests(rows)?);
+            sinks.felts.push(zeroed_host(rows * width)?);
+            sinks.digests.push(zeroed_host(rows)?);
+            sinks.digests.push(zeroed_host(rows)?);
             sinks.records.push(natural_sink(Store::Felts(0), width, rows));
             sinks.records.push(natural_sink(Store::Digests(0), 4, rows));
             push_level_sinks(&mut sinks, Store::Digests(1), rows, Layout::new(rows as u64, 1));
@@ -302,7 +303,7 @@ fn remainder_stream<'e>(engine: &'e Engine<'e>, layer: &Layer) -> Stream<'e, 'st
         engine,
         Box::new(move || {
             let mut sinks = Sinks::default();
-            sinks.felts.push(zeroed(rows * width)?);
+            sinks.felts.push(zeroed_host(rows * width)?);
             sinks.records.push(natural_sink(Store::Felts(0), width, rows));
             Ok(sinks)
         }),

@@ -6,7 +6,7 @@ use tracing::info_span;
 use super::{
     buffers::Chunked,
     constants::felt_bytes,
-    download::{download_array, zeroed_digests, RecordSink, Sinks, Store, Stream, Target},
+    download::{download_array, RecordSink, Sinks, Store, Stream, Target},
     hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
     merkle::{download_levels, push_level_sinks, record_tree, tree_levels, Layout},
     shaders::saved_bytes,
@@ -18,6 +18,7 @@ use crate::{
     committer::{LdeRows, RowHashing},
     error::{GpuError, Result},
     hash::{Digest, HashFunction},
+    host::zeroed_host,
 };
 
 // HASH ROWS AND BUILD TREE
@@ -44,7 +45,7 @@ pub(super) fn hash_rows(
     let row_chunk = Chunked::new(engine.pool, device, rows_per_chunk, row_bytes, rows_per_chunk);
     let sponges = sponge_buffer(engine, hash, row_hashing, lde.num_cols, rows_per_chunk);
     let mut sinks = Sinks::default();
-    sinks.digests.push(zeroed_digests(num_rows)?);
+    sinks.digests.push(zeroed_host(num_rows)?);
     sinks.records.push(RecordSink {
         store: Store::Digests(0),
         start: 0,
@@ -109,7 +110,7 @@ pub(super) fn build_tree(
     let levels = tree_levels(engine.pool, device, len, engine.sizes.digests());
     let layout = Layout::new(len, 1);
     let mut sinks = Sinks::default();
-    sinks.digests.push(zeroed_digests(leaves.len())?);
+    sinks.digests.push(zeroed_host(leaves.len())?);
     push_level_sinks(&mut sinks, Store::Digests(0), leaves.len(), layout);
     let mut stream = Stream::new(engine, Box::new(move || Ok(sinks)));
     let write = Write {
