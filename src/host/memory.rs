@@ -25,11 +25,9 @@ pub fn reserve_host<T>(len: usize) -> Result<Vec<T>> {
 #[cfg(feature = "wgpu")]
 pub(crate) unsafe trait ZeroBytes: Copy {}
 
-// SAFETY: integers; `Felt` is a `u64` in Montgomery form (zero bytes are `Felt::ZERO`, and the
+// SAFETY: `Felt` is a `u64` in Montgomery form (zero bytes are `Felt::ZERO`, and the
 // crate moves `Felt` memory as `u64` words everywhere); `Digest` is `repr(transparent)` over
 // `[u64; 4]`.
-#[cfg(feature = "wgpu")]
-unsafe impl ZeroBytes for u64 {}
 #[cfg(feature = "wgpu")]
 unsafe impl ZeroBytes for miden_crypto::Felt {}
 #[cfg(feature = "wgpu")]
@@ -153,7 +151,7 @@ mod tests {
 
     #[test]
     fn zeroed_host_beyond_memory_is_out_of_memory() {
-        match zeroed_host::<u64>(usize::MAX / 16) {
+        match zeroed_host::<Felt>(usize::MAX / 16) {
             Err(GpuError::OutOfMemory { memory: "host", .. }) => {},
             other => panic!("expected OutOfMemory, got {:?}", other.map(|v| v.len())),
         }

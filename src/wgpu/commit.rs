@@ -11,9 +11,7 @@
 //! device has timestamp queries, the stages' device times come back with the commitment.
 
 use miden_crypto::Felt;
-use rayon::prelude::*;
 use tracing::info_span;
-use winter_math::FieldElement;
 
 use super::{
     batch::Batch,
@@ -273,7 +271,7 @@ fn commit_sinks(shape: &Shape, with_polys: bool, layout: Layout) -> Result<Sinks
     let mut sinks = Sinks::default();
     if with_polys {
         sinks.columns =
-            (0..shape.num_cols).into_par_iter().map(|_| vec![Felt::ZERO; shape.poly_len]).collect();
+            (0..shape.num_cols).map(|_| zeroed_host(shape.poly_len)).collect::<Result<_>>()?;
     }
     sinks.felts.push(zeroed_host(shape.lde_len * shape.row_width)?);
     sinks.digests.push(zeroed_host(shape.lde_len)?);
