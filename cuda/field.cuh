@@ -8,9 +8,10 @@
 // addition loses 2^32 - 1), and the hash permutations reach such operands now and then (about
 // once in 2^33 doublings). `gl_canonical` maps a result into [0, p) before it is written out.
 //
-// Multiplication is a 64x64->128 product in 32-bit limbs (mul.lo/mul.hi/mad with carry chains:
-// Hopper has no 64-bit integer multiplier) followed by the Goldilocks Montgomery reduction of
-// winter_math's `mont_red_cst` (shifts and subtractions only, no multiplication).
+// Multiplication is a 64x64->128 product in 32-bit limbs (Hopper has no 64-bit integer
+// multiplier) followed by the Goldilocks Montgomery reduction of winter_math's `mont_red_cst`
+// (shifts and subtractions only, no multiplication). The 128-bit product is the same integer
+// whichever way its partial products are formed, so every form below returns the same word.
 
 typedef unsigned long long u64;
 typedef unsigned int u32;
@@ -86,20 +87,28 @@ __device__ __forceinline__ u64 gl_mont_reduce(u32 t0, u32 t1, u32 t2, u32 t3) {
     return ((u64)r1 << 32) | r0;
 }
 
-/// a·b in Montgomery form (the Montgomery product a·b·2^-64 mod p).
+/// a·b in Montgomery form (the Montgomery product a·b·2^-64 mod p): four wide 32x32->64
+/// products (`IMAD.WIDE`), their halves summed with add-with-carry chains on the integer ALU.
 __device__ __forceinline__ u64 gl_mul(u64 a, u64 b) {
     const u32 a0 = (u32)a, a1 = (u32)(a >> 32);
     const u32 b0 = (u32)b, b1 = (u32)(b >> 32);
     u32 t0, t1, t2, t3;
     asm("{\n\t"
-        "mul.lo.u32 %0, %4, %6;\n\t"
-        "mul.hi.u32 %1, %4, %6;\n\t"
-        "mad.lo.cc.u32 %1, %4, %7, %1;\n\t"
-        "madc.hi.u32 %2, %4, %7, 0;\n\t"
-        "mad.lo.cc.u32 %1, %5, %6, %1;\n\t"
-        "madc.hi.cc.u32 %2, %5, %6, %2;\n\t"
-        "madc.hi.u32 %3, %5, %7, 0;\n\t"
-        "mad.lo.cc.u32 %2, %5, %7, %2;\n\t"
+        ".reg .u32 h00, l01, h01, l10, h10, l11, h11;\n\t"
+        ".reg .u64 p;\n\t"
+        "mul.wide.u32 p, %4, %6;\n\t"
+        "mov.b64 {%0, h00}, p;\n\t"
+        "mul.wide.u32 p, %4, %7;\n\t"
+        "mov.b64 {l01, h01}, p;\n\t"
+        "mul.wide.u32 p, %5, %6;\n\t"
+        "mov.b64 {l10, h10}, p;\n\t"
+        "mul.wide.u32 p, %5, %7;\n\t"
+        "mov.b64 {l11, h11}, p;\n\t"
+        "add.cc.u32 %1, h00, l01;\n\t"
+        "addc.cc.u32 %2, h01, l11;\n\t"
+        "addc.u32 %3, h11, 0;\n\t"
+        "add.cc.u32 %1, %1, l10;\n\t"
+        "addc.cc.u32 %2, %2, h10;\n\t"
         "addc.u32 %3, %3, 0;\n\t"
         "}"
         : "=r"(t0), "=r"(t1), "=r"(t2), "=r"(t3)
@@ -107,9 +116,9 @@ __device__ __forceinline__ u64 gl_mul(u64 a, u64 b) {
     return gl_mont_reduce(t0, t1, t2, t3);
 }
 
-/// a² in Montgomery form: the cross product a0·a1 is computed once, doubled by funnel shifts and
-/// folded into the a1² product with carry chains (about 17 SASS instructions against 19 for a
-/// general product; squarings are most of the Rescue inverse S-box).
+/// a² in Montgomery form, most of its work on the multiply pipe: the cross product a0·a1 is
+/// computed once, doubled by funnel shifts and folded into the a0² and a1² products with
+/// multiply-add carry chains (ptxas adds moves and shifts on the same pipe).
 __device__ __forceinline__ u64 gl_sqr(u64 a) {
     const u32 a0 = (u32)a, a1 = (u32)(a >> 32);
     u32 t0, t1, t2, t3;
@@ -124,6 +133,33 @@ __device__ __forceinline__ u64 gl_sqr(u64 a) {
         "mad.hi.cc.u32 %1, %4, %4, d0;\n\t"
         "madc.lo.cc.u32 %2, %5, %5, d1;\n\t"
         "madc.hi.u32 %3, %5, %5, d2;\n\t"
+        "}"
+        : "=r"(t0), "=r"(t1), "=r"(t2), "=r"(t3)
+        : "r"(a0), "r"(a1));
+    return gl_mont_reduce(t0, t1, t2, t3);
+}
+
+/// a² in Montgomery form, most of its work on the integer ALU: three wide products (`IMAD.WIDE`)
+/// and the doubled cross product added with shift-and-add carry chains. The same word as
+/// `gl_sqr`; the Rescue squaring chains mix the two forms to keep both pipes busy.
+__device__ __forceinline__ u64 gl_sqr_alu(u64 a) {
+    const u32 a0 = (u32)a, a1 = (u32)(a >> 32);
+    u32 t0, t1, t2, t3;
+    asm("{\n\t"
+        ".reg .u32 m0, m1, d0, d1, d2, s1, h0, h1;\n\t"
+        ".reg .u64 p;\n\t"
+        "mul.wide.u32 p, %4, %5;\n\t"
+        "mov.b64 {m0, m1}, p;\n\t"
+        "mul.wide.u32 p, %4, %4;\n\t"
+        "mov.b64 {%0, s1}, p;\n\t"
+        "mul.wide.u32 p, %5, %5;\n\t"
+        "mov.b64 {h0, h1}, p;\n\t"
+        "shl.b32 d0, m0, 1;\n\t"
+        "shf.l.wrap.b32 d1, m0, m1, 1;\n\t"
+        "shr.u32 d2, m1, 31;\n\t"
+        "add.cc.u32 %1, s1, d0;\n\t"
+        "addc.cc.u32 %2, h0, d1;\n\t"
+        "addc.u32 %3, h1, d2;\n\t"
         "}"
         : "=r"(t0), "=r"(t1), "=r"(t2), "=r"(t3)
         : "r"(a0), "r"(a1));

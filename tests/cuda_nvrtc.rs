@@ -43,7 +43,7 @@ fn kernels_compile_for_hopper_and_ampere() {
 fn source_carries_generated_constants() {
     let source = kernel_source();
     for needle in [
-        "#define RESCUE_MDS {7u, 23u, 8u",
+        "#define RESCUE_MDS_ROW {7u, 23u, 8u, 26u, 13u, 10u, 9u, 7u, 6u, 22u, 21u, 8u}",
         "__constant__ u64 ARK1[84]",
         "__constant__ u64 ARK2[84]",
         "SPONGE_LEN[8]",

@@ -67,18 +67,19 @@ const FIELD_TEST_KERNEL: &str = r#"
 extern "C" __global__ void field_ops(const u64* a, const u64* b, u64* out, u32 n) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    out[6 * i] = gl_mul(a[i], b[i]);
-    out[6 * i + 1] = gl_sqr(a[i]);
-    out[6 * i + 2] = gl_add(a[i], b[i]);
-    out[6 * i + 3] = gl_sub(a[i], b[i]);
-    out[6 * i + 4] = gl_double(a[i]);
-    out[6 * i + 5] = gl_mul_small(a[i], 4);
+    out[7 * i] = gl_mul(a[i], b[i]);
+    out[7 * i + 1] = gl_sqr(a[i]);
+    out[7 * i + 2] = gl_sqr_alu(a[i]);
+    out[7 * i + 3] = gl_add(a[i], b[i]);
+    out[7 * i + 4] = gl_sub(a[i], b[i]);
+    out[7 * i + 5] = gl_double(a[i]);
+    out[7 * i + 6] = gl_mul_small(a[i], 4);
 }
 "#;
 
-/// Montgomery multiply, square, add, subtract, double and small multiple on the device against
-/// `Felt`, word for word (the hashes must reproduce winter_math's non-canonical results too), on
-/// random and edge-case words (non-canonical ones included).
+/// Montgomery multiply, both squaring forms, add, subtract, double and small multiple on the
+/// device against `Felt`, word for word (the hashes must reproduce winter_math's non-canonical
+/// results too), on random and edge-case words (non-canonical ones included).
 fn cuda_field_arithmetic_matches_felt() {
     committer();
     let ctx = CudaContext::new(0).expect("CUDA context");
@@ -116,18 +117,19 @@ fn cuda_field_arithmetic_matches_felt() {
     let stream = ctx.default_stream();
     let a_dev = stream.clone_htod(&a).unwrap();
     let b_dev = stream.clone_htod(&b).unwrap();
-    let mut out_dev = stream.alloc_zeros::<u64>(6 * a.len()).unwrap();
+    let mut out_dev = stream.alloc_zeros::<u64>(7 * a.len()).unwrap();
     let mut launch = stream.launch_builder(&f);
     launch.arg(&a_dev).arg(&b_dev).arg(&mut out_dev).arg(&n);
     unsafe { launch.launch(LaunchConfig::for_num_elems(n)) }.expect("launch");
     let out = stream.clone_dtoh(&out_dev).unwrap();
-    const OPS: [&str; 6] = ["mul", "sqr", "add", "sub", "double", "mul_small(4)"];
-    let mut failures = [0usize; 6];
+    const OPS: [&str; 7] = ["mul", "sqr", "sqr_alu", "add", "sub", "double", "mul_small(4)"];
+    let mut failures = [0usize; 7];
     for i in 0..a.len() {
         let (x, y) = (Felt::from_mont(a[i]), Felt::from_mont(b[i]));
-        let want = [x * y, x.square(), x + y, x - y, x.double(), x.mul_small(4)].map(|v| v.inner());
+        let want = [x * y, x.square(), x.square(), x + y, x - y, x.double(), x.mul_small(4)]
+            .map(|v| v.inner());
         for k in 0..OPS.len() {
-            if out[6 * i + k] != want[k] {
+            if out[7 * i + k] != want[k] {
                 failures[k] += 1;
                 if failures[k] <= 3 {
                     eprintln!(
@@ -135,14 +137,14 @@ fn cuda_field_arithmetic_matches_felt() {
                         OPS[k],
                         a[i],
                         b[i],
-                        out[6 * i + k],
+                        out[7 * i + k],
                         want[k]
                     );
                 }
             }
         }
     }
-    assert_eq!(failures, [0; 6], "mismatches ({OPS:?}) out of {}", a.len());
+    assert_eq!(failures, [0; 7], "mismatches ({OPS:?}) out of {}", a.len());
 }
 
 // LARGER SHAPES

@@ -160,14 +160,12 @@ fn prelude() -> String {
         String::from("\n// GENERATED CONSTANTS (src/cuda/program.rs, from miden-crypto)\n");
     let _ = writeln!(out, "#define HASH_BLOCK {HASH_BLOCK}");
     let _ = writeln!(out, "#define HASH_MIN_BLOCKS {}", hash_min_blocks());
-    let mds: Vec<String> =
-        Rpo256::MDS.iter().flatten().map(|x| format!("{}u", x.as_int())).collect();
-    let _ = writeln!(out, "#define RESCUE_MDS {{{}}}", mds.join(", "));
-    // the quad permutation reads the MDS layer as a circulant: row i is row 0 rotated by i
+    // the MDS layer is read as a circulant (row i is row 0 rotated by i) from its first row
     let circulant =
         (0..12).all(|i| (0..12).all(|j| Rpo256::MDS[i][j] == Rpo256::MDS[0][(j + 12 - i) % 12]));
-    assert!(circulant, "the RPO MDS matrix is not circulant: the CUDA quad permutation assumes it");
-    let _ = writeln!(out, "#define RESCUE_MDS_ROW {{{}}}", mds[..12].join(", "));
+    assert!(circulant, "the RPO MDS matrix is not circulant: the CUDA MDS layer assumes it");
+    let row: Vec<String> = Rpo256::MDS[0].iter().map(|x| format!("{}u", x.as_int())).collect();
+    let _ = writeln!(out, "#define RESCUE_MDS_ROW {{{}}}", row.join(", "));
     let _ = writeln!(out, "#define RESCUE_LANES {}", rescue_lanes());
     for (name, table) in [("ARK1", &Rpo256::ARK1), ("ARK2", &Rpo256::ARK2)] {
         let _ = writeln!(
