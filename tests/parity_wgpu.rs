@@ -26,10 +26,11 @@ fn committer(arithmetic: Option<Arithmetic>) -> WgpuCommitter {
     }
     .expect("wgpu backend");
     eprintln!(
-        "wgpu adapter: {} (software: {}, arithmetic: {:?})",
+        "wgpu adapter: {} (software: {}, arithmetic: {:?}, RPO/RPX lanes: {})",
         committer.device_name(),
         committer.is_software(),
-        committer.arithmetic()
+        committer.arithmetic(),
+        committer.rescue_lanes()
     );
     committer
 }
@@ -42,6 +43,7 @@ fn main() {
             wgpu_prover_matches_winterfell,
             wgpu_backend_matches_winterfell_with_small_chunks,
             wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk,
+            wgpu_rescue_on_one_invocation_matches_winterfell,
             wgpu_stage_times,
             wgpu_fri_matches_winterfell,
             wgpu_fri_matches_winterfell_with_small_chunks
@@ -67,6 +69,22 @@ fn wgpu_backend_matches_winterfell_with_small_chunks() {
     let committer = committer.with_max_chunk_bytes(64 << 10);
     assert_eq!(committer.max_chunk_bytes(), 64 << 10);
     common::run_parity_suite(&committer, 0x5A11, 24, &common::GPU_HASHES);
+}
+
+/// RPO and RPX with one invocation per permutation where the adapter would use quads: row
+/// hashing (whole and partitioned, multi-dispatch rows), trees and commitments.
+fn wgpu_rescue_on_one_invocation_matches_winterfell() {
+    let committer =
+        committer(None).with_rescue_quads(false).expect("one invocation per permutation");
+    assert_eq!(committer.rescue_lanes(), 1);
+    let hashes = [HashFunction::Rpo256, HashFunction::Rpx256];
+    let seed = 0x1A7E;
+    common::check_hash_rows(&committer, seed, &hashes);
+    common::check_inexact_rows(&committer, &hashes);
+    common::check_build_tree(&committer, seed, &hashes);
+    for (i, case) in common::random_cases(seed, 6, &hashes).iter().enumerate() {
+        common::check_case(&committer, case, seed + i as u64);
+    }
 }
 
 /// Columns longer than one part: interpolation on the host, coset evaluation by folding, and

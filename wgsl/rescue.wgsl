@@ -30,32 +30,38 @@ fn add_constants(state: ptr<function, State>, table: u32, round: u32) {
     }
 }
 
-/// state <- MDS * state. The coefficients are small integers, so each output is an exact
-/// integer combination of 16-bit digits, reduced once (Montgomery form is kept: it is linear).
+/// Row `i` of the MDS layer applied to `state`: sum_j MDS[i][j] state[j]. The coefficients are
+/// small integers, so the output is an exact integer combination of 16-bit digits, reduced once
+/// (Montgomery form is kept: the layer is linear).
+fn mds_row(state: ptr<function, State>, i: u32) -> vec2<u32> {
+    var acc0 = 0u;
+    var acc1 = 0u;
+    var acc2 = 0u;
+    var acc3 = 0u;
+    for (var j = 0u; j < STATE_WIDTH; j = j + 1u) {
+        let e = i * STATE_WIDTH + j;
+        let m = rescue.mds[e >> 2u][e & 3u];
+        let v = (*state)[j];
+        acc0 = acc0 + (v.x & 0xffffu) * m;
+        acc1 = acc1 + (v.x >> 16u) * m;
+        acc2 = acc2 + (v.y & 0xffffu) * m;
+        acc3 = acc3 + (v.y >> 16u) * m;
+    }
+    // acc0 + acc1 2^16 + acc2 2^32 + acc3 2^48 as three words w0, w1, w2.
+    let w0 = acc0 + (acc1 << 16u);
+    let c0 = select(0u, 1u, w0 < acc0);
+    let t = acc2 + (acc1 >> 16u) + c0;
+    let c1 = select(0u, 1u, t < acc2);
+    let w1 = t + (acc3 << 16u);
+    let c2 = select(0u, 1u, w1 < t);
+    return gl_reduce_96(vec2<u32>(w0, w1), (acc3 >> 16u) + c1 + c2);
+}
+
+/// state <- MDS * state.
 fn apply_mds(state: ptr<function, State>) {
     var result: State;
     for (var i = 0u; i < STATE_WIDTH; i = i + 1u) {
-        var acc0 = 0u;
-        var acc1 = 0u;
-        var acc2 = 0u;
-        var acc3 = 0u;
-        for (var j = 0u; j < STATE_WIDTH; j = j + 1u) {
-            let e = i * STATE_WIDTH + j;
-            let m = rescue.mds[e >> 2u][e & 3u];
-            let v = (*state)[j];
-            acc0 = acc0 + (v.x & 0xffffu) * m;
-            acc1 = acc1 + (v.x >> 16u) * m;
-            acc2 = acc2 + (v.y & 0xffffu) * m;
-            acc3 = acc3 + (v.y >> 16u) * m;
-        }
-        // acc0 + acc1 2^16 + acc2 2^32 + acc3 2^48 as three words w0, w1, w2.
-        let w0 = acc0 + (acc1 << 16u);
-        let c0 = select(0u, 1u, w0 < acc0);
-        let t = acc2 + (acc1 >> 16u) + c0;
-        let c1 = select(0u, 1u, t < acc2);
-        let w1 = t + (acc3 << 16u);
-        let c2 = select(0u, 1u, w1 < t);
-        result[i] = gl_reduce_96(vec2<u32>(w0, w1), (acc3 >> 16u) + c1 + c2);
+        result[i] = mds_row(state, i);
     }
     *state = result;
 }

@@ -9,13 +9,10 @@ use bytemuck::Pod;
 use super::{
     buffers::BufferPool,
     constants::HashConstants,
-    context::Context,
+    context::{Context, WORKGROUP_SIZE},
     pipelines::{Kernel, Pipelines, PARAMS_BYTES},
     timestamps::{Stage, Timer},
 };
-
-/// Invocations per workgroup of every kernel (`WORKGROUP_SIZE` in common.wgsl).
-pub(super) const WORKGROUP_SIZE: u64 = 256;
 
 enum Op {
     Dispatch {
@@ -49,6 +46,8 @@ pub(super) struct Batch {
     max_groups: u64,
     /// Stage of the dispatches recorded from now on.
     stage: Option<Stage>,
+    /// Invocations per RPO/RPX permutation of whole-row hashing and Merkle levels.
+    rescue_lanes: u32,
 }
 
 impl Batch {
@@ -59,7 +58,13 @@ impl Batch {
             align: (ctx.limits.min_uniform_buffer_offset_alignment as u64).max(PARAMS_BYTES),
             max_groups: ctx.limits.max_compute_workgroups_per_dimension as u64,
             stage: None,
+            rescue_lanes: ctx.rescue_lanes,
         }
+    }
+
+    /// Whether whole-row RPO/RPX hashing and Merkle levels run on quads (the device's choice).
+    pub fn rescue_quads(&self) -> bool {
+        self.rescue_lanes == 4
     }
 
     /// Tags the dispatches recorded from now on with `stage` (`None`: untimed).
@@ -90,8 +95,10 @@ impl Batch {
         debug_assert!(bytes.len() as u64 <= PARAMS_BYTES);
         self.params.extend_from_slice(bytes);
         self.params.resize(params_offset as usize + self.align as usize, 0);
-        let x = workgroups.min(self.max_groups);
-        let y = workgroups.div_ceil(x);
+        // As few rows of workgroups as fit, each as short as that allows: at most y - 1
+        // workgroups past the end (a full first row could leave almost a whole row idle).
+        let y = workgroups.div_ceil(self.max_groups);
+        let x = workgroups.div_ceil(y);
         self.ops.push(Op::Dispatch {
             kernel,
             buffers: buffers.iter().map(|&b| b.clone()).collect(),
@@ -101,7 +108,7 @@ impl Batch {
         });
     }
 
-    /// Dispatches one invocation per work item.
+    /// Dispatches [`Kernel::lanes`] invocations per work item.
     pub fn dispatch_items<P: Pod>(
         &mut self,
         kernel: Kernel,
@@ -109,7 +116,7 @@ impl Batch {
         buffers: &[&::wgpu::Buffer],
         items: u64,
     ) {
-        self.dispatch(kernel, params, buffers, items.div_ceil(WORKGROUP_SIZE));
+        self.dispatch(kernel, params, buffers, (items * kernel.lanes()).div_ceil(WORKGROUP_SIZE));
     }
 
     /// Copies `size` bytes between buffers.

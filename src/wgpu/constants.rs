@@ -47,6 +47,13 @@ fn rescue_block(
     for row in ark1.iter().chain(ark2) {
         bytes.extend_from_slice(felt_bytes(row));
     }
+    // The quad kernels (rescue_quad.wgsl) use row e of the matrix for output 3q + e of every
+    // lane q: they need MDS[i][j] = MDS[0][(j - i) mod 12].
+    let circulant =
+        (0..WIDTH).all(|i| (0..WIDTH).all(|j| mds[i][j] == mds[0][(j + WIDTH - i) % WIDTH]));
+    if !circulant {
+        return Err(device_error("the MDS matrix is not circulant, as the kernels expect".into()));
+    }
     for row in mds {
         let coefficients: Vec<u64> = row.iter().map(|x| x.as_int()).collect();
         // apply_mds accumulates 16-bit digits times coefficients in 32 bits.

@@ -13,6 +13,13 @@ const INT64_ENV: &str = "MIDEN_GPU_WGPU_INT64";
 /// `MIDEN_GPU_WGPU_TIMESTAMPS=0` leaves `TIMESTAMP_QUERY` off (no stage times).
 const TIMESTAMPS_ENV: &str = "MIDEN_GPU_WGPU_TIMESTAMPS";
 
+/// `MIDEN_GPU_WGPU_RESCUE_LANES=1` hashes RPO and RPX with one invocation per permutation even
+/// where the adapter has subgroups (the quad kernels otherwise).
+pub(super) const RESCUE_LANES_ENV: &str = "MIDEN_GPU_WGPU_RESCUE_LANES";
+
+/// Invocations per workgroup of every kernel (`WORKGROUP_SIZE` in common.wgsl).
+pub(super) const WORKGROUP_SIZE: u64 = 256;
+
 // ADAPTER
 // ================================================================================================
 
@@ -88,6 +95,12 @@ pub(super) struct Context {
     pub int64: bool,
     /// The device has `TIMESTAMP_QUERY`: commitments report their stage times.
     pub timestamps: bool,
+    /// The device has subgroup operations, with subgroups of at least 4 invocations that tile a
+    /// workgroup: the quad kernels of RPO and RPX are built.
+    pub quads: bool,
+    /// Invocations per RPO/RPX permutation in whole-row hashing and Merkle trees: 4 (quads)
+    /// where `quads`, unless `MIDEN_GPU_WGPU_RESCUE_LANES=1`; else 1.
+    pub rescue_lanes: u32,
     /// The first error wgpu reported outside an error scope, or the reason the device was lost.
     fault: Arc<Mutex<Option<String>>>,
 }
@@ -114,14 +127,27 @@ impl Context {
         };
         let timestamps = adapter.features().contains(::wgpu::Features::TIMESTAMP_QUERY)
             && std::env::var(TIMESTAMPS_ENV).map_or(true, |v| v.trim() != "0");
+        let limits = adapter.limits();
+        let quads = adapter.features().contains(::wgpu::Features::SUBGROUP)
+            && limits.min_subgroup_size >= 4
+            && limits.max_subgroup_size > 0
+            && WORKGROUP_SIZE.is_multiple_of(limits.max_subgroup_size as u64);
+        let rescue_lanes =
+            if quads && std::env::var(RESCUE_LANES_ENV).map_or(true, |v| v.trim() != "1") {
+                4
+            } else {
+                1
+            };
         let mut required_features = ::wgpu::Features::empty();
+        if quads {
+            required_features |= ::wgpu::Features::SUBGROUP;
+        }
         if int64 {
             required_features |= ::wgpu::Features::SHADER_INT64;
         }
         if timestamps {
             required_features |= ::wgpu::Features::TIMESTAMP_QUERY;
         }
-        let limits = adapter.limits();
         let (device, queue) =
             pollster::block_on(adapter.request_device(&::wgpu::DeviceDescriptor {
                 label: Some("miden-gpu"),
@@ -149,11 +175,13 @@ impl Context {
             device_type = ?info.device_type,
             int64,
             timestamps,
+            rescue_lanes,
+            subgroup_sizes = ?(limits.min_subgroup_size, limits.max_subgroup_size),
             max_binding = limits.max_storage_buffer_binding_size,
             max_buffer = limits.max_buffer_size,
             "wgpu device opened"
         );
-        Ok(Self { device, queue, info, limits, int64, timestamps, fault })
+        Ok(Self { device, queue, info, limits, int64, timestamps, quads, rescue_lanes, fault })
     }
 
     /// Whether the adapter is a software rasterizer (lavapipe, llvmpipe, WARP).

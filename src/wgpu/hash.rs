@@ -1,4 +1,5 @@
-//! Row hashing (`hash_rows.wgsl`, `blake3_rows.wgsl`): one invocation per row, reading the
+//! Row hashing (`hash_rows.wgsl`, `blake3_rows.wgsl`): one invocation per row, or for whole rows
+//! of RPO/RPX on a device with subgroups one quad per row (`hash_rows_quad.wgsl`), reading the
 //! row-major LDE.
 
 use bytemuck::{Pod, Zeroable};
@@ -7,7 +8,8 @@ use super::{
     batch::Batch,
     buffers::{PooledBuffer, STORAGE},
     pipelines::Kernel,
-    shaders, Engine,
+    shaders::{self, QUAD_HASHES},
+    Engine,
 };
 use crate::{committer::RowHashing, hash::HashFunction};
 
@@ -86,6 +88,8 @@ pub(super) fn record_hash_rows(
     max_events: u32,
 ) {
     let (partition_size, total_events) = schedule(hash, row_hashing, block.num_cols);
+    let on_quads = batch.rescue_quads() && QUAD_HASHES.contains(&hash) && partition_size == 0;
+    let kernel = if on_quads { Kernel::HashRowsQuad(hash) } else { Kernel::HashRows(hash) };
     let mut first_event = 0;
     while first_event < total_events {
         let num_events = max_events.min(total_events - first_event);
@@ -101,7 +105,7 @@ pub(super) fn record_hash_rows(
             total_events,
         };
         let bound = [buffers.rows, buffers.leaves, buffers.sponges];
-        batch.dispatch_items(Kernel::HashRows(hash), &params, &bound, block.num_rows);
+        batch.dispatch_items(kernel, &params, &bound, block.num_rows);
         first_event += num_events;
     }
 }

@@ -1,4 +1,5 @@
-//! Merkle trees (`merkle.wgsl`), one level per dispatch, all levels in one submission.
+//! Merkle trees (`merkle.wgsl`, or `merkle_quad.wgsl` for RPO/RPX on a device with subgroups),
+//! one level per dispatch, all levels in one submission.
 //!
 //! Leaves produced coset by coset are stored *group-major*: the leaves of LDE rows
 //! `q, q + W, q + 2W, ...` (one coset of the LDE domain, `W` cosets of `U` rows) are contiguous,
@@ -15,6 +16,7 @@ use super::{
     buffers::{BufferPool, Chunked},
     download::{download_array, RecordSink, Sinks, Store, Stream, Target},
     pipelines::Kernel,
+    shaders::QUAD_HASHES,
     sizes::DIGEST_BYTES,
 };
 use crate::{error::Result, hash::HashFunction};
@@ -87,6 +89,11 @@ fn record_level(
     let max = if 2 << log_group <= part { part / 2 } else { part };
     let total = parents.len;
     let mask = (1u64 << log_group) - 1;
+    let kernel = if batch.rescue_quads() && QUAD_HASHES.contains(&hash) {
+        Kernel::MergeNodesQuad(hash)
+    } else {
+        Kernel::MergeNodes(hash)
+    };
     let mut first = 0;
     while first < total {
         let count = max.min(total - first);
@@ -96,12 +103,7 @@ fn record_level(
         let (dst_buffer, dst_offset) = parents.locate(first);
         let params =
             MergeParams { count: count as u32, log_group, left_offset, right_offset, dst_offset };
-        batch.dispatch_items(
-            Kernel::MergeNodes(hash),
-            &params,
-            &[left_buffer, right_buffer, dst_buffer],
-            count,
-        );
+        batch.dispatch_items(kernel, &params, &[left_buffer, right_buffer, dst_buffer], count);
         first += count;
     }
 }

@@ -121,8 +121,8 @@ impl WgpuCommitter {
         let ctx = Context::new(int64)?;
         let arithmetic = if ctx.int64 { Arithmetic::U64 } else { Arithmetic::U32 };
         let (pipelines, constants) = ctx.checked(|| {
-            let pipelines =
-                info_span!("wgpu.pipelines").in_scope(|| Pipelines::new(&ctx.device, arithmetic));
+            let pipelines = info_span!("wgpu.pipelines")
+                .in_scope(|| Pipelines::new(&ctx.device, arithmetic, ctx.quads));
             let constants = HashConstants::new(&ctx.device, &ctx.queue, &pipelines)?;
             Ok((pipelines, constants))
         })?;
@@ -171,6 +171,29 @@ impl WgpuCommitter {
         } else {
             Arithmetic::U32
         }
+    }
+
+    /// Invocations per RPO/RPX permutation in whole-row hashing and Merkle trees: 4 (a quad of
+    /// a subgroup) where the adapter has subgroup operations (unless
+    /// `MIDEN_GPU_WGPU_RESCUE_LANES=1`), else 1. Partitioned rows and the other hash functions
+    /// always take one invocation per permutation.
+    pub fn rescue_lanes(&self) -> u32 {
+        self.ctx.rescue_lanes
+    }
+
+    /// The same committer hashing RPO/RPX on quads (`true`) or with one invocation per
+    /// permutation (`false`); see [`Self::rescue_lanes`].
+    /// [`crate::GpuError::BackendUnavailable`] for quads on an adapter without subgroup
+    /// operations.
+    pub fn with_rescue_quads(mut self, quads: bool) -> Result<Self> {
+        if quads && !self.ctx.quads {
+            return Err(context::unavailable(format!(
+                "adapter {} has no subgroups of 4 or more invocations for the quad kernels",
+                self.ctx.info.name
+            )));
+        }
+        self.ctx.rescue_lanes = if quads { 4 } else { 1 };
+        Ok(self)
     }
 
     /// Whether commitments can be timed on this device: the adapter has `TIMESTAMP_QUERY` (and

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::shaders::{Arithmetic, Module, HASHES};
+use super::shaders::{Arithmetic, Module, HASHES, QUAD_HASHES};
 use crate::hash::HashFunction;
 
 /// Bytes of every kernel's parameter block (the largest WGSL parameter struct, rounded up).
@@ -38,6 +38,10 @@ pub(super) enum Kernel {
     HashRows(HashFunction),
     /// One Merkle level.
     MergeNodes(HashFunction),
+    /// Whole-row hashes into leaves, a quad of a subgroup per row (RPO, RPX).
+    HashRowsQuad(HashFunction),
+    /// One Merkle level, a quad of a subgroup per parent (RPO, RPX).
+    MergeNodesQuad(HashFunction),
     /// Coset evaluations into the first FRI layer's rows.
     FriRows,
     /// Folding of FRI layer rows into the next layer.
@@ -49,8 +53,8 @@ pub(super) enum Kernel {
 }
 
 impl Kernel {
-    /// Every kernel.
-    fn all() -> Vec<Kernel> {
+    /// Every kernel; the quad kernels only if `quads`.
+    fn all(quads: bool) -> Vec<Kernel> {
         let mut kernels = vec![
             Kernel::NttStage,
             Kernel::NttTile,
@@ -66,7 +70,19 @@ impl Kernel {
             Kernel::DeepCombine,
             Kernel::DeepEvaluate,
         ]);
+        if quads {
+            kernels.extend(QUAD_HASHES.map(Kernel::HashRowsQuad));
+            kernels.extend(QUAD_HASHES.map(Kernel::MergeNodesQuad));
+        }
         kernels
+    }
+
+    /// Invocations per work item (a row, a parent): 4 for the quad kernels, else 1.
+    pub fn lanes(self) -> u64 {
+        match self {
+            Kernel::HashRowsQuad(_) | Kernel::MergeNodesQuad(_) => 4,
+            _ => 1,
+        }
     }
 
     fn module(self) -> Module {
@@ -75,8 +91,8 @@ impl Kernel {
             Kernel::CosetScale => Module::Coset,
             Kernel::FinishInterpolation => Module::Interpolate,
             Kernel::ToRows => Module::Rows,
-            Kernel::HashRows(hash) => Module::HashRows(hash),
-            Kernel::MergeNodes(hash) => Module::Merkle(hash),
+            Kernel::HashRows(hash) | Kernel::HashRowsQuad(hash) => Module::HashRows(hash),
+            Kernel::MergeNodes(hash) | Kernel::MergeNodesQuad(hash) => Module::Merkle(hash),
             Kernel::FriRows | Kernel::FriFold => Module::Fri,
             Kernel::DeepCombine | Kernel::DeepEvaluate => Module::Deep,
         }
@@ -91,6 +107,8 @@ impl Kernel {
             Kernel::ToRows => "to_rows",
             Kernel::HashRows(_) => "hash_rows",
             Kernel::MergeNodes(_) => "merge_nodes",
+            Kernel::HashRowsQuad(_) => "hash_rows_quad",
+            Kernel::MergeNodesQuad(_) => "merge_nodes_quad",
             Kernel::FriRows => "fri_rows",
             Kernel::FriFold => "fri_fold",
             Kernel::DeepCombine => "deep_combine",
@@ -107,8 +125,8 @@ impl Kernel {
                 &[Read, ReadWrite, Read]
             },
             Kernel::ToRows | Kernel::FriRows => &[Read, ReadWrite],
-            Kernel::HashRows(_) => &[Read, ReadWrite, ReadWrite],
-            Kernel::MergeNodes(_) => &[Read, Read, ReadWrite],
+            Kernel::HashRows(_) | Kernel::HashRowsQuad(_) => &[Read, ReadWrite, ReadWrite],
+            Kernel::MergeNodes(_) | Kernel::MergeNodesQuad(_) => &[Read, Read, ReadWrite],
             Kernel::DeepCombine | Kernel::DeepEvaluate => &[Read, Read, Read, ReadWrite],
         }
     }
@@ -116,7 +134,14 @@ impl Kernel {
     /// The hash whose constants the kernel binds as group 1.
     pub fn constants(self) -> Option<HashFunction> {
         match self {
-            Kernel::HashRows(hash) | Kernel::MergeNodes(hash) if hash.is_algebraic() => Some(hash),
+            Kernel::HashRows(hash)
+            | Kernel::MergeNodes(hash)
+            | Kernel::HashRowsQuad(hash)
+            | Kernel::MergeNodesQuad(hash)
+                if hash.is_algebraic() =>
+            {
+                Some(hash)
+            },
             _ => None,
         }
     }
@@ -139,15 +164,16 @@ pub(super) struct Pipelines {
 }
 
 impl Pipelines {
-    /// Compiles every module once and makes every pipeline.
-    pub fn new(device: &::wgpu::Device, arithmetic: Arithmetic) -> Self {
+    /// Compiles every module once and makes every pipeline, the quad kernels too if `quads`
+    /// (the device has subgroup operations).
+    pub fn new(device: &::wgpu::Device, arithmetic: Arithmetic, quads: bool) -> Self {
         let modules: HashMap<Module, ::wgpu::ShaderModule> = Module::all()
             .into_iter()
             .map(|module| {
                 let name = module.name();
                 let descriptor = ::wgpu::ShaderModuleDescriptor {
                     label: Some(&name),
-                    source: ::wgpu::ShaderSource::Wgsl(module.source(arithmetic).into()),
+                    source: ::wgpu::ShaderSource::Wgsl(module.source(arithmetic, quads).into()),
                 };
                 // Bounds checks stay on; the injected loop counters are dropped (they keep
                 // drivers from unrolling the permutation loops).
@@ -174,7 +200,7 @@ impl Pipelines {
                     count: None,
                 }],
             });
-        let kernels = Kernel::all()
+        let kernels = Kernel::all(quads)
             .into_iter()
             .map(|kernel| {
                 let pipeline =

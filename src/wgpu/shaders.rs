@@ -14,6 +14,9 @@ use crate::hash::{
 /// The hash functions the WGSL kernels implement.
 pub(super) const HASHES: [HashFunction; 5] = HashFunction::ALL;
 
+/// The hash functions that also have kernels on quads of a subgroup (`rescue_quad.wgsl`).
+pub(super) const QUAD_HASHES: [HashFunction; 2] = [HashFunction::Rpo256, HashFunction::Rpx256];
+
 // SOURCES
 // ================================================================================================
 
@@ -27,6 +30,9 @@ const SPONGE: &str = include_str!("../../wgsl/sponge.wgsl");
 const RESCUE: &str = include_str!("../../wgsl/rescue.wgsl");
 const RPO: &str = include_str!("../../wgsl/rpo.wgsl");
 const RPX: &str = include_str!("../../wgsl/rpx.wgsl");
+const RESCUE_QUAD: &str = include_str!("../../wgsl/rescue_quad.wgsl");
+const RPO_QUAD: &str = include_str!("../../wgsl/rpo_quad.wgsl");
+const RPX_QUAD: &str = include_str!("../../wgsl/rpx_quad.wgsl");
 const POSEIDON2: &str = include_str!("../../wgsl/poseidon2.wgsl");
 const BLAKE3: &str = include_str!("../../wgsl/blake3.wgsl");
 const BLAKE3_ROWS: &str = include_str!("../../wgsl/blake3_rows.wgsl");
@@ -38,6 +44,8 @@ const INTERPOLATE: &str = include_str!("../../wgsl/interpolate.wgsl");
 const ROWS: &str = include_str!("../../wgsl/rows.wgsl");
 const HASH_ROWS: &str = include_str!("../../wgsl/hash_rows.wgsl");
 const MERKLE: &str = include_str!("../../wgsl/merkle.wgsl");
+const HASH_ROWS_QUAD: &str = include_str!("../../wgsl/hash_rows_quad.wgsl");
+const MERKLE_QUAD: &str = include_str!("../../wgsl/merkle_quad.wgsl");
 const FRI: &str = include_str!("../../wgsl/fri.wgsl");
 const DEEP: &str = include_str!("../../wgsl/deep.wgsl");
 
@@ -64,9 +72,10 @@ pub(super) enum Module {
     Interpolate,
     /// `to_rows`.
     Rows,
-    /// `hash_rows` of a hash function.
+    /// `hash_rows` of a hash function (and `hash_rows_quad`, where it has quad kernels and they
+    /// are built).
     HashRows(HashFunction),
-    /// `merge_nodes` of a hash function.
+    /// `merge_nodes` of a hash function (and `merge_nodes_quad`, as for `HashRows`).
     Merkle(HashFunction),
     /// `fri_rows`, `fri_fold`.
     Fri,
@@ -103,31 +112,49 @@ impl Module {
         self != Module::Rows
     }
 
-    /// The module's source, in the given arithmetic.
-    pub fn source(self, arithmetic: Arithmetic) -> String {
+    /// Whether the module has entry points on quads of a subgroup.
+    fn has_quad_kernels(self) -> bool {
+        matches!(self, Module::HashRows(hash) | Module::Merkle(hash) if QUAD_HASHES.contains(&hash))
+    }
+
+    /// The module's source, in the given arithmetic; with the quad entry points too if `quads`
+    /// (they need subgroup operations) and the module has them.
+    pub fn source(self, arithmetic: Arithmetic, quads: bool) -> String {
         let primitives = match arithmetic {
             Arithmetic::U32 => FIELD_U32,
             Arithmetic::U64 => FIELD_U64,
         };
         let field = [COMMON, primitives, FIELD];
+        let quads = quads && self.has_quad_kernels();
         let parts: Vec<&str> = match self {
             Module::Ntt => [&field[..], &[NTT]].concat(),
             Module::Coset => [&field[..], &[POWERS, COSET]].concat(),
             Module::Interpolate => [&field[..], &[POWERS, INTERPOLATE]].concat(),
             Module::Rows => vec![COMMON, ROWS],
-            Module::HashRows(hash) => {
-                let kernel = if hash.is_algebraic() { HASH_ROWS } else { BLAKE3_ROWS };
-                return [field.join("\n"), hash_core(hash), kernel.into()].join("\n");
-            },
-            Module::Merkle(hash) => {
-                let kernel = if hash.is_algebraic() { MERKLE } else { BLAKE3_MERKLE };
-                return [field.join("\n"), hash_core(hash), kernel.into()].join("\n");
+            Module::HashRows(hash) | Module::Merkle(hash) => {
+                let (kernel, quad_kernel) = match (self, hash.is_algebraic()) {
+                    (Module::HashRows(_), true) => (HASH_ROWS, HASH_ROWS_QUAD),
+                    (Module::HashRows(_), false) => (BLAKE3_ROWS, ""),
+                    (_, true) => (MERKLE, MERKLE_QUAD),
+                    (_, false) => (BLAKE3_MERKLE, ""),
+                };
+                let mut parts = vec![field.join("\n"), hash_core(hash), kernel.into()];
+                if quads {
+                    parts.extend([quad_core(hash), quad_kernel.into()]);
+                }
+                return parts.join("\n");
             },
             Module::Fri => [&field[..], &[POWERS, EXT3, EXT, FRI]].concat(),
             Module::Deep => [&field[..], &[EXT3, EXT, DEEP]].concat(),
         };
         parts.join("\n")
     }
+}
+
+/// The permutation of a hash function on quads, after its one-invocation source.
+fn quad_core(hash: HashFunction) -> String {
+    let permutation = if hash == HashFunction::Rpx256 { RPX_QUAD } else { RPO_QUAD };
+    [RESCUE_QUAD, permutation].join("\n")
 }
 
 /// The source of a hash function: a permutation's or BLAKE3's files, after the constants they
@@ -182,16 +209,20 @@ fn poseidon2_counts() -> String {
 /// One composed WGSL module, as handed to the device.
 #[derive(Debug, Clone)]
 pub struct ComposedShader {
-    /// Module name (`ntt`, `hash_rows_rpo`, ...), with `_int64` for the 64-bit variant.
+    /// Module name (`ntt`, `hash_rows_rpo`, ...), with `_int64` for the 64-bit variant and
+    /// `_quads` for the variant with the quad entry points.
     pub name: String,
     /// The WGSL source.
     pub source: String,
     /// Whether it needs 64-bit integers (`SHADER_INT64` / naga's `Capabilities::SHADER_INT64`).
     pub needs_int64: bool,
+    /// Whether it needs subgroup operations (`SUBGROUP` / naga's `Capabilities::SUBGROUP`).
+    pub needs_subgroups: bool,
 }
 
-/// Every module the backend can load, in both arithmetics: lets the sources be validated and
-/// translated offline (e.g. with naga) without an adapter.
+/// Every module the backend can load, in both arithmetics, with and without the quad entry
+/// points: lets the sources be validated and translated offline (e.g. with naga) without an
+/// adapter.
 pub fn composed_shaders() -> Vec<ComposedShader> {
     let mut shaders = Vec::new();
     for module in Module::all() {
@@ -199,13 +230,23 @@ pub fn composed_shaders() -> Vec<ComposedShader> {
             if arithmetic == Arithmetic::U64 && !module.uses_field() {
                 continue;
             }
-            let int64 = arithmetic == Arithmetic::U64;
-            let suffix = if int64 { "_int64" } else { "" };
-            shaders.push(ComposedShader {
-                name: format!("{}{suffix}", module.name()),
-                source: module.source(arithmetic),
-                needs_int64: int64,
-            });
+            for quads in [false, true] {
+                if quads && !module.has_quad_kernels() {
+                    continue;
+                }
+                let int64 = arithmetic == Arithmetic::U64;
+                let suffix = format!(
+                    "{}{}",
+                    if int64 { "_int64" } else { "" },
+                    if quads { "_quads" } else { "" }
+                );
+                shaders.push(ComposedShader {
+                    name: format!("{}{suffix}", module.name()),
+                    source: module.source(arithmetic, quads),
+                    needs_int64: int64,
+                    needs_subgroups: quads,
+                });
+            }
         }
     }
     shaders

@@ -1,0 +1,66 @@
+// Whole rows hashed by RPO or RPX on quads (rescue_quad.wgsl): one quad per row, with the
+// parameters, bindings and dispatch splitting of hash_rows.wgsl (an event is one 8-element
+// block; between dispatches lane q keeps its elements at positions 3q..3q+2 of the inner sponge
+// state). Partitioned rows take `hash_rows`. Lane q absorbs the row elements its state elements
+// take (rate element 4 + j takes element j of each block) and writes the leaf elements it holds.
+// Quads past the last row hash the last row again and write nothing, so that every lane of a
+// subgroup reaches every shuffle.
+
+@compute @workgroup_size(256)
+fn hash_rows_quad(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(subgroup_id) subgroup: u32,
+    @builtin(subgroup_size) subgroup_size: u32,
+    @builtin(subgroup_invocation_id) lane_id: u32,
+) {
+    let lane = quad_lane(lane_id);
+    let item = quad_index(wid, groups, subgroup, subgroup_size, lane_id);
+    let valid = item < hash_params.num_rows;
+    let row = min(item, hash_params.num_rows - 1u);
+    let start = hash_params.src_offset + row * hash_params.row_width;
+    let num_cols = hash_params.num_cols;
+    let first = hash_params.first_event;
+    let saved = row * 2u * STATE_WIDTH + 3u * lane.q;
+
+    var s: Triple;
+    if (first > 0u) {
+        for (var k = 0u; k < 3u; k = k + 1u) {
+            s[k] = sponges[saved + k];
+        }
+    } else if (lane.q == 0u) {
+        s[0] = gl_from_small(num_cols % 8u);
+    }
+
+    for (var b = first; b < first + hash_params.num_events; b = b + 1u) {
+        for (var k = 0u; k < 3u; k = k + 1u) {
+            let i = 3u * lane.q + k;
+            if (i >= 4u) {
+                let c = 8u * b + i - 4u;
+                var value = vec2<u32>(0u, 0u);
+                if (c < num_cols) {
+                    value = rows[start + c];
+                }
+                s[k] = value;
+            }
+        }
+        permute_quad(&s, lane);
+    }
+
+    if (!valid) {
+        return;
+    }
+    if (first + hash_params.num_events < hash_params.total_events) {
+        for (var k = 0u; k < 3u; k = k + 1u) {
+            sponges[saved + k] = s[k];
+        }
+    } else {
+        let out = (hash_params.dst_offset + row) * 4u;
+        for (var k = 0u; k < 3u; k = k + 1u) {
+            let i = 3u * lane.q + k;
+            if (i >= 4u && i < 8u) {
+                leaves[out + i - 4u] = gl_canonical(s[k]);
+            }
+        }
+    }
+}
