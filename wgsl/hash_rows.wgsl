@@ -28,6 +28,10 @@ struct HashRowsParams {
     first_event: u32,
     num_events: u32,
     total_events: u32,
+    /// hash_rows_quad: element index in `row_copies` of the first row's copy, and whether the
+    /// rows are copied there (1) or not (0).
+    copy_offset: u32,
+    copy_rows: u32,
 }
 
 @group(0) @binding(0) var<uniform> hash_params: HashRowsParams;

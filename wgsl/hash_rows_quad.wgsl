@@ -5,6 +5,14 @@
 // take (rate element 4 + j takes element j of each block) and writes the leaf elements it holds.
 // Quads past the last row hash the last row again and write nothing, so that every lane of a
 // subgroup reaches every shuffle.
+//
+// Where `copy_rows` is 1, the first dispatch of a block also copies the workgroup's rows, as
+// they are in `rows`, to `row_copies`, a staging buffer the host reads: consecutive invocations
+// write consecutive elements, and the writes travel to host memory while the permutations run,
+// with no copy on the device's queue.
+
+/// The rows' copies for the host, `row_width` elements per row from `copy_offset` on.
+@group(0) @binding(4) var<storage, read_write> row_copies: array<vec2<u32>>;
 
 @compute @workgroup_size(256)
 fn hash_rows_quad(
@@ -22,6 +30,17 @@ fn hash_rows_quad(
     let num_cols = hash_params.num_cols;
     let first = hash_params.first_event;
     let saved = row * 2u * STATE_WIDTH + 3u * lane.q;
+
+    if (hash_params.copy_rows == 1u && first == 0u) {
+        let width = hash_params.row_width;
+        let first_row = flat_group(wid, groups) * (WORKGROUP_SIZE / 4u);
+        let num_rows = min(WORKGROUP_SIZE / 4u, max(hash_params.num_rows, first_row) - first_row);
+        let src = hash_params.src_offset + first_row * width;
+        let dst = hash_params.copy_offset + first_row * width;
+        for (var i = subgroup * subgroup_size + lane_id; i < num_rows * width; i = i + WORKGROUP_SIZE) {
+            row_copies[dst + i] = rows[src + i];
+        }
+    }
 
     var s: Triple;
     if (first > 0u) {

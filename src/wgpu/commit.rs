@@ -19,7 +19,7 @@ use super::{
     constants::felt_bytes,
     context::device_error,
     download::{download_array, RecordSink, Sinks, Store, Stream, Target},
-    hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
+    hash::{record_hash_rows, sponge_buffer, writes_row_copies, RowBlock, RowBuffers},
     lde::{
         record_coset_evaluation, record_finish_interpolation, record_to_rows, CoefficientBlock,
         CosetArrays, CosetShape, RowsParams,
@@ -223,11 +223,27 @@ pub(super) fn commit(
                 let leaf = coset * plan.unit + row0;
                 let (leaf_buffer, leaf_offset) = leaf_array.locate(leaf);
                 let block = RowBlock { num_rows: plan.rows, row_width: rw, num_cols: cols, src_offset: 0, dst_offset: leaf_offset };
-                let buffers = RowBuffers { rows: &row_buffer, leaves: leaf_buffer, sponges: &sponges };
+                // The rows go to the host from the hashing kernel itself where it can write
+                // them into a staging buffer, else by a copy after it.
+                let bytes = plan.rows * rw as u64 * FELT_BYTES;
+                let rows_target = Target::Records { sink: LDE_SINK, first: leaf as usize };
+                let copies = if writes_row_copies(stream.batch(), request.hash, request.row_hashing) {
+                    stream.reserve(bytes, rows_target)?
+                } else {
+                    None
+                };
+                let buffers = RowBuffers {
+                    rows: &row_buffer,
+                    leaves: leaf_buffer,
+                    sponges: &sponges,
+                    copies: copies.as_ref().map(|(buffer, offset)| (buffer, *offset)),
+                };
+                let batch = stream.batch();
                 batch.set_stage(Some(Stage::Hash));
                 record_hash_rows(batch, request.hash, request.row_hashing, block, buffers, engine.sizes.hash_events);
-                let bytes = plan.rows * rw as u64 * FELT_BYTES;
-                stream.download(&row_buffer, 0, bytes, rw as u64 * FELT_BYTES, Target::Records { sink: LDE_SINK, first: leaf as usize })?;
+                if copies.is_none() {
+                    stream.download(&row_buffer, 0, bytes, rw as u64 * FELT_BYTES, rows_target)?;
+                }
                 // the chunk's leaves travel with its rows, so after the tree only its levels remain
                 let leaf_bytes = u64::from(leaf_offset) * DIGEST_BYTES;
                 stream.download(leaf_buffer, leaf_bytes, plan.rows * DIGEST_BYTES, DIGEST_BYTES, Target::Records { sink: LEAF_SINK, first: leaf as usize })?;

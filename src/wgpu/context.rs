@@ -17,6 +17,10 @@ const TIMESTAMPS_ENV: &str = "MIDEN_GPU_WGPU_TIMESTAMPS";
 /// where the adapter has subgroups (the quad kernels otherwise).
 pub(super) const RESCUE_LANES_ENV: &str = "MIDEN_GPU_WGPU_RESCUE_LANES";
 
+/// `MIDEN_GPU_WGPU_KERNEL_DOWNLOADS=0` downloads LDE rows with copies into the staging buffers
+/// even where the row-hashing kernels could write them there themselves.
+const KERNEL_DOWNLOADS_ENV: &str = "MIDEN_GPU_WGPU_KERNEL_DOWNLOADS";
+
 /// Invocations per workgroup of every kernel (`WORKGROUP_SIZE` in common.wgsl).
 pub(super) const WORKGROUP_SIZE: u64 = 256;
 
@@ -101,6 +105,10 @@ pub(super) struct Context {
     /// Invocations per RPO/RPX permutation in whole-row hashing and Merkle trees: 4 (quads)
     /// where `quads`, unless `MIDEN_GPU_WGPU_RESCUE_LANES=1`; else 1.
     pub rescue_lanes: u32,
+    /// Kernels may write the staging buffers of downloads (`MAPPABLE_PRIMARY_BUFFERS`, on Vulkan
+    /// and Metal, unless `MIDEN_GPU_WGPU_KERNEL_DOWNLOADS=0`): the quad row-hashing kernels
+    /// write the rows they read there, and the LDE rows need no copy on the device's queue.
+    pub kernel_downloads: bool,
     /// The first error wgpu reported outside an error scope, or the reason the device was lost.
     fault: Arc<Mutex<Option<String>>>,
 }
@@ -138,7 +146,15 @@ impl Context {
             } else {
                 1
             };
+        // DX12 keeps read-back buffers in heaps that shaders cannot write.
+        let kernel_downloads =
+            adapter.features().contains(::wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
+                && matches!(info.backend, ::wgpu::Backend::Vulkan | ::wgpu::Backend::Metal)
+                && std::env::var(KERNEL_DOWNLOADS_ENV).map_or(true, |v| v.trim() != "0");
         let mut required_features = ::wgpu::Features::empty();
+        if kernel_downloads {
+            required_features |= ::wgpu::Features::MAPPABLE_PRIMARY_BUFFERS;
+        }
         if quads {
             required_features |= ::wgpu::Features::SUBGROUP;
         }
@@ -176,12 +192,24 @@ impl Context {
             int64,
             timestamps,
             rescue_lanes,
+            kernel_downloads,
             subgroup_sizes = ?(limits.min_subgroup_size, limits.max_subgroup_size),
             max_binding = limits.max_storage_buffer_binding_size,
             max_buffer = limits.max_buffer_size,
             "wgpu device opened"
         );
-        Ok(Self { device, queue, info, limits, int64, timestamps, quads, rescue_lanes, fault })
+        Ok(Self {
+            device,
+            queue,
+            info,
+            limits,
+            int64,
+            timestamps,
+            quads,
+            rescue_lanes,
+            kernel_downloads,
+            fault,
+        })
     }
 
     /// Whether the adapter is a software rasterizer (lavapipe, llvmpipe, WARP).

@@ -19,6 +19,9 @@ use crate::{error::Result, hash::Digest};
 /// Records per parallel task when scattering downloaded records.
 const MIN_RECORDS_PER_TASK: usize = 256;
 
+/// Words per parallel task when writing downloaded polynomial coefficients.
+const MIN_WORDS_PER_TASK: usize = 1 << 14;
+
 // HOST SINKS
 // ================================================================================================
 
@@ -65,16 +68,28 @@ impl Sinks {
     fn deliver(&mut self, target: Target, bytes: &[u8]) {
         match target {
             Target::Columns { first } => {
+                // The column pieces are written in parallel: the vectors are fresh pages, and a
+                // single thread faulting them in was the slowest step of a wgpu commitment.
                 let n = self.columns.first().map_or(1, |c| c.len()).max(1);
-                let mut index = first;
+                let mut pos = first % n;
                 let mut rest = bytes;
-                while !rest.is_empty() {
-                    let (col, pos) = (index / n, index % n);
+                let mut pieces = Vec::new();
+                for column in self.columns.iter_mut().skip(first / n) {
+                    if rest.is_empty() {
+                        break;
+                    }
                     let take = (n - pos).min(rest.len() / 8);
-                    write_words(&mut self.columns[col][pos..pos + take], &rest[..8 * take]);
-                    rest = &rest[8 * take..];
-                    index += take;
+                    let (piece, tail) = rest.split_at(8 * take);
+                    pieces.push((&mut column[pos..pos + take], piece));
+                    rest = tail;
+                    pos = 0;
                 }
+                debug_assert!(rest.is_empty(), "column download past the last column");
+                pieces.into_par_iter().for_each(|(dst, src)| {
+                    dst.par_chunks_mut(MIN_WORDS_PER_TASK)
+                        .zip(src.par_chunks(8 * MIN_WORDS_PER_TASK))
+                        .for_each(|(dst, src)| write_words(dst, src));
+                });
             },
             Target::Records { sink, first } => {
                 let sink = &self.records[sink];
@@ -191,7 +206,10 @@ impl<'e, 's> Stream<'e, 's> {
     /// A stream whose downloads go to the sinks `make_sinks` returns; it is called when the
     /// first download has arrived, so the host can prepare them while the device works.
     pub fn new(engine: &'e Engine<'e>, make_sinks: MakeSinks<'s>) -> Self {
-        let usage = ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST;
+        let mut usage = ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST;
+        if engine.ctx.kernel_downloads {
+            usage |= ::wgpu::BufferUsages::STORAGE;
+        }
         let staging =
             [0, 1].map(|_| engine.pool.acquire(&engine.ctx.device, engine.sizes.staging, usage));
         Self {
@@ -241,6 +259,24 @@ impl<'e, 's> Stream<'e, 's> {
             done += piece;
         }
         Ok(())
+    }
+
+    /// Where a kernel recorded next writes `size` bytes for the host itself, delivered to
+    /// `target` as [`Self::download`] delivers a copy: the staging buffer and the element
+    /// offset (of 8 bytes) in it. `None` where kernels cannot write staging buffers or the
+    /// bytes do not fit one; the caller downloads with a copy instead.
+    pub fn reserve(&mut self, size: u64, target: Target) -> Result<Option<(::wgpu::Buffer, u64)>> {
+        let capacity = self.engine.sizes.staging;
+        if !self.engine.ctx.kernel_downloads || size > capacity || !size.is_multiple_of(8) {
+            return Ok(None);
+        }
+        if self.used + size > capacity {
+            self.flush()?;
+        }
+        let offset = self.used;
+        self.pieces.push(Piece { offset, size, target });
+        self.used += size;
+        Ok(Some((self.staging[self.slot].clone(), offset / 8)))
     }
 
     /// Submits what is recorded, starts mapping its staging buffer, and delivers the previous

@@ -216,8 +216,12 @@ fn commit_layer(
             src_offset: 0,
             dst_offset,
         };
-        let buffers =
-            RowBuffers { rows: layer.array.part(p), leaves: leaf_buffer, sponges: &sponges };
+        let buffers = RowBuffers {
+            rows: layer.array.part(p),
+            leaves: leaf_buffer,
+            sponges: &sponges,
+            copies: None,
+        };
         let events = engine.sizes.hash_events;
         record_hash_rows(
             stream.batch(),

@@ -26,6 +26,8 @@ struct HashRowsParams {
     first_event: u32,
     num_events: u32,
     total_events: u32,
+    copy_offset: u32,
+    copy_rows: u32,
 }
 
 /// A block of consecutive rows and where their leaves go.
@@ -46,6 +48,9 @@ pub(super) struct RowBuffers<'a> {
     pub leaves: &'a ::wgpu::Buffer,
     /// [`saved_bytes`](super::shaders::saved_bytes) per row when a row takes more than one dispatch; else any buffer.
     pub sponges: &'a ::wgpu::Buffer,
+    /// Where the rows go for the host, if the hashing kernel writes them there (see
+    /// [`writes_row_copies`]): a staging buffer and the element offset of the first row.
+    pub copies: Option<(&'a ::wgpu::Buffer, u64)>,
 }
 
 /// The chunk size in elements (0 for the whole row) and the events of one row: permutations
@@ -77,8 +82,25 @@ pub(super) fn needs_sponges(
     schedule(hash, row_hashing, num_cols).1 > max_events
 }
 
+/// Whether rows are hashed on quads (`hash_rows_quad`): whole rows of RPO/RPX on a device
+/// whose batches use quads.
+fn on_quads(batch: &Batch, hash: HashFunction, row_hashing: RowHashing) -> bool {
+    batch.rescue_quads() && QUAD_HASHES.contains(&hash) && row_hashing == RowHashing::WholeRow
+}
+
+/// Whether the hashing kernel of these rows can also copy them where the host reads them
+/// ([`RowBuffers::copies`]): `hash_rows_quad` can.
+pub(super) fn writes_row_copies(
+    batch: &Batch,
+    hash: HashFunction,
+    row_hashing: RowHashing,
+) -> bool {
+    on_quads(batch, hash, row_hashing)
+}
+
 /// Records the hashing of `block` into leaves, in dispatches of at most `max_events`
-/// permutations per row.
+/// permutations per row; the kernel also writes the rows to `buffers.copies`, if given (only
+/// where [`writes_row_copies`]).
 pub(super) fn record_hash_rows(
     batch: &mut Batch,
     hash: HashFunction,
@@ -88,8 +110,12 @@ pub(super) fn record_hash_rows(
     max_events: u32,
 ) {
     let (partition_size, total_events) = schedule(hash, row_hashing, block.num_cols);
-    let on_quads = batch.rescue_quads() && QUAD_HASHES.contains(&hash) && partition_size == 0;
+    let on_quads = on_quads(batch, hash, row_hashing);
+    debug_assert!(on_quads || buffers.copies.is_none(), "only hash_rows_quad copies rows");
     let kernel = if on_quads { Kernel::HashRowsQuad(hash) } else { Kernel::HashRows(hash) };
+    // Without copies, the quad kernel's copy binding takes the sponge buffer, never written
+    // through it.
+    let (copies, copy_offset) = buffers.copies.unwrap_or((buffers.sponges, 0));
     let mut first_event = 0;
     while first_event < total_events {
         let num_events = max_events.min(total_events - first_event);
@@ -103,9 +129,16 @@ pub(super) fn record_hash_rows(
             first_event,
             num_events,
             total_events,
+            copy_offset: copy_offset as u32,
+            copy_rows: u32::from(buffers.copies.is_some()),
         };
-        let bound = [buffers.rows, buffers.leaves, buffers.sponges];
-        batch.dispatch_items(kernel, &params, &bound, block.num_rows);
+        if on_quads {
+            let bound = [buffers.rows, buffers.leaves, buffers.sponges, copies];
+            batch.dispatch_items(kernel, &params, &bound, block.num_rows);
+        } else {
+            let bound = [buffers.rows, buffers.leaves, buffers.sponges];
+            batch.dispatch_items(kernel, &params, &bound, block.num_rows);
+        }
         first_event += num_events;
     }
 }

@@ -126,7 +126,7 @@ impl WgpuCommitter {
             let constants = HashConstants::new(&ctx.device, &ctx.queue, &pipelines)?;
             Ok((pipelines, constants))
         })?;
-        let sizes = Sizes::new(&ctx.limits, ctx.is_software(), None);
+        let sizes = Sizes::new(&ctx.limits, ctx.is_software(), None, ctx.kernel_downloads);
         let timer = Timer::new(&ctx);
         Ok(Self {
             ctx,
@@ -148,7 +148,12 @@ impl WgpuCommitter {
     /// two, at least 256) instead of the adapter's binding limit: makes tests run the
     /// multi-part paths on small inputs.
     pub fn with_max_chunk_bytes(mut self, bytes: u64) -> Self {
-        self.sizes = Sizes::new(&self.ctx.limits, self.ctx.is_software(), Some(bytes));
+        self.sizes = Sizes::new(
+            &self.ctx.limits,
+            self.ctx.is_software(),
+            Some(bytes),
+            self.ctx.kernel_downloads,
+        );
         self
     }
 

@@ -125,7 +125,8 @@ impl Kernel {
                 &[Read, ReadWrite, Read]
             },
             Kernel::ToRows | Kernel::FriRows => &[Read, ReadWrite],
-            Kernel::HashRows(_) | Kernel::HashRowsQuad(_) => &[Read, ReadWrite, ReadWrite],
+            Kernel::HashRows(_) => &[Read, ReadWrite, ReadWrite],
+            Kernel::HashRowsQuad(_) => &[Read, ReadWrite, ReadWrite, ReadWrite],
             Kernel::MergeNodes(_) | Kernel::MergeNodesQuad(_) => &[Read, Read, ReadWrite],
             Kernel::DeepCombine | Kernel::DeepEvaluate => &[Read, Read, Read, ReadWrite],
         }

@@ -34,14 +34,20 @@ impl Sizes {
     const SOFTWARE_HASH_EVENTS: u32 = 16;
 
     /// Sizes for `limits` (of a software adapter if `software`), with chunks of at most
-    /// `max_chunk` bytes if given.
-    pub fn new(limits: &::wgpu::Limits, software: bool, max_chunk: Option<u64>) -> Self {
+    /// `max_chunk` bytes if given; staging buffers within one storage binding if
+    /// `bound_staging` (kernels write them).
+    pub fn new(
+        limits: &::wgpu::Limits,
+        software: bool,
+        max_chunk: Option<u64>,
+        bound_staging: bool,
+    ) -> Self {
         let binding = (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size);
         let wanted = max_chunk.unwrap_or(u64::MAX).max(Self::MIN_CHUNK);
         let chunk = prev_power_of_two(binding.min(wanted));
-        let staging = prev_power_of_two(
-            limits.max_buffer_size.min(Self::MAX_STAGING).min((16 * chunk).max(1 << 20)),
-        );
+        let staging_limit = if bound_staging { binding } else { limits.max_buffer_size };
+        let staging =
+            prev_power_of_two(staging_limit.min(Self::MAX_STAGING).min((16 * chunk).max(1 << 20)));
         let hash_events = if software { Self::SOFTWARE_HASH_EVENTS } else { u32::MAX };
         Self { chunk, binding, staging, hash_events }
     }

@@ -73,8 +73,12 @@ pub(super) fn hash_rows(
                 src_offset: 0,
                 dst_offset,
             };
-            let buffers =
-                RowBuffers { rows: row_chunk.part(0), leaves: leaf_buffer, sponges: &sponges };
+            let buffers = RowBuffers {
+                rows: row_chunk.part(0),
+                leaves: leaf_buffer,
+                sponges: &sponges,
+                copies: None,
+            };
             record_hash_rows(
                 stream.batch(),
                 hash,
