@@ -19,7 +19,7 @@ use super::{
     constants::felt_bytes,
     context::device_error,
     download::{download_array, RecordSink, Sinks, Store, Stream, Target},
-    hash::{record_hash_rows, sponge_buffer, writes_row_copies, RowBlock, RowBuffers},
+    hash::{on_quads, record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
     lde::{
         record_coset_evaluation, record_finish_interpolation, record_to_rows, CoefficientBlock,
         CosetArrays, CosetShape, RowsParams,
@@ -227,7 +227,7 @@ pub(super) fn commit(
                 // them into a staging buffer, else by a copy after it.
                 let bytes = plan.rows * rw as u64 * FELT_BYTES;
                 let rows_target = Target::Records { sink: LDE_SINK, first: leaf as usize };
-                let copies = if writes_row_copies(stream.batch(), request.hash, request.row_hashing) {
+                let copies = if on_quads(stream.batch(), request.hash, request.row_hashing) {
                     stream.reserve(bytes, rows_target)?
                 } else {
                     None

@@ -49,7 +49,7 @@ pub(super) struct RowBuffers<'a> {
     /// [`saved_bytes`](super::shaders::saved_bytes) per row when a row takes more than one dispatch; else any buffer.
     pub sponges: &'a ::wgpu::Buffer,
     /// Where the rows go for the host, if the hashing kernel writes them there (see
-    /// [`writes_row_copies`]): a staging buffer and the element offset of the first row.
+    /// [`on_quads`]): a staging buffer and the element offset of the first row.
     pub copies: Option<(&'a ::wgpu::Buffer, u64)>,
 }
 
@@ -83,24 +83,15 @@ pub(super) fn needs_sponges(
 }
 
 /// Whether rows are hashed on quads (`hash_rows_quad`): whole rows of RPO/RPX on a device
-/// whose batches use quads.
-fn on_quads(batch: &Batch, hash: HashFunction, row_hashing: RowHashing) -> bool {
+/// whose batches use quads. Only that kernel can also copy its rows for the host
+/// ([`RowBuffers::copies`]).
+pub(super) fn on_quads(batch: &Batch, hash: HashFunction, row_hashing: RowHashing) -> bool {
     batch.rescue_quads() && QUAD_HASHES.contains(&hash) && row_hashing == RowHashing::WholeRow
-}
-
-/// Whether the hashing kernel of these rows can also copy them where the host reads them
-/// ([`RowBuffers::copies`]): `hash_rows_quad` can.
-pub(super) fn writes_row_copies(
-    batch: &Batch,
-    hash: HashFunction,
-    row_hashing: RowHashing,
-) -> bool {
-    on_quads(batch, hash, row_hashing)
 }
 
 /// Records the hashing of `block` into leaves, in dispatches of at most `max_events`
 /// permutations per row; the kernel also writes the rows to `buffers.copies`, if given (only
-/// where [`writes_row_copies`]).
+/// where [`on_quads`]).
 pub(super) fn record_hash_rows(
     batch: &mut Batch,
     hash: HashFunction,
