@@ -12,6 +12,9 @@
 // multiplier) followed by the Goldilocks Montgomery reduction of winter_math's `mont_red_cst`
 // (shifts and subtractions only, no multiplication). The 128-bit product is the same integer
 // whichever way its partial products are formed, so every form below returns the same word.
+// RPO, whose digests depend on elements only, could run in the standard form with a reduction of
+// fewer instructions; on Hopper that ran 6.6 % slower (BENCHMARKS.md): the Montgomery form's mix
+// of multiply-pipe and ALU instructions suits the two pipes better.
 
 typedef unsigned long long u64;
 typedef unsigned int u32;
