@@ -24,7 +24,7 @@ use super::{
         record_coset_evaluation, record_finish_interpolation, record_to_rows, CoefficientBlock,
         CosetArrays, CosetShape, RowsParams,
     },
-    merkle::{download_levels, push_level_sinks, record_tree, tree_levels, Layout},
+    merkle::{push_level_sinks, record_tree_downloads, tree_levels, Layout},
     ntt::record_dif,
     shaders::saved_bytes,
     sizes::{Sizes, DIGEST_BYTES, FELT_BYTES},
@@ -252,12 +252,20 @@ pub(super) fn commit(
         Ok::<_, GpuError>(())
     })?;
 
+        // The last rows go to the host while the tree is merged.
+        stream.flush()?;
         info_span!("wgpu.tree").in_scope(|| {
             stream.batch().set_stage(Some(Stage::Tree));
-            record_tree(stream.batch(), request.hash, &leaf_array, layout, &levels)
-        });
+            record_tree_downloads(
+                &mut stream,
+                request.hash,
+                &leaf_array,
+                layout,
+                &levels,
+                LEVEL_SINK,
+            )
+        })?;
         let mut sinks = info_span!("wgpu.download").in_scope(|| {
-            download_levels(&mut stream, &levels, LEVEL_SINK)?;
             stream.batch().resolve_timestamps();
             stream.finish()
         })?;
@@ -286,8 +294,7 @@ pub(super) fn commit(
 fn commit_sinks(shape: &Shape, with_polys: bool, layout: Layout) -> Result<Sinks> {
     let mut sinks = Sinks::default();
     if with_polys {
-        sinks.columns =
-            (0..shape.num_cols).map(|_| zeroed_host(shape.poly_len)).collect::<Result<_>>()?;
+        sinks.reserve_columns(shape.num_cols, shape.poly_len)?;
     }
     sinks.felts.push(zeroed_host(shape.lde_len * shape.row_width)?);
     sinks.digests.push(zeroed_host(shape.lde_len)?);

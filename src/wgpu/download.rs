@@ -2,7 +2,7 @@
 //! two staging buffers; when one is full it is submitted and mapped, and the other one's bytes
 //! are delivered to host memory while the device runs the new submission.
 
-use std::sync::mpsc;
+use std::{mem::MaybeUninit, sync::mpsc};
 
 use miden_crypto::Felt;
 use rayon::prelude::*;
@@ -14,7 +14,7 @@ use super::{
     context::device_error,
     Engine,
 };
-use crate::{error::Result, hash::Digest};
+use crate::{error::Result, hash::Digest, host::reserve_host};
 
 /// Records per parallel task when scattering downloaded records.
 const MIN_RECORDS_PER_TASK: usize = 256;
@@ -57,20 +57,32 @@ pub(super) enum Target {
 /// All host destinations of one call; the stream owns them until it is finished.
 #[derive(Default)]
 pub(super) struct Sinks {
-    /// Polynomial coefficients, one vector per column.
+    /// Polynomial coefficients, one vector per column (see [`Sinks::reserve_columns`]).
     pub columns: Vec<Vec<Felt>>,
+    /// Coefficients per column.
+    column_len: usize,
     pub felts: Vec<Vec<Felt>>,
     pub digests: Vec<Vec<Digest>>,
     pub records: Vec<RecordSink>,
 }
 
 impl Sinks {
-    fn deliver(&mut self, target: Target, bytes: &[u8]) {
+    /// Makes `count` empty columns with room for `len` coefficients each, which the
+    /// [`Target::Columns`] downloads fill in order. Nothing is written here: zeroing memory that
+    /// the downloads overwrite (recycled heap memory, which the allocator must clear) cost a
+    /// commitment tens of milliseconds on the thread the first delivery waits for.
+    pub fn reserve_columns(&mut self, count: usize, len: usize) -> Result<()> {
+        self.columns = (0..count).map(|_| reserve_host(len)).collect::<Result<_>>()?;
+        self.column_len = len;
+        Ok(())
+    }
+
+    fn deliver(&mut self, target: Target, bytes: &[u8]) -> Result<()> {
         match target {
             Target::Columns { first } => {
                 // The column pieces are written in parallel: the vectors are fresh pages, and a
                 // single thread faulting them in was the slowest step of a wgpu commitment.
-                let n = self.columns.first().map_or(1, |c| c.len()).max(1);
+                let n = self.column_len.max(1);
                 let mut pos = first % n;
                 let mut rest = bytes;
                 let mut pieces = Vec::new();
@@ -78,17 +90,29 @@ impl Sinks {
                     if rest.is_empty() {
                         break;
                     }
+                    // Each column grows from its end, so its length counts the coefficients
+                    // written and every element below it is initialised.
+                    if pos != column.len() {
+                        return Err(device_error("column download out of order".into()));
+                    }
                     let take = (n - pos).min(rest.len() / 8);
                     let (piece, tail) = rest.split_at(8 * take);
-                    pieces.push((&mut column[pos..pos + take], piece));
+                    pieces.push((column, take, piece));
                     rest = tail;
                     pos = 0;
                 }
-                debug_assert!(rest.is_empty(), "column download past the last column");
-                pieces.into_par_iter().for_each(|(dst, src)| {
-                    dst.par_chunks_mut(MIN_WORDS_PER_TASK)
+                if !rest.is_empty() {
+                    return Err(device_error("column download past the last column".into()));
+                }
+                pieces.into_par_iter().for_each(|(column, take, src)| {
+                    column.spare_capacity_mut()[..take]
+                        .par_chunks_mut(MIN_WORDS_PER_TASK)
                         .zip(src.par_chunks(8 * MIN_WORDS_PER_TASK))
-                        .for_each(|(dst, src)| write_words(dst, src));
+                        .for_each(|(dst, src)| write_words_uninit(dst, src));
+                    let len = column.len() + take;
+                    // SAFETY: `take` more elements past the old length were just written, and
+                    // the capacity holds them (`take <= n - len`, reserved for `n`).
+                    unsafe { column.set_len(len) };
                 });
             },
             Target::Records { sink, first } => {
@@ -106,6 +130,15 @@ impl Sinks {
                 }
             },
         }
+        Ok(())
+    }
+
+    /// Fails unless every reserved column has all its coefficients.
+    fn check_columns(&self) -> Result<()> {
+        if self.columns.iter().any(|c| c.len() != self.column_len) {
+            return Err(device_error("polynomial download incomplete".into()));
+        }
+        Ok(())
     }
 }
 
@@ -161,10 +194,22 @@ impl HostWord for u64 {
 /// Words from their little-endian device bytes.
 pub(super) fn write_words<W: HostWord>(dst: &mut [W], src: &[u8]) {
     for (d, s) in dst.iter_mut().zip(src.chunks_exact(8)) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(s);
-        *d = W::from_device(u64::from_le_bytes(word));
+        *d = W::from_device(device_word(s));
     }
+}
+
+/// [`write_words`] into memory not yet initialised.
+fn write_words_uninit<W: HostWord>(dst: &mut [MaybeUninit<W>], src: &[u8]) {
+    for (d, s) in dst.iter_mut().zip(src.chunks_exact(8)) {
+        d.write(W::from_device(device_word(s)));
+    }
+}
+
+/// The word of 8 little-endian device bytes.
+fn device_word(bytes: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(bytes);
+    u64::from_le_bytes(word)
 }
 
 // STREAM
@@ -314,7 +359,7 @@ impl<'e, 's> Stream<'e, 's> {
         if let Some(last) = self.in_flight.take() {
             self.complete(last)?;
         }
-        self.sinks()?;
+        self.sinks()?.check_columns()?;
         self.sinks.take().ok_or_else(|| device_error("download sinks missing".into()))
     }
 
@@ -332,15 +377,16 @@ impl<'e, 's> Stream<'e, 's> {
         let made = self.sinks().map(|_| ());
         let _deliver = debug_span!("wgpu.deliver", bytes = flight.used).entered();
         let staging = &self.staging[flight.slot];
-        if let Some(sinks) = self.sinks.as_mut().filter(|_| made.is_ok()) {
+        let mut delivered = made;
+        if let Some(sinks) = self.sinks.as_mut().filter(|_| delivered.is_ok()) {
             let view = staging.get_mapped_range(0..flight.used);
-            for piece in &flight.pieces {
+            delivered = flight.pieces.iter().try_for_each(|piece| {
                 let bytes = &view[piece.offset as usize..(piece.offset + piece.size) as usize];
-                sinks.deliver(piece.target, bytes);
-            }
+                sinks.deliver(piece.target, bytes)
+            });
         }
         staging.unmap();
-        made
+        delivered
     }
 
     /// Waits until the staging buffer of `flight` is mapped.
@@ -394,4 +440,34 @@ pub(super) fn download_array(
         )?;
     }
     Ok(())
+}
+
+// TESTS
+// ================================================================================================
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(words: &[u64]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    fn felts(words: &[u64]) -> Vec<Felt> {
+        words.iter().map(|&w| Felt::from_mont(w)).collect()
+    }
+
+    #[test]
+    fn columns_fill_in_order_and_refuse_gaps_and_overruns() {
+        let mut sinks = Sinks::default();
+        sinks.reserve_columns(2, 3).unwrap();
+        // one piece across the boundary of the two columns
+        sinks.deliver(Target::Columns { first: 0 }, &bytes(&[11, 12, 13, 21])).unwrap();
+        assert!(sinks.check_columns().is_err(), "a column is still short");
+        assert!(sinks.deliver(Target::Columns { first: 5 }, &bytes(&[23])).is_err(), "a gap");
+        assert!(sinks.deliver(Target::Columns { first: 4 }, &bytes(&[22, 23, 31])).is_err());
+        sinks.deliver(Target::Columns { first: 4 }, &bytes(&[22, 23])).unwrap();
+        sinks.check_columns().unwrap();
+        assert_eq!(sinks.columns, [felts(&[11, 12, 13]), felts(&[21, 22, 23])]);
+    }
 }

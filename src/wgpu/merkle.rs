@@ -73,6 +73,32 @@ pub(super) fn record_tree(
     }
 }
 
+/// Records every level above `leaves`, as [`record_tree`] does, each followed by its download
+/// into the sinks of [`push_level_sinks`] (the first is sink `first_sink`). The lowest level,
+/// half of the nodes, is submitted by itself: the host takes it while the device merges the
+/// levels above.
+pub(super) fn record_tree_downloads(
+    stream: &mut Stream<'_, '_>,
+    hash: HashFunction,
+    leaves: &Chunked,
+    layout: Layout,
+    levels: &[Chunked],
+    first_sink: usize,
+) -> Result<()> {
+    let mut children = leaves;
+    let mut layout = layout;
+    for (i, parents) in levels.iter().enumerate() {
+        record_level(stream.batch(), hash, children, layout, parents);
+        download_level(stream, parents, first_sink + i)?;
+        if i == 0 {
+            stream.flush()?;
+        }
+        children = parents;
+        layout = layout.parent();
+    }
+    Ok(())
+}
+
 /// Records one level: `parents` from `children` stored in `layout`.
 fn record_level(
     batch: &mut Batch,
@@ -150,10 +176,12 @@ pub(super) fn download_levels(
     first_sink: usize,
 ) -> Result<()> {
     for (i, level) in levels.iter().enumerate() {
-        download_array(stream, level, DIGEST_BYTES, |first| Target::Records {
-            sink: first_sink + i,
-            first,
-        })?;
+        download_level(stream, level, first_sink + i)?;
     }
     Ok(())
+}
+
+/// Downloads one level into record sink `sink`.
+fn download_level(stream: &mut Stream<'_, '_>, level: &Chunked, sink: usize) -> Result<()> {
+    download_array(stream, level, DIGEST_BYTES, |first| Target::Records { sink, first })
 }

@@ -8,7 +8,7 @@ use super::{
     constants::felt_bytes,
     download::{download_array, RecordSink, Sinks, Store, Stream, Target},
     hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
-    merkle::{download_levels, push_level_sinks, record_tree, tree_levels, Layout},
+    merkle::{push_level_sinks, record_tree_downloads, tree_levels, Layout},
     shaders::saved_bytes,
     sizes::{DIGEST_BYTES, FELT_BYTES},
     upload::{upload, Write},
@@ -126,10 +126,7 @@ pub(super) fn build_tree(
     let _staged =
         info_span!("wgpu.upload").in_scope(|| upload(engine, stream.batch(), &[write]))?;
     info_span!("wgpu.tree")
-        .in_scope(|| record_tree(stream.batch(), hash, &leaf_array, layout, &levels));
-    let mut sinks = info_span!("wgpu.download").in_scope(|| {
-        download_levels(&mut stream, &levels, 0)?;
-        stream.finish()
-    })?;
+        .in_scope(|| record_tree_downloads(&mut stream, hash, &leaf_array, layout, &levels, 0))?;
+    let mut sinks = info_span!("wgpu.download").in_scope(|| stream.finish())?;
     Ok(sinks.digests.pop().unwrap_or_default())
 }
