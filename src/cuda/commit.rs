@@ -86,9 +86,6 @@ pub(super) fn commit(
 
     // results on the host
     let mut host = HostResults::reserve(&shape, download_polys)?;
-    // the page faults of the large results happen while the GPUs compute; joined on drop,
-    // before the vectors are
-    let _prefault = prefault(&host.large_spare_bytes());
 
     // 1. upload, interpolate, and the first pass's LDE, column group by column group, the GPUs
     //    taking turns so that all of them start early
@@ -108,6 +105,10 @@ pub(super) fn commit(
             }
         }
     }
+    // the page faults of the large results happen while the GPUs compute, once the host has
+    // staged the inputs (faulting beside the upload's copies slowed them tenfold); joined on
+    // drop, before the vectors are
+    let _prefault = prefault(&host.large_spare_bytes());
     let mut interpolated = Vec::with_capacity(g_count);
     let mut lde_done = Vec::with_capacity(g_count);
     for ((gpu, upload), timeline) in gpus.iter().zip(uploads).zip(&mut timelines) {

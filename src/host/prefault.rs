@@ -11,13 +11,15 @@ pub(crate) fn spare_bytes<T>(vec: &mut Vec<T>) -> (usize, usize) {
 /// vectors while the GPUs compute (0: none).
 pub const PREFAULT_THREADS_ENV: &str = "MIDEN_GPU_PREFAULT_THREADS";
 
-/// Threads of [`prefault`] unless [`PREFAULT_THREADS_ENV`] says otherwise: none. With the
-/// results on transparent huge pages (see `host::memory`), faulting them in ahead cost more than
-/// it saved on an H100: with 4 threads a Miden proof's trace commitment took 14 % longer and its
-/// constraint commitment 36-39 %, as the threads competed with the uploads and the prover's own
-/// work, while W1 alone gained 1 %. (On two H200s, with 4 KiB pages, 4 threads had taken W1 from 0.48-0.53 s to
-/// 0.44-0.45 s.)
-const DEFAULT_PREFAULT_THREADS: usize = 0;
+/// Threads of [`prefault`] unless [`PREFAULT_THREADS_ENV`] says otherwise: a quarter of the
+/// host's cores, at most 4. The commitment starts them once its inputs are staged: beside the
+/// upload's copies they had slowed a Miden proof's main-trace upload tenfold (on an H100, 43 ms
+/// -> 400-500 ms). Started after it, 4 threads took W1 on an H200 from 0.47-0.48 s to
+/// 0.37-0.38 s with RPX (the host copies of the LDE rows bound it) and from 0.61 to 0.60 s with
+/// RPO, and the trace commitment of a Miden proof of 2^20 cycles from 1.06-1.15 s to 0.99-1.07 s.
+fn default_prefault_threads() -> usize {
+    std::thread::available_parallelism().map_or(0, |cores| (cores.get() / 4).min(4))
+}
 
 /// Background threads faulting in memory; joined on drop.
 pub(crate) struct Prefault(Vec<std::thread::JoinHandle<()>>);
@@ -43,7 +45,7 @@ pub(crate) fn prefault(ranges: &[(usize, usize)]) -> Prefault {
     let threads = std::env::var(PREFAULT_THREADS_ENV)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_PREFAULT_THREADS);
+        .unwrap_or_else(default_prefault_threads);
     let steps: Vec<(usize, usize)> = ranges
         .iter()
         .flat_map(|&(start, len)| {
