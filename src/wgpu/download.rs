@@ -80,8 +80,8 @@ impl Sinks {
     fn deliver(&mut self, target: Target, bytes: &[u8]) -> Result<()> {
         match target {
             Target::Columns { first } => {
-                // The column pieces are written in parallel: the vectors are fresh pages, and a
-                // single thread faulting them in was the slowest step of a wgpu commitment.
+                // The column pieces are written in parallel: the vectors may be fresh pages, and
+                // a single thread faulting them in was the slowest step of a wgpu commitment.
                 let n = self.column_len.max(1);
                 let mut pos = first % n;
                 let mut rest = bytes;

@@ -73,10 +73,10 @@ pub(super) fn record_tree(
     }
 }
 
-/// Records every level above `leaves`, as [`record_tree`] does, each followed by its download
-/// into the sinks of [`push_level_sinks`] (the first is sink `first_sink`). The lowest level,
-/// half of the nodes, is submitted by itself: the host takes it while the device merges the
-/// levels above.
+/// Records every level above `leaves`, as [`record_tree`] does, and their downloads into the
+/// sinks of [`push_level_sinks`] (the first is sink `first_sink`), as [`download_levels`] does.
+/// The lowest level, half of the nodes, is submitted with its download by itself: the host takes
+/// it while the device merges the levels above.
 pub(super) fn record_tree_downloads(
     stream: &mut Stream<'_, '_>,
     hash: HashFunction,
@@ -85,18 +85,14 @@ pub(super) fn record_tree_downloads(
     levels: &[Chunked],
     first_sink: usize,
 ) -> Result<()> {
-    let mut children = leaves;
-    let mut layout = layout;
-    for (i, parents) in levels.iter().enumerate() {
-        record_level(stream.batch(), hash, children, layout, parents);
-        download_level(stream, parents, first_sink + i)?;
-        if i == 0 {
-            stream.flush()?;
-        }
-        children = parents;
-        layout = layout.parent();
-    }
-    Ok(())
+    let Some((lowest, above)) = levels.split_first() else {
+        return Ok(());
+    };
+    record_tree(stream.batch(), hash, leaves, layout, std::slice::from_ref(lowest));
+    download_levels(stream, std::slice::from_ref(lowest), first_sink)?;
+    stream.flush()?;
+    record_tree(stream.batch(), hash, lowest, layout.parent(), above);
+    download_levels(stream, above, first_sink + 1)
 }
 
 /// Records one level: `parents` from `children` stored in `layout`.
@@ -176,12 +172,10 @@ pub(super) fn download_levels(
     first_sink: usize,
 ) -> Result<()> {
     for (i, level) in levels.iter().enumerate() {
-        download_level(stream, level, first_sink + i)?;
+        download_array(stream, level, DIGEST_BYTES, |first| Target::Records {
+            sink: first_sink + i,
+            first,
+        })?;
     }
     Ok(())
-}
-
-/// Downloads one level into record sink `sink`.
-fn download_level(stream: &mut Stream<'_, '_>, level: &Chunked, sink: usize) -> Result<()> {
-    download_array(stream, level, DIGEST_BYTES, |first| Target::Records { sink, first })
 }
