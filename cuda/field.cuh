@@ -142,27 +142,26 @@ __device__ __forceinline__ u64 gl_sqr(u64 a) {
     return gl_mont_reduce(t0, t1, t2, t3);
 }
 
-/// a² in Montgomery form, most of its work on the integer ALU: three wide products (`IMAD.WIDE`)
-/// and the doubled cross product added with shift-and-add carry chains. The same word as
-/// `gl_sqr`; the Rescue squaring chains mix the two forms to keep both pipes busy.
+/// a² in Montgomery form, most of its work on the integer ALU: three wide products, the doubled
+/// cross term's low word added with a shift-and-add (`LEA`), its high words and the carry folded
+/// into the a1² product as its addend (`IMAD.WIDE.X`). The same word as `gl_sqr`; the Rescue
+/// squaring chains mix the two forms to keep both pipes busy.
 __device__ __forceinline__ u64 gl_sqr_alu(u64 a) {
     const u32 a0 = (u32)a, a1 = (u32)(a >> 32);
     u32 t0, t1, t2, t3;
     asm("{\n\t"
-        ".reg .u32 m0, m1, d0, d1, d2, s1, h0, h1;\n\t"
+        ".reg .u32 m0, m1, d0, d1, d2, s1;\n\t"
         ".reg .u64 p;\n\t"
         "mul.wide.u32 p, %4, %5;\n\t"
         "mov.b64 {m0, m1}, p;\n\t"
         "mul.wide.u32 p, %4, %4;\n\t"
         "mov.b64 {%0, s1}, p;\n\t"
-        "mul.wide.u32 p, %5, %5;\n\t"
-        "mov.b64 {h0, h1}, p;\n\t"
         "shl.b32 d0, m0, 1;\n\t"
         "shf.l.wrap.b32 d1, m0, m1, 1;\n\t"
         "shr.u32 d2, m1, 31;\n\t"
         "add.cc.u32 %1, s1, d0;\n\t"
-        "addc.cc.u32 %2, h0, d1;\n\t"
-        "addc.u32 %3, h1, d2;\n\t"
+        "madc.lo.cc.u32 %2, %5, %5, d1;\n\t"
+        "madc.hi.u32 %3, %5, %5, d2;\n\t"
         "}"
         : "=r"(t0), "=r"(t1), "=r"(t2), "=r"(t3)
         : "r"(a0), "r"(a1));
