@@ -15,14 +15,28 @@
 /// Largest tile a block transforms in shared memory (2^12 elements = 32 KiB).
 #define NTT_TILE_LOG 12
 
+/// Cooley-Tukey butterfly (DIT): (x, y) <- (x + y·w, x - y·w).
+__device__ __forceinline__ void ntt_butterfly_dit(u64& x, u64& y, u64 w) {
+    const u64 v = gl_mul(y, w);
+    y = gl_sub(x, v);
+    x = gl_add(x, v);
+}
+
+/// Gentleman-Sande butterfly (DIF): (x, y) <- (x + y, (x - y)·w).
+__device__ __forceinline__ void ntt_butterfly_dif(u64& x, u64& y, u64 w) {
+    const u64 sum = gl_add(x, y);
+    y = gl_mul(gl_sub(x, y), w);
+    x = sum;
+}
+
 /// Runs the butterfly stages of bits [b0, b0 + t_bits) of every segment: stage `b` pairs
 /// elements 2^b apart, with twiddle w^(j·2^(log_n-1-b)), j = index mod 2^b, from the table of
 /// the first 2^(log_n-1) powers of the segment's root (inverse root for DIF).
 ///
 /// A block loads a tile of 2^t_bits elements 2^b0 apart (the butterfly groups of these stages)
 /// times 2^c_bits consecutive low indices (so global reads and writes are coalesced), runs all
-/// t_bits stages in shared memory, and writes the tile back. DIT runs the stages upward, DIF
-/// downward; the host splits log_n into passes with t_bits + c_bits <= NTT_TILE_LOG.
+/// t_bits stages in shared memory, two at a time, and writes the tile back. DIT runs the stages
+/// upward, DIF downward; the host splits log_n into passes with t_bits + c_bits <= NTT_TILE_LOG.
 extern "C" __global__ void __launch_bounds__(256) ntt_pass(u64* data, const u64* twiddles,
                                                            u32 log_n, u32 b0, u32 t_bits,
                                                            u32 c_bits, u32 dif) {
@@ -43,29 +57,68 @@ extern "C" __global__ void __launch_bounds__(256) ntt_pass(u64* data, const u64*
     }
     __syncthreads();
 
-    for (u32 step = 0; step < t_bits; step++) {
-        const u32 t = dif ? t_bits - 1 - step : step;
-        const u32 shift = log_n - 1 - (b0 + t);
-        const u32 t_mask = (1u << t) - 1;
-        for (u32 u = threadIdx.x; u < size / 2; u += blockDim.x) {
-            const u32 low = u & c_mask;
-            const u32 x_half = u >> c_bits;
-            const u32 x_low = x_half & t_mask;
-            const u32 x0 = ((x_half >> t) << (t + 1)) | x_low;
-            const u32 e0 = (x0 << c_bits) | low;
-            const u32 e1 = e0 | (1u << (t + c_bits));
-            const u32 j = low_base + low + (x_low << b0);  // global index mod 2^(b0 + t)
-            const u64 w = twiddles[(u64)j << shift];
-            const u64 x = tile[e0];
-            const u64 y = tile[e1];
-            if (dif) {
-                tile[e0] = gl_add(x, y);
-                tile[e1] = gl_mul(gl_sub(x, y), w);
-            } else {
-                const u64 v = gl_mul(y, w);
-                tile[e0] = gl_add(x, v);
-                tile[e1] = gl_sub(x, v);
+    // stages two at a time where they can be: each thread takes the 4 elements that differ in
+    // the two stages' bits through both stages in registers (half the shared-memory traffic and
+    // barriers of one stage at a time); an odd last stage runs alone
+    for (u32 step = 0; step < t_bits;) {
+        if (step + 1 < t_bits) {
+            const u32 t = dif ? t_bits - 2 - step : step;  // the lower of the two stages' bits
+            const u32 shift = log_n - 1 - (b0 + t);
+            const u32 t_mask = (1u << t) - 1;
+            for (u32 u = threadIdx.x; u < size / 4; u += blockDim.x) {
+                const u32 low = u & c_mask;
+                const u32 x_quarter = u >> c_bits;
+                const u32 x_low = x_quarter & t_mask;
+                const u32 x0 = ((x_quarter >> t) << (t + 2)) | x_low;
+                const u32 e00 = (x0 << c_bits) | low;
+                const u32 e01 = e00 | (1u << (t + c_bits));
+                const u32 e10 = e00 | (2u << (t + c_bits));
+                const u32 e11 = e01 | e10;
+                const u32 j = low_base + low + (x_low << b0);  // global index mod 2^(b0 + t)
+                const u64 w_low = twiddles[(u64)j << shift];
+                const u64 w_high0 = twiddles[(u64)j << (shift - 1)];
+                const u64 w_high1 = twiddles[(u64)(j + (1u << (b0 + t))) << (shift - 1)];
+                u64 a = tile[e00], b = tile[e01], c = tile[e10], d = tile[e11];
+                if (dif) {
+                    ntt_butterfly_dif(a, c, w_high0);
+                    ntt_butterfly_dif(b, d, w_high1);
+                    ntt_butterfly_dif(a, b, w_low);
+                    ntt_butterfly_dif(c, d, w_low);
+                } else {
+                    ntt_butterfly_dit(a, b, w_low);
+                    ntt_butterfly_dit(c, d, w_low);
+                    ntt_butterfly_dit(a, c, w_high0);
+                    ntt_butterfly_dit(b, d, w_high1);
+                }
+                tile[e00] = a;
+                tile[e01] = b;
+                tile[e10] = c;
+                tile[e11] = d;
             }
+            step += 2;
+        } else {
+            const u32 t = dif ? t_bits - 1 - step : step;
+            const u32 shift = log_n - 1 - (b0 + t);
+            const u32 t_mask = (1u << t) - 1;
+            for (u32 u = threadIdx.x; u < size / 2; u += blockDim.x) {
+                const u32 low = u & c_mask;
+                const u32 x_half = u >> c_bits;
+                const u32 x_low = x_half & t_mask;
+                const u32 x0 = ((x_half >> t) << (t + 1)) | x_low;
+                const u32 e0 = (x0 << c_bits) | low;
+                const u32 e1 = e0 | (1u << (t + c_bits));
+                const u32 j = low_base + low + (x_low << b0);  // global index mod 2^(b0 + t)
+                const u64 w = twiddles[(u64)j << shift];
+                u64 x = tile[e0], y = tile[e1];
+                if (dif) {
+                    ntt_butterfly_dif(x, y, w);
+                } else {
+                    ntt_butterfly_dit(x, y, w);
+                }
+                tile[e0] = x;
+                tile[e1] = y;
+            }
+            step += 1;
         }
         __syncthreads();
     }
