@@ -1,5 +1,5 @@
-//! Batched NTTs (`ntt.wgsl`): the large stages one dispatch each, the small ones in
-//! workgroup memory.
+//! Batched NTTs (`ntt.wgsl`): the large stages two per dispatch, the small ones in workgroup
+//! memory.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -31,9 +31,18 @@ pub(super) fn record_dif(
 ) {
     let elements = num_cols << log_len;
     let buffers = [data, twiddles];
-    for log_half in (LOG_TILE..log_len).rev() {
-        let params = NttParams { offset, count: (elements / 2) as u32, log_len, log_half };
-        batch.dispatch_items(Kernel::NttStage, &params, &buffers, elements / 2);
+    // the large stages two per pass over the data where they pair up
+    let mut log_half = log_len;
+    while log_half > LOG_TILE {
+        log_half -= 1;
+        if log_half > LOG_TILE {
+            let params = NttParams { offset, count: (elements / 4) as u32, log_len, log_half };
+            batch.dispatch_items(Kernel::NttStagePair, &params, &buffers, elements / 4);
+            log_half -= 1;
+        } else {
+            let params = NttParams { offset, count: (elements / 2) as u32, log_len, log_half };
+            batch.dispatch_items(Kernel::NttStage, &params, &buffers, elements / 2);
+        }
     }
     let params =
         NttParams { offset, count: elements as u32, log_len, log_half: log_len.min(LOG_TILE) - 1 };

@@ -26,6 +26,8 @@ enum Access {
 pub(super) enum Kernel {
     /// One radix-2 DIF stage over the whole batch.
     NttStage,
+    /// Two radix-2 DIF stages over the whole batch in one pass.
+    NttStagePair,
     /// The small DIF stages in workgroup memory.
     NttTile,
     /// Coset scaling (and folding) of coefficients before a forward NTT.
@@ -57,6 +59,7 @@ impl Kernel {
     fn all(quads: bool) -> Vec<Kernel> {
         let mut kernels = vec![
             Kernel::NttStage,
+            Kernel::NttStagePair,
             Kernel::NttTile,
             Kernel::CosetScale,
             Kernel::FinishInterpolation,
@@ -87,7 +90,7 @@ impl Kernel {
 
     fn module(self) -> Module {
         match self {
-            Kernel::NttStage | Kernel::NttTile => Module::Ntt,
+            Kernel::NttStage | Kernel::NttStagePair | Kernel::NttTile => Module::Ntt,
             Kernel::CosetScale => Module::Coset,
             Kernel::FinishInterpolation => Module::Interpolate,
             Kernel::ToRows => Module::Rows,
@@ -101,6 +104,7 @@ impl Kernel {
     fn entry_point(self) -> &'static str {
         match self {
             Kernel::NttStage => "ntt_stage",
+            Kernel::NttStagePair => "ntt_stage_pair",
             Kernel::NttTile => "ntt_tile",
             Kernel::CosetScale => "coset_scale",
             Kernel::FinishInterpolation => "finish_interpolation",
@@ -120,7 +124,7 @@ impl Kernel {
     fn storage(self) -> &'static [Access] {
         use Access::*;
         match self {
-            Kernel::NttStage | Kernel::NttTile => &[ReadWrite, Read],
+            Kernel::NttStage | Kernel::NttStagePair | Kernel::NttTile => &[ReadWrite, Read],
             Kernel::CosetScale | Kernel::FinishInterpolation | Kernel::FriFold => {
                 &[Read, ReadWrite, Read]
             },

@@ -64,7 +64,7 @@ pub enum Arithmetic {
 /// A shader module: the entry points that share one list of WGSL files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Module {
-    /// `ntt_stage`, `ntt_tile`.
+    /// `ntt_stage`, `ntt_stage_pair`, `ntt_tile`.
     Ntt,
     /// `coset_scale`.
     Coset,
