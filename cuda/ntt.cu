@@ -29,6 +29,25 @@ __device__ __forceinline__ void ntt_butterfly_dif(u64& x, u64& y, u64 w) {
     x = sum;
 }
 
+/// Butterfly group `u` of a tile (see `ntt_pass`) for the stages of tile bits [t, t + span): its
+/// first element's tile index `e` (the group's 2^span elements follow at steps of 2^(t + c_bits))
+/// and that element's global index mod 2^(b0 + t), `j`, which picks the stage-t twiddle.
+struct ButterflyGroup {
+    u32 e;
+    u32 j;
+};
+
+__device__ __forceinline__ ButterflyGroup butterfly_group(u32 u, u32 t, u32 span, u32 c_bits,
+                                                          u32 b0, u32 low_base) {
+    const u32 low = u & ((1u << c_bits) - 1);
+    const u32 x = u >> c_bits;
+    const u32 x_low = x & ((1u << t) - 1);
+    ButterflyGroup group;
+    group.e = ((((x >> t) << (t + span)) | x_low) << c_bits) | low;
+    group.j = low_base + low + (x_low << b0);
+    return group;
+}
+
 /// Runs the butterfly stages of bits [b0, b0 + t_bits) of every segment: stage `b` pairs
 /// elements 2^b apart, with twiddle w^(j·2^(log_n-1-b)), j = index mod 2^b, from the table of
 /// the first 2^(log_n-1) powers of the segment's root (inverse root for DIF).
@@ -64,17 +83,13 @@ extern "C" __global__ void __launch_bounds__(256) ntt_pass(u64* data, const u64*
         if (step + 1 < t_bits) {
             const u32 t = dif ? t_bits - 2 - step : step;  // the lower of the two stages' bits
             const u32 shift = log_n - 1 - (b0 + t);
-            const u32 t_mask = (1u << t) - 1;
             for (u32 u = threadIdx.x; u < size / 4; u += blockDim.x) {
-                const u32 low = u & c_mask;
-                const u32 x_quarter = u >> c_bits;
-                const u32 x_low = x_quarter & t_mask;
-                const u32 x0 = ((x_quarter >> t) << (t + 2)) | x_low;
-                const u32 e00 = (x0 << c_bits) | low;
+                const ButterflyGroup g = butterfly_group(u, t, 2, c_bits, b0, low_base);
+                const u32 e00 = g.e;
                 const u32 e01 = e00 | (1u << (t + c_bits));
                 const u32 e10 = e00 | (2u << (t + c_bits));
                 const u32 e11 = e01 | e10;
-                const u32 j = low_base + low + (x_low << b0);  // global index mod 2^(b0 + t)
+                const u32 j = g.j;
                 const u64 w_low = twiddles[(u64)j << shift];
                 const u64 w_high0 = twiddles[(u64)j << (shift - 1)];
                 const u64 w_high1 = twiddles[(u64)(j + (1u << (b0 + t))) << (shift - 1)];
@@ -99,15 +114,11 @@ extern "C" __global__ void __launch_bounds__(256) ntt_pass(u64* data, const u64*
         } else {
             const u32 t = dif ? t_bits - 1 - step : step;
             const u32 shift = log_n - 1 - (b0 + t);
-            const u32 t_mask = (1u << t) - 1;
             for (u32 u = threadIdx.x; u < size / 2; u += blockDim.x) {
-                const u32 low = u & c_mask;
-                const u32 x_half = u >> c_bits;
-                const u32 x_low = x_half & t_mask;
-                const u32 x0 = ((x_half >> t) << (t + 1)) | x_low;
-                const u32 e0 = (x0 << c_bits) | low;
+                const ButterflyGroup g = butterfly_group(u, t, 1, c_bits, b0, low_base);
+                const u32 e0 = g.e;
                 const u32 e1 = e0 | (1u << (t + c_bits));
-                const u32 j = low_base + low + (x_low << b0);  // global index mod 2^(b0 + t)
+                const u32 j = g.j;
                 const u64 w = twiddles[(u64)j << shift];
                 u64 x = tile[e0], y = tile[e1];
                 if (dif) {
