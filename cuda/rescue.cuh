@@ -88,9 +88,9 @@ __device__ __forceinline__ void apply_sbox(u64 s[N]) {
 
 /// Squares every element `count` times: a loop (the bodies are the hot part of the permutation)
 /// unrolled `UNROLL` times. Every third element squares with `gl_sqr` (mostly multiply pipe), the
-/// others with `gl_sqr_alu` (mostly integer ALU), so the two pipes share the work (on the
-/// H100/H200: RPO leaf hashing 171.5 M permutations/s, RPX 315.6; 171.1 and 315.8 with
-/// `gl_sqr_alu` for every squaring).
+/// others with `gl_sqr_alu` (mostly integer ALU), so the two pipes share the work (on the H200,
+/// the H100's processor: RPO leaf hashing 171.5 M permutations/s, RPX 315.6; 171.1 and 315.8
+/// with `gl_sqr_alu` for every squaring).
 template <int N, int UNROLL>
 __device__ __forceinline__ void square_n(u64 x[N], int count) {
 #pragma unroll UNROLL
