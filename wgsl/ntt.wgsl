@@ -5,7 +5,7 @@
 // w^-1 it is the inverse transform without the 1/n factor. `twiddles[i] = w^i` for i < n/2.
 // Stages with a half-span of at least TILE/2 run two per dispatch (`ntt_stage_pair`; an odd one
 // alone, `ntt_stage`); the remaining stages run in workgroup memory, a tile of TILE elements per
-// workgroup (`ntt_tile`). Needs field.wgsl.
+// workgroup (`ntt_tile`), also two at a time. Needs field.wgsl.
 
 const LOG_TILE: u32 = 11u;
 const TILE: u32 = 2048u;
@@ -52,6 +52,27 @@ fn ntt_stage(
     data[i1] = gl_mul(gl_sub(x, y), twiddle(k, s));
 }
 
+/// Two DIF stages, half-spans 2^s then 2^(s - 1), on the four elements at positions i0,
+/// i0 + 2^(s - 1), i0 + 2^s and i0 + 3·2^(s - 1) of a block, butterfly position k < 2^(s - 1) of
+/// the first stage: the same butterflies as the two stages one after the other.
+fn butterfly_pair(x: array<vec2<u32>, 4>, k: u32, s: u32) -> array<vec2<u32>, 4> {
+    // half-span 2^s: (0, 2) and (1, 3)
+    let y0 = gl_add(x[0], x[2]);
+    let y2 = gl_mul(gl_sub(x[0], x[2]), twiddle(k, s));
+    let y1 = gl_add(x[1], x[3]);
+    let y3 = gl_mul(gl_sub(x[1], x[3]), twiddle(k + (1u << (s - 1u)), s));
+    // half-span 2^(s - 1): (0, 1) and (2, 3)
+    let w = twiddle(k, s - 1u);
+    return array(gl_add(y0, y1), gl_mul(gl_sub(y0, y1), w), gl_add(y2, y3), gl_mul(gl_sub(y2, y3), w));
+}
+
+/// The first position i0 of group g of four elements for `butterfly_pair` with half-span 2^s,
+/// and its butterfly position k.
+fn pair_group(g: u32, s: u32) -> vec2<u32> {
+    let k = g & ((1u << (s - 1u)) - 1u);
+    return vec2<u32>(((g >> (s - 1u)) << (s + 1u)) + k, k);
+}
+
 /// Two stages in one pass over the batch: half-spans 2^log_half, then 2^(log_half - 1). Each
 /// invocation takes the four elements those stages combine through both, so the data crosses
 /// memory once for the two. The same butterflies as two `ntt_stage` dispatches.
@@ -65,30 +86,20 @@ fn ntt_stage_pair(
         return;
     }
     let s = ntt_params.log_half;
-    let k = b & ((1u << (s - 1u)) - 1u);
-    let i0 = ntt_params.offset + ((b >> (s - 1u)) << (s + 1u)) + k;
-    let i1 = i0 + (1u << (s - 1u));
-    let i2 = i0 + (1u << s);
-    let i3 = i2 + (1u << (s - 1u));
-    var x0 = data[i0];
-    var x1 = data[i1];
-    var x2 = data[i2];
-    var x3 = data[i3];
-    // half-span 2^s: (i0, i2) and (i1, i3)
-    let y0 = gl_add(x0, x2);
-    let y2 = gl_mul(gl_sub(x0, x2), twiddle(k, s));
-    let y1 = gl_add(x1, x3);
-    let y3 = gl_mul(gl_sub(x1, x3), twiddle(k + (1u << (s - 1u)), s));
-    // half-span 2^(s - 1): (i0, i1) and (i2, i3)
-    let w = twiddle(k, s - 1u);
-    data[i0] = gl_add(y0, y1);
-    data[i1] = gl_mul(gl_sub(y0, y1), w);
-    data[i2] = gl_add(y2, y3);
-    data[i3] = gl_mul(gl_sub(y2, y3), w);
+    let group = pair_group(b, s);
+    let i0 = ntt_params.offset + group.x;
+    let h = 1u << (s - 1u);
+    let y = butterfly_pair(array(data[i0], data[i0 + h], data[i0 + 2u * h], data[i0 + 3u * h]), group.y, s);
+    data[i0] = y[0];
+    data[i0 + h] = y[1];
+    data[i0 + 2u * h] = y[2];
+    data[i0 + 3u * h] = y[3];
 }
 
-/// All stages of half-span <= 2^log_half on consecutive tiles of TILE elements. A partial last
-/// tile holds whole columns, so its butterflies never reach past the valid elements.
+/// All stages of half-span <= 2^log_half on consecutive tiles of TILE elements, two at a time
+/// (the largest alone first where their number is odd), so a tile crosses a barrier once per two
+/// stages. A partial last tile holds whole columns, so a block of butterflies is either wholly
+/// among the valid elements or wholly past them.
 @compute @workgroup_size(256)
 fn ntt_tile(
     @builtin(local_invocation_index) lid: u32,
@@ -105,8 +116,9 @@ fn ntt_tile(
         tile[e] = data[start + e];
     }
     workgroupBarrier();
-    for (var step = 0u; step <= ntt_params.log_half; step = step + 1u) {
-        let s = ntt_params.log_half - step;
+    var s = ntt_params.log_half;
+    var stages = s + 1u;
+    if ((stages & 1u) == 1u) {
         for (var b = lid; b < TILE / 2u; b = b + WORKGROUP_SIZE) {
             let k = b & ((1u << s) - 1u);
             let i0 = ((b >> s) << (s + 1u)) + k;
@@ -119,6 +131,24 @@ fn ntt_tile(
             }
         }
         workgroupBarrier();
+        stages = stages - 1u;
+        s = s - 1u;
+    }
+    for (; stages > 0u; stages = stages - 2u) {
+        for (var g = lid; g < TILE / 4u; g = g + WORKGROUP_SIZE) {
+            let group = pair_group(g, s);
+            let i0 = group.x;
+            let h = 1u << (s - 1u);
+            if (i0 < valid) {
+                let y = butterfly_pair(array(tile[i0], tile[i0 + h], tile[i0 + 2u * h], tile[i0 + 3u * h]), group.y, s);
+                tile[i0] = y[0];
+                tile[i0 + h] = y[1];
+                tile[i0 + 2u * h] = y[2];
+                tile[i0 + 3u * h] = y[3];
+            }
+        }
+        workgroupBarrier();
+        s = s - 2u;
     }
     for (var e = lid; e < valid; e = e + WORKGROUP_SIZE) {
         data[start + e] = tile[e];
