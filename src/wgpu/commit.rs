@@ -18,7 +18,7 @@ use super::{
     buffers::{Chunked, STORAGE},
     constants::felt_bytes,
     context::device_error,
-    download::{download_array, RecordSink, Sinks, Store, Stream, Target},
+    download::{RecordSink, Sinks, SpareDownload, Store, Stream, Target},
     hash::{on_quads, record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
     lde::{
         record_coset_evaluation, record_finish_interpolation, record_to_rows, CoefficientBlock,
@@ -185,11 +185,9 @@ pub(super) fn commit(
             allocation.join().map_err(|_| device_error("host allocation failed".into()))?
         });
         let mut stream = Stream::new(engine, make_sinks);
-        if with_polys {
-            download_array(&mut stream, &coefficients, FELT_BYTES, |first| Target::Columns {
-                first,
-            })?;
-        }
+        // The polynomials travel in shares beside the row chunks, so the LDE starts at once.
+        let mut polys_download = with_polys
+            .then(|| SpareDownload::new(&coefficients, FELT_BYTES, Target::Columns { first: 0 }));
 
         info_span!("wgpu.lde_hash", cosets = plan.units, rows = shape.lde_len, hash = %request.hash).in_scope(|| {
         let work = Chunked::new(engine.pool, device, (cols as u64) * plan.unit, FELT_BYTES, plan.part);
@@ -247,7 +245,14 @@ pub(super) fn commit(
                 // the chunk's leaves travel with its rows, so after the tree only its levels remain
                 let leaf_bytes = u64::from(leaf_offset) * DIGEST_BYTES;
                 stream.download(leaf_buffer, leaf_bytes, plan.rows * DIGEST_BYTES, DIGEST_BYTES, Target::Records { sink: LEAF_SINK, first: leaf as usize })?;
+                if let Some(polys) = &mut polys_download {
+                    let chunks_left = (plan.units - coset) * plan.unit.div_ceil(plan.rows) - row0 / plan.rows;
+                    polys.top_up(&mut stream, chunks_left)?;
+                }
             }
+        }
+        if let Some(polys) = polys_download {
+            polys.finish(&mut stream)?;
         }
         Ok::<_, GpuError>(())
     })?;

@@ -54,6 +54,16 @@ pub(super) enum Target {
     Records { sink: usize, first: usize },
 }
 
+impl Target {
+    /// The target of the record `records` past this one's first.
+    fn advance(self, records: usize) -> Self {
+        match self {
+            Target::Columns { first } => Target::Columns { first: first + records },
+            Target::Records { sink, first } => Target::Records { sink, first: first + records },
+        }
+    }
+}
+
 /// All host destinations of one call; the stream owns them until it is finished.
 #[derive(Default)]
 pub(super) struct Sinks {
@@ -292,11 +302,7 @@ impl<'e, 's> Stream<'e, 's> {
             if self.used + piece > capacity {
                 self.flush()?;
             }
-            let records = (done / record_bytes) as usize;
-            let target = match target {
-                Target::Columns { first } => Target::Columns { first: first + records },
-                Target::Records { sink, first } => Target::Records { sink, first: first + records },
-            };
+            let target = target.advance((done / record_bytes) as usize);
             let staging = &self.staging[self.slot];
             self.batch.copy(src, offset + done, staging, self.used, piece);
             self.pieces.push(Piece { offset: self.used, size: piece, target });
@@ -304,6 +310,11 @@ impl<'e, 's> Stream<'e, 's> {
             done += piece;
         }
         Ok(())
+    }
+
+    /// Bytes the staging buffer being filled has left.
+    fn room(&self) -> u64 {
+        self.engine.sizes.staging - self.used
     }
 
     /// Where a kernel recorded next writes `size` bytes for the host itself, delivered to
@@ -440,6 +451,60 @@ pub(super) fn download_array(
         )?;
     }
     Ok(())
+}
+
+/// An array downloaded into the room other downloads leave in the staging buffers, so that it
+/// travels beside the work recorded after it instead of holding that work back: a large download
+/// recorded first would make the device wait while the host takes it.
+pub(super) struct SpareDownload<'a> {
+    array: &'a Chunked,
+    record_bytes: u64,
+    /// Where record 0 goes.
+    target: Target,
+    /// The first record not yet recorded for download.
+    next: u64,
+}
+
+impl<'a> SpareDownload<'a> {
+    pub fn new(array: &'a Chunked, record_bytes: u64, target: Target) -> Self {
+        Self { array, record_bytes, target, next: 0 }
+    }
+
+    /// Records the download of a `1 / shares` share of the records left (rounded up), or of as
+    /// many as the staging buffer being filled has room for if fewer: spread over the downloads
+    /// of `shares` pieces of other work, the records add the same host work to each.
+    pub fn top_up(&mut self, stream: &mut Stream<'_, '_>, shares: u64) -> Result<()> {
+        let share = (self.array.len - self.next).div_ceil(shares.max(1));
+        self.download(stream, self.next + share, |stream| stream.room())
+    }
+
+    /// Records the download of every record left.
+    pub fn finish(mut self, stream: &mut Stream<'_, '_>) -> Result<()> {
+        self.download(stream, self.array.len, |_| u64::MAX)
+    }
+
+    /// Records downloads up to record `end`, of at most `room(stream)` bytes at a time and
+    /// within one part each.
+    fn download(
+        &mut self,
+        stream: &mut Stream<'_, '_>,
+        end: u64,
+        room: impl Fn(&Stream<'_, '_>) -> u64,
+    ) -> Result<()> {
+        while self.next < end {
+            let (buffer, offset) = self.array.locate(self.next);
+            let in_part = (self.array.part_len - u64::from(offset)).min(end - self.next);
+            let take = in_part.min(room(stream) / self.record_bytes);
+            if take == 0 {
+                break;
+            }
+            let target = self.target.advance(self.next as usize);
+            let rb = self.record_bytes;
+            stream.download(buffer, u64::from(offset) * rb, take * rb, rb, target)?;
+            self.next += take;
+        }
+        Ok(())
+    }
 }
 
 // TESTS
