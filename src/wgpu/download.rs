@@ -1,8 +1,9 @@
 //! Downloads, pipelined with the device work: a [`Stream`] records work and copies into one of
-//! two staging buffers; when one is full it is submitted and mapped, and the other one's bytes
-//! are delivered to host memory while the device runs the new submission.
+//! its staging buffers (two, or more for long streams); when one is full it is submitted and
+//! mapped, and once every buffer is submitted the oldest one's bytes are delivered to host memory
+//! while the device runs the newer submissions.
 
-use std::{mem::MaybeUninit, sync::mpsc};
+use std::{collections::VecDeque, mem::MaybeUninit, sync::mpsc};
 
 use miden_crypto::Felt;
 use rayon::prelude::*;
@@ -249,24 +250,34 @@ pub(super) struct Stream<'e, 's> {
     engine: &'e Engine<'e>,
     sinks: Option<Sinks>,
     make_sinks: Option<MakeSinks<'s>>,
-    staging: [PooledBuffer; 2],
+    staging: Vec<PooledBuffer>,
     batch: Batch,
     slot: usize,
     used: u64,
     pieces: Vec<Piece>,
-    in_flight: Option<InFlight>,
+    /// Submitted staging buffers, oldest first.
+    in_flight: VecDeque<InFlight>,
 }
 
 impl<'e, 's> Stream<'e, 's> {
-    /// A stream whose downloads go to the sinks `make_sinks` returns; it is called when the
-    /// first download has arrived, so the host can prepare them while the device works.
+    /// A stream of two staging buffers whose downloads go to the sinks `make_sinks` returns; it
+    /// is called when the first download has arrived, so the host can prepare them while the
+    /// device works.
     pub fn new(engine: &'e Engine<'e>, make_sinks: MakeSinks<'s>) -> Self {
+        Self::with_buffers(engine, make_sinks, 2)
+    }
+
+    /// A stream of `count` (at least 2) staging buffers: the device may run up to `count - 1`
+    /// submissions ahead of the host's deliveries, so a stretch where delivering is slower than
+    /// the device (fresh host pages faulting in) is absorbed by the stretches after it.
+    pub fn with_buffers(engine: &'e Engine<'e>, make_sinks: MakeSinks<'s>, count: usize) -> Self {
         let mut usage = ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST;
         if engine.ctx.kernel_downloads {
             usage |= ::wgpu::BufferUsages::STORAGE;
         }
-        let staging =
-            [0, 1].map(|_| engine.pool.acquire(&engine.ctx.device, engine.sizes.staging, usage));
+        let staging = (0..count.max(2))
+            .map(|_| engine.pool.acquire(&engine.ctx.device, engine.sizes.staging, usage))
+            .collect();
         Self {
             engine,
             sinks: None,
@@ -276,7 +287,7 @@ impl<'e, 's> Stream<'e, 's> {
             slot: 0,
             used: 0,
             pieces: Vec::new(),
-            in_flight: None,
+            in_flight: VecDeque::new(),
         }
     }
 
@@ -344,31 +355,37 @@ impl<'e, 's> Stream<'e, 's> {
         let batch = std::mem::replace(&mut self.batch, next);
         let submission = self.engine.submit(batch);
         let pieces = std::mem::take(&mut self.pieces);
-        let started = if pieces.is_empty() {
-            None
-        } else {
+        if !pieces.is_empty() {
             let (tx, rx) = mpsc::channel();
             self.staging[self.slot].map_async(::wgpu::MapMode::Read, 0..self.used, move |r| {
                 let _ = tx.send(r);
             });
-            Some(InFlight { slot: self.slot, pieces, used: self.used, submission, mapped: rx })
-        };
-        if let Some(previous) = self.in_flight.take() {
-            self.complete(previous)?;
-        }
-        if let Some(started) = started {
-            self.slot = 1 - started.slot;
-            self.in_flight = Some(started);
+            let slot = self.slot;
+            self.in_flight.push_back(InFlight {
+                slot,
+                pieces,
+                used: self.used,
+                submission,
+                mapped: rx,
+            });
+            self.slot = (slot + 1) % self.staging.len();
         }
         self.used = 0;
+        // The buffer recorded into next must be free: deliver the oldest while the device runs
+        // the others.
+        while self.in_flight.len() >= self.staging.len() {
+            if let Some(oldest) = self.in_flight.pop_front() {
+                self.complete(oldest)?;
+            }
+        }
         Ok(())
     }
 
     /// Flushes and delivers everything; returns the sinks.
     pub fn finish(mut self) -> Result<Sinks> {
         self.flush()?;
-        if let Some(last) = self.in_flight.take() {
-            self.complete(last)?;
+        while let Some(flight) = self.in_flight.pop_front() {
+            self.complete(flight)?;
         }
         self.sinks()?.check_columns()?;
         self.sinks.take().ok_or_else(|| device_error("download sinks missing".into()))
@@ -422,7 +439,7 @@ impl<'e, 's> Stream<'e, 's> {
 impl Drop for Stream<'_, '_> {
     /// After an error, leaves no staging buffer mapped when it goes back to the pool.
     fn drop(&mut self) {
-        if let Some(flight) = self.in_flight.take() {
+        for flight in std::mem::take(&mut self.in_flight) {
             if self.wait(&flight).is_ok() {
                 self.staging[flight.slot].unmap();
             }
