@@ -43,8 +43,8 @@ use crate::{
 /// H200: ~35 ms per row chunk against ~8 ms later, the device taking ~20 ms per chunk); with the
 /// device free to run several chunks ahead, the later cosets' slack absorbs that. W1 on an H200
 /// with 2, 3, 4 and 6 buffers of 256 MiB (means of two runs): RPO 0.851, 0.832, 0.816, 0.812 s;
-/// RPX 0.670, 0.662, 0.648, 0.627 s. The buffers stay in the engine's pool: 1.5 GiB of
-/// host-visible memory at that size.
+/// RPX 0.670, 0.662, 0.648, 0.627 s. The buffers stay in the engine's pool (1.5 GiB of
+/// host-visible memory at that size), so a commitment whose downloads fill fewer takes fewer.
 const COMMIT_STAGING_BUFFERS: usize = 6;
 
 /// Sink indices of a commitment's records.
@@ -193,7 +193,12 @@ pub(super) fn commit(
         let make_sinks = Box::new(move || {
             allocation.join().map_err(|_| device_error("host allocation failed".into()))?
         });
-        let mut stream = Stream::with_buffers(engine, make_sinks, COMMIT_STAGING_BUFFERS);
+        let buffers = download_bytes(&shape, with_polys).div_ceil(engine.sizes.staging);
+        let mut stream = Stream::with_buffers(
+            engine,
+            make_sinks,
+            (buffers as usize).min(COMMIT_STAGING_BUFFERS),
+        );
         // The polynomials travel in shares beside the row chunks, so the LDE starts at once.
         let mut polys_download = with_polys
             .then(|| SpareDownload::new(&coefficients, FELT_BYTES, Target::Columns { first: 0 }));
@@ -301,6 +306,14 @@ pub(super) fn commit(
         Ok((commitment, times))
     })?;
     Ok((commitment, times, coefficients))
+}
+
+/// The bytes a commitment downloads: its LDE rows, leaves and nodes, and its polynomials if
+/// `with_polys`.
+fn download_bytes(shape: &Shape, with_polys: bool) -> u64 {
+    let rows = (shape.lde_len * shape.row_width) as u64 * FELT_BYTES;
+    let polys = if with_polys { (shape.num_cols * shape.poly_len) as u64 * FELT_BYTES } else { 0 };
+    rows + 2 * shape.lde_len as u64 * DIGEST_BYTES + polys
 }
 
 /// The host outputs of a commitment: the polynomials (if the device computes them), the LDE
