@@ -2,12 +2,12 @@
 //! downloaded where.
 //!
 //! A commitment runs as: upload the evaluations once; inverse NTT and finishing into the
-//! coefficient array (downloaded as the polynomials); then for each of the `W` cosets of `U`
-//! rows of the LDE domain (`U = n` unless a column does not fit one binding): coset scaling,
-//! forward NTT, and for each chunk of rows: transposition into RowMatrix rows, row hashing
-//! into the leaves, download of the rows; finally all Merkle levels and their download.
-//! Everything goes through one [`Stream`], so the device never waits for the host except
-//! when both staging buffers are full. Dispatches are tagged with their [`Stage`]; where the
+//! coefficient array (downloaded as the polynomials, a share with each row chunk); then for each
+//! of the `W` cosets of `U` rows of the LDE domain (`U = n` unless a column does not fit one
+//! binding): coset scaling, forward NTT, and for each chunk of rows: transposition into RowMatrix
+//! rows, row hashing into the leaves, download of the rows; finally all Merkle levels and their
+//! download. Everything goes through one [`Stream`], so the device never waits for the host
+//! except when all its staging buffers are full. Dispatches are tagged with their [`Stage`]; where the
 //! device has timestamp queries, the stages' device times come back with the commitment.
 
 use miden_crypto::Felt;
