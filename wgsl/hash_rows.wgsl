@@ -32,6 +32,12 @@ struct HashRowsParams {
     /// rows are copied there (1) or not (0).
     copy_offset: u32,
     copy_rows: u32,
+    /// hash_rows_quad: 1 where `rows` holds a coset evaluation instead of row-major rows: column
+    /// c from element src_offset + c * 2^log_len on, in bit-reversed order, the dispatch's row r
+    /// at position bitrev(row0 + r).
+    coset_rows: u32,
+    log_len: u32,
+    row0: u32,
 }
 
 @group(0) @binding(0) var<uniform> hash_params: HashRowsParams;

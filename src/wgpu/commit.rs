@@ -19,7 +19,7 @@ use super::{
     constants::felt_bytes,
     context::device_error,
     download::{RecordSink, Sinks, SpareDownload, Store, Stream, Target},
-    hash::{on_quads, record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
+    hash::{on_quads, record_hash_rows, sponge_buffer, RowBlock, RowBuffers, RowSource},
     lde::{
         record_coset_evaluation, record_finish_interpolation, record_to_rows, CoefficientBlock,
         CosetArrays, CosetShape, RowsParams,
@@ -205,9 +205,17 @@ pub(super) fn commit(
 
         info_span!("wgpu.lde_hash", cosets = plan.units, rows = shape.lde_len, hash = %request.hash).in_scope(|| {
         let work = Chunked::new(engine.pool, device, (cols as u64) * plan.unit, FELT_BYTES, plan.part);
-        let row_buffer = engine.pool.acquire(device, plan.rows * rw as u64 * FELT_BYTES, STORAGE);
+        // The rows go to the host from the hashing kernel itself where it can write them into a
+        // staging buffer, else by a copy after it. Where it does and the coset evaluation is one
+        // binding, it reads the rows from the NTT's output: no transposition into a row buffer.
+        let bytes = plan.rows * rw as u64 * FELT_BYTES;
+        let kernel_copies = on_quads(stream.batch(), request.hash, request.row_hashing) && stream.reserves(bytes);
+        let row_buffer = (!kernel_copies || work.num_parts() > 1).then(|| {
+            let buffer = engine.pool.acquire(device, bytes, STORAGE);
+            stream.batch().clear(&buffer);
+            buffer
+        });
         let sponges = sponge_buffer(engine, request.hash, request.row_hashing, cols, plan.rows);
-        stream.batch().clear(&row_buffer);
         let twiddles = engine.tables().twiddles(device, &engine.ctx.queue, plan.unit.ilog2(), false);
         for coset in 0..plan.units {
             let batch = stream.batch();
@@ -217,7 +225,7 @@ pub(super) fn commit(
             for row0 in (0..plan.unit).step_by(plan.rows as usize) {
                 let batch = stream.batch();
                 batch.set_stage(Some(Stage::Rows));
-                for p in 0..work.num_parts() {
+                for p in (0..work.num_parts()).filter(|_| row_buffer.is_some()) {
                     let (first, len) = work.part_range(p);
                     let num_cols = len / plan.unit;
                     let params = RowsParams {
@@ -230,22 +238,21 @@ pub(super) fn commit(
                         col0: (first / plan.unit) as u32,
                         dst_offset: 0,
                     };
-                    record_to_rows(batch, &params, work.part(p), &row_buffer);
+                    if let Some(row_buffer) = &row_buffer {
+                        record_to_rows(batch, &params, work.part(p), row_buffer);
+                    }
                 }
                 let leaf = coset * plan.unit + row0;
                 let (leaf_buffer, leaf_offset) = leaf_array.locate(leaf);
-                let block = RowBlock { num_rows: plan.rows, row_width: rw, num_cols: cols, src_offset: 0, dst_offset: leaf_offset };
-                // The rows go to the host from the hashing kernel itself where it can write
-                // them into a staging buffer, else by a copy after it.
-                let bytes = plan.rows * rw as u64 * FELT_BYTES;
-                let rows_target = Target::Records { sink: LDE_SINK, first: leaf as usize };
-                let copies = if on_quads(stream.batch(), request.hash, request.row_hashing) {
-                    stream.reserve(bytes, rows_target)?
-                } else {
-                    None
+                let (rows, source) = match &row_buffer {
+                    Some(row_buffer) => (&**row_buffer, RowSource::RowMajor),
+                    None => (work.part(0), RowSource::Coset { log_len: plan.unit.ilog2(), row0: row0 as u32 }),
                 };
+                let block = RowBlock { num_rows: plan.rows, row_width: rw, num_cols: cols, src_offset: 0, dst_offset: leaf_offset, source };
+                let rows_target = Target::Records { sink: LDE_SINK, first: leaf as usize };
+                let copies = if kernel_copies { stream.reserve(bytes, rows_target)? } else { None };
                 let buffers = RowBuffers {
-                    rows: &row_buffer,
+                    rows,
                     leaves: leaf_buffer,
                     sponges: &sponges,
                     copies: copies.as_ref().map(|(buffer, offset)| (buffer, *offset)),
@@ -254,7 +261,8 @@ pub(super) fn commit(
                 batch.set_stage(Some(Stage::Hash));
                 record_hash_rows(batch, request.hash, request.row_hashing, block, buffers, engine.sizes.hash_events);
                 if copies.is_none() {
-                    stream.download(&row_buffer, 0, bytes, rw as u64 * FELT_BYTES, rows_target)?;
+                    let row_buffer = row_buffer.as_ref().ok_or_else(|| device_error("rows neither copied by the hashing kernel nor transposed".into()))?;
+                    stream.download(row_buffer, 0, bytes, rw as u64 * FELT_BYTES, rows_target)?;
                 }
                 // the chunk's leaves travel with its rows, so after the tree only its levels remain
                 let leaf_bytes = u64::from(leaf_offset) * DIGEST_BYTES;

@@ -328,16 +328,23 @@ impl<'e, 's> Stream<'e, 's> {
         self.engine.sizes.staging - self.used
     }
 
+    /// Whether [`Self::reserve`] hands out `size` bytes: where kernels can write staging
+    /// buffers and the bytes fit one.
+    pub fn reserves(&self, size: u64) -> bool {
+        self.engine.ctx.kernel_downloads
+            && size <= self.engine.sizes.staging
+            && size.is_multiple_of(8)
+    }
+
     /// Where a kernel recorded next writes `size` bytes for the host itself, delivered to
     /// `target` as [`Self::download`] delivers a copy: the staging buffer and the element
     /// offset (of 8 bytes) in it. `None` where kernels cannot write staging buffers or the
     /// bytes do not fit one; the caller downloads with a copy instead.
     pub fn reserve(&mut self, size: u64, target: Target) -> Result<Option<(::wgpu::Buffer, u64)>> {
-        let capacity = self.engine.sizes.staging;
-        if !self.engine.ctx.kernel_downloads || size > capacity || !size.is_multiple_of(8) {
+        if !self.reserves(size) {
             return Ok(None);
         }
-        if self.used + size > capacity {
+        if self.used + size > self.engine.sizes.staging {
             self.flush()?;
         }
         let offset = self.used;

@@ -18,7 +18,7 @@ use super::{
     context::device_error,
     download::{download_array, RecordSink, Sinks, Store, Stream, Target},
     fold::{record_fold, record_layer_rows, Layer},
-    hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
+    hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers, RowSource},
     lde::{record_coset_evaluation, CosetArrays, CosetShape},
     merkle::{download_levels, push_level_sinks, record_tree, tree_levels, Layout},
     sizes::{DIGEST_BYTES, FELT_BYTES},
@@ -215,6 +215,7 @@ fn commit_layer(
             num_cols: width as usize,
             src_offset: 0,
             dst_offset,
+            source: RowSource::RowMajor,
         };
         let buffers = RowBuffers {
             rows: layer.array.part(p),

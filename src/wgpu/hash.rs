@@ -1,6 +1,6 @@
 //! Row hashing (`hash_rows.wgsl`, `blake3_rows.wgsl`): one invocation per row, or for whole rows
 //! of RPO/RPX on a device with subgroups one quad per row (`hash_rows_quad.wgsl`), reading the
-//! row-major LDE.
+//! row-major LDE, or the quad kernel the NTT's output itself.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -28,6 +28,20 @@ struct HashRowsParams {
     total_events: u32,
     copy_offset: u32,
     copy_rows: u32,
+    coset_rows: u32,
+    log_len: u32,
+    row0: u32,
+}
+
+/// How the rows of a [`RowBlock`] lie in their buffer.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum RowSource {
+    /// Row-major, `row_width` elements apart, from `src_offset` on.
+    RowMajor,
+    /// The columns of a coset evaluation as the NTT leaves them, in bit-reversed order: column
+    /// `c` from `src_offset + c·2^log_len` on, row `r` of the block at position
+    /// `bitrev(row0 + r)`. Only `hash_rows_quad` reads it (see [`on_quads`]).
+    Coset { log_len: u32, row0: u32 },
 }
 
 /// A block of consecutive rows and where their leaves go.
@@ -40,6 +54,7 @@ pub(super) struct RowBlock {
     pub src_offset: u32,
     /// Digest index of the first leaf in its buffer.
     pub dst_offset: u32,
+    pub source: RowSource,
 }
 
 /// The buffers of a row-hashing dispatch.
@@ -103,6 +118,14 @@ pub(super) fn record_hash_rows(
     let (partition_size, total_events) = schedule(hash, row_hashing, block.num_cols);
     let on_quads = on_quads(batch, hash, row_hashing);
     debug_assert!(on_quads || buffers.copies.is_none(), "only hash_rows_quad copies rows");
+    debug_assert!(
+        on_quads || matches!(block.source, RowSource::RowMajor),
+        "only hash_rows_quad reads coset evaluations"
+    );
+    let (coset_rows, log_len, row0) = match block.source {
+        RowSource::RowMajor => (0, 0, 0),
+        RowSource::Coset { log_len, row0 } => (1, log_len, row0),
+    };
     let kernel = if on_quads { Kernel::HashRowsQuad(hash) } else { Kernel::HashRows(hash) };
     // Without copies, the quad kernel's copy binding takes the sponge buffer, never written
     // through it.
@@ -122,6 +145,9 @@ pub(super) fn record_hash_rows(
             total_events,
             copy_offset: copy_offset as u32,
             copy_rows: u32::from(buffers.copies.is_some()),
+            coset_rows,
+            log_len,
+            row0,
         };
         if on_quads {
             let bound = [buffers.rows, buffers.leaves, buffers.sponges, copies];

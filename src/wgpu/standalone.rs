@@ -7,7 +7,7 @@ use super::{
     buffers::Chunked,
     constants::felt_bytes,
     download::{download_array, RecordSink, Sinks, Store, Stream, Target},
-    hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers},
+    hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers, RowSource},
     merkle::{push_level_sinks, record_tree_downloads, tree_levels, Layout},
     shaders::saved_bytes,
     sizes::{DIGEST_BYTES, FELT_BYTES},
@@ -72,6 +72,7 @@ pub(super) fn hash_rows(
                 num_cols: lde.num_cols,
                 src_offset: 0,
                 dst_offset,
+                source: RowSource::RowMajor,
             };
             let buffers = RowBuffers {
                 rows: row_chunk.part(0),

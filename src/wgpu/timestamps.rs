@@ -29,7 +29,8 @@ const MAX_QUERIES: u32 = ::wgpu::QUERY_SET_MAX_QUERIES;
 /// Returned by [`WgpuCommitter::last_stage_times`](super::WgpuCommitter::last_stage_times)
 /// where the adapter has `TIMESTAMP_QUERY`. Stages line up with CUDA's
 /// `cuda::StageTimes`, except that CUDA counts the row-major copy of the LDE in its hash time
-/// while here it is [`Self::rows_ms`].
+/// while here it is [`Self::rows_ms`] (or in the hash time too, where the hashing kernel reads
+/// the coset evaluations itself).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StageTimes {
     /// Inverse NTTs and finishing into coefficients (bit reversal, 1/n and offset scaling);
@@ -37,7 +38,8 @@ pub struct StageTimes {
     pub interpolate_ms: f32,
     /// Coset scaling (and folding of long columns) and the forward NTTs of every coset.
     pub lde_ms: f32,
-    /// Transposition of each coset's evaluations into `RowMatrix` rows.
+    /// Transposition of each coset's evaluations into `RowMatrix` rows; 0 where the hashing
+    /// kernel reads them itself (RPO/RPX rows hashed on quads that write the host's rows).
     pub rows_ms: f32,
     /// Row hashing into the leaves.
     pub hash_ms: f32,
