@@ -225,20 +225,20 @@ pub(super) fn commit(
             for row0 in (0..plan.unit).step_by(plan.rows as usize) {
                 let batch = stream.batch();
                 batch.set_stage(Some(Stage::Rows));
-                for p in (0..work.num_parts()).filter(|_| row_buffer.is_some()) {
-                    let (first, len) = work.part_range(p);
-                    let num_cols = len / plan.unit;
-                    let params = RowsParams {
-                        count: (plan.rows * num_cols) as u32,
-                        num_cols: num_cols as u32,
-                        src_offset: 0,
-                        log_len: plan.unit.ilog2(),
-                        row0: row0 as u32,
-                        row_width: rw as u32,
-                        col0: (first / plan.unit) as u32,
-                        dst_offset: 0,
-                    };
-                    if let Some(row_buffer) = &row_buffer {
+                if let Some(row_buffer) = &row_buffer {
+                    for p in 0..work.num_parts() {
+                        let (first, len) = work.part_range(p);
+                        let num_cols = len / plan.unit;
+                        let params = RowsParams {
+                            count: (plan.rows * num_cols) as u32,
+                            num_cols: num_cols as u32,
+                            src_offset: 0,
+                            log_len: plan.unit.ilog2(),
+                            row0: row0 as u32,
+                            row_width: rw as u32,
+                            col0: (first / plan.unit) as u32,
+                            dst_offset: 0,
+                        };
                         record_to_rows(batch, &params, work.part(p), row_buffer);
                     }
                 }
