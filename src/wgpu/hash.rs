@@ -1,6 +1,6 @@
 //! Row hashing (`hash_rows.wgsl`, `blake3_rows.wgsl`): one invocation per row, or for whole rows
 //! of RPO/RPX on a device with subgroups one quad per row (`hash_rows_quad.wgsl`), reading the
-//! row-major LDE, or the quad kernel the NTT's output itself.
+//! row-major LDE (the quad kernel can also read the NTT's output directly).
 
 use bytemuck::{Pod, Zeroable};
 
@@ -54,6 +54,7 @@ pub(super) struct RowBlock {
     pub src_offset: u32,
     /// Digest index of the first leaf in its buffer.
     pub dst_offset: u32,
+    /// How the rows lie in [`RowBuffers::rows`].
     pub source: RowSource,
 }
 
