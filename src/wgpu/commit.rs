@@ -223,9 +223,9 @@ pub(super) fn commit(
             let arrays = CosetArrays { coefficients: &coefficients, work: &work, powers: &powers, twiddles: &twiddles };
             record_coset_evaluation(batch, plan.cosets(), coset, arrays, tables);
             for row0 in (0..plan.unit).step_by(plan.rows as usize) {
-                let batch = stream.batch();
-                batch.set_stage(Some(Stage::Rows));
                 if let Some(row_buffer) = &row_buffer {
+                    let batch = stream.batch();
+                    batch.set_stage(Some(Stage::Rows));
                     for p in 0..work.num_parts() {
                         let (first, len) = work.part_range(p);
                         let num_cols = len / plan.unit;
