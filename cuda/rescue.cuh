@@ -87,16 +87,17 @@ __device__ __forceinline__ void apply_sbox(u64 s[N]) {
 }
 
 /// Squares every element `count` times: a loop (the bodies are the hot part of the permutation)
-/// unrolled `UNROLL` times. Every third element squares with `gl_sqr` (mostly multiply pipe), the
-/// others with `gl_sqr_alu` (mostly integer ALU), so the two pipes share the work (on the H200,
-/// the H100's processor: RPO leaf hashing 171.5 M permutations/s, RPX 315.6; 171.1 and 315.8
-/// with `gl_sqr_alu` for every squaring).
+/// unrolled `UNROLL` times. Two elements of three square with `gl_sqr` (mostly multiply pipe), the
+/// third with `gl_sqr_alu` (mostly integer ALU), so the two pipes share the work. On the H200,
+/// the H100's processor, RPO leaf hashing runs 187.7 M permutations/s and RPX 346.5 so; 187.1
+/// and 340.2 with the shares reversed, 184.5 and 341.8 with `gl_sqr_alu` alone, 180.4 and 334.4
+/// with `gl_sqr` alone.
 template <int N, int UNROLL>
 __device__ __forceinline__ void square_n(u64 x[N], int count) {
 #pragma unroll UNROLL
     for (int k = 0; k < count; k++) {
 #pragma unroll
-        for (int i = 0; i < N; i++) x[i] = i % 3 == 0 ? gl_sqr(x[i]) : gl_sqr_alu(x[i]);
+        for (int i = 0; i < N; i++) x[i] = i % 3 != 2 ? gl_sqr(x[i]) : gl_sqr_alu(x[i]);
     }
 }
 

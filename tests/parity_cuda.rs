@@ -16,7 +16,7 @@ use miden_gpu::{
     cuda::{device_count, kernel_source, CudaCommitter},
     CommitRequest, CpuCommitter, Felt, GpuCommitter, GpuError, HashFunction, PolyInput, RowHashing,
 };
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use rand::{rngs::StdRng, SeedableRng};
 use winter_math::FieldElement;
 
 /// The committer on all visible GPUs (the device is known to be present).
@@ -79,7 +79,7 @@ extern "C" __global__ void field_ops(const u64* a, const u64* b, u64* out, u32 n
 
 /// Montgomery multiply, both squaring forms, add, subtract, double and small multiple on the
 /// device against `Felt`, word for word (the hashes must reproduce winter_math's non-canonical
-/// results too), on random and edge-case words (non-canonical ones included).
+/// results too), on `common::field_test_words`: edge, near-2^64 and random words.
 fn cuda_field_arithmetic_matches_felt() {
     committer();
     let ctx = CudaContext::new(0).expect("CUDA context");
@@ -93,26 +93,7 @@ fn cuda_field_arithmetic_matches_felt() {
     let module = ctx.load_module(ptx).expect("module");
     let f = module.load_function("field_ops").expect("field_ops");
 
-    let mut rng = StdRng::seed_from_u64(1);
-    let edges = [
-        0u64,
-        1,
-        2,
-        0xFFFF_FFFF,
-        1 << 32,
-        0xFFFF_FFFF_0000_0000,
-        0xFFFF_FFFF_0000_0001,
-        u64::MAX - 1,
-        u64::MAX,
-    ];
-    let mut a: Vec<u64> = (0..1 << 16).map(|_| rng.random()).collect();
-    let mut b: Vec<u64> = (0..1 << 16).map(|_| rng.random()).collect();
-    for (i, &x) in edges.iter().enumerate() {
-        for (j, &y) in edges.iter().enumerate() {
-            a[i * edges.len() + j] = x;
-            b[i * edges.len() + j] = y;
-        }
-    }
+    let (a, b) = common::field_test_words(1);
     let n = a.len() as u32;
     let stream = ctx.default_stream();
     let a_dev = stream.clone_htod(&a).unwrap();

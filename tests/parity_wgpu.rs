@@ -43,6 +43,7 @@ fn main() {
             wgpu_prover_matches_winterfell,
             wgpu_backend_matches_winterfell_with_small_chunks,
             wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk,
+            wgpu_field_arithmetic_matches_felt,
             wgpu_rescue_on_one_invocation_matches_winterfell,
             wgpu_stage_times,
             wgpu_fri_matches_winterfell,
@@ -69,6 +70,151 @@ fn wgpu_backend_matches_winterfell_with_small_chunks() {
     let committer = committer.with_max_chunk_bytes(64 << 10);
     assert_eq!(committer.max_chunk_bytes(), 64 << 10);
     common::run_parity_suite(&committer, 0x5A11, 24, &common::GPU_HASHES);
+}
+
+// FIELD ARITHMETIC
+// ================================================================================================
+
+const FIELD_TEST_KERNEL: &str = r#"
+@group(0) @binding(0) var<storage, read> a: array<vec2<u32>>;
+@group(0) @binding(1) var<storage, read> b: array<vec2<u32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec2<u32>>;
+
+@compute @workgroup_size(64)
+fn field_ops(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= arrayLength(&a)) {
+        return;
+    }
+    out[4u * i] = gl_mul(a[i], b[i]);
+    out[4u * i + 1u] = gl_square(a[i]);
+    out[4u * i + 2u] = gl_add(a[i], b[i]);
+    out[4u * i + 3u] = gl_sub(a[i], b[i]);
+}
+"#;
+
+/// Runs `field_ops` in `arithmetic` on the operand words: 4 result words per pair, or `None` for
+/// the 64-bit arithmetic on an adapter without 64-bit integers.
+fn run_field_ops(arithmetic: Arithmetic, a: &[u64], b: &[u64]) -> Option<Vec<u64>> {
+    use wgpu::util::DeviceExt;
+    let instance = wgpu::Instance::new(&wgpu::InstanceDescriptor {
+        backends: wgpu::Backends::PRIMARY.with_env(),
+        ..wgpu::InstanceDescriptor::from_env_or_default()
+    });
+    let adapter = wgpu::util::initialize_adapter_from_env(&instance, None)
+        .or_else(|_| {
+            pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            }))
+        })
+        .expect("adapter");
+    let features = match arithmetic {
+        Arithmetic::U32 => wgpu::Features::empty(),
+        Arithmetic::U64 => wgpu::Features::SHADER_INT64,
+    };
+    if !adapter.features().contains(features) {
+        return None;
+    }
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        required_features: features,
+        ..Default::default()
+    }))
+    .expect("device");
+    let source = miden_gpu::wgpu::field_source(arithmetic) + FIELD_TEST_KERNEL;
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("field_ops"),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("field_ops"),
+        layout: None,
+        module: &module,
+        entry_point: Some("field_ops"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let input = |words: &[u64]| {
+        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: None,
+            contents: bytemuck::cast_slice(words),
+            usage: wgpu::BufferUsages::STORAGE,
+        })
+    };
+    let (a_buf, b_buf) = (input(a), input(b));
+    let size = 4 * 8 * a.len() as u64;
+    let out = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry { binding: 0, resource: a_buf.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: 1, resource: b_buf.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: 2, resource: out.as_entire_binding() },
+        ],
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups((a.len() as u32).div_ceil(64), 1, 1);
+    }
+    encoder.copy_buffer_to_buffer(&out, 0, &staging, 0, size);
+    queue.submit([encoder.finish()]);
+    staging.slice(..).map_async(wgpu::MapMode::Read, |r| r.expect("map"));
+    device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
+    let words = bytemuck::cast_slice::<u8, u64>(&staging.slice(..).get_mapped_range()).to_vec();
+    Some(words)
+}
+
+/// Montgomery multiply, square, add and subtract of the WGSL kernels against `Felt`, word for
+/// word (the hashes must reproduce winter_math's non-canonical results too), in the portable
+/// 32-bit arithmetic and, where the adapter has 64-bit integers, the 64-bit one; on
+/// `common::field_test_words`: edge, near-2^64 and random words.
+fn wgpu_field_arithmetic_matches_felt() {
+    use miden_gpu::Felt;
+    use winter_math::FieldElement;
+    let (a, b) = common::field_test_words(2);
+    for arithmetic in [Arithmetic::U32, Arithmetic::U64] {
+        let Some(out) = run_field_ops(arithmetic, &a, &b) else {
+            eprintln!("{arithmetic:?}: skipped, the adapter has no 64-bit integers");
+            continue;
+        };
+        const OPS: [&str; 4] = ["mul", "square", "add", "sub"];
+        let mut failures = [0usize; 4];
+        for i in 0..a.len() {
+            let (x, y) = (Felt::from_mont(a[i]), Felt::from_mont(b[i]));
+            let want = [x * y, x.square(), x + y, x - y].map(|v| v.inner());
+            for k in 0..OPS.len() {
+                if out[4 * i + k] != want[k] {
+                    failures[k] += 1;
+                    if failures[k] <= 3 {
+                        eprintln!(
+                            "{arithmetic:?} {} of {:#018x}, {:#018x}: got {:#018x}, want {:#018x}",
+                            OPS[k],
+                            a[i],
+                            b[i],
+                            out[4 * i + k],
+                            want[k]
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(failures, [0; 4], "{arithmetic:?} mismatches ({OPS:?}) of {}", a.len());
+    }
 }
 
 /// RPO and RPX with one invocation per permutation where the adapter would use quads: row

@@ -62,7 +62,7 @@ use constants::{HashConstants, Tables};
 use context::{device_error, Context};
 pub use context::{prepare_headless_vulkan, AdapterSummary};
 use pipelines::Pipelines;
-pub use shaders::{composed_shaders, Arithmetic, ComposedShader};
+pub use shaders::{composed_shaders, field_source, Arithmetic, ComposedShader};
 use sizes::Sizes;
 pub use timestamps::StageTimes;
 use timestamps::Timer;

@@ -120,11 +120,7 @@ impl Module {
     /// The module's source, in the given arithmetic; with the quad entry points too if `quads`
     /// (they need subgroup operations) and the module has them.
     pub fn source(self, arithmetic: Arithmetic, quads: bool) -> String {
-        let primitives = match arithmetic {
-            Arithmetic::U32 => FIELD_U32,
-            Arithmetic::U64 => FIELD_U64,
-        };
-        let field = [COMMON, primitives, FIELD];
+        let field = [COMMON, primitives(arithmetic), FIELD];
         let quads = quads && self.has_quad_kernels();
         let parts: Vec<&str> = match self {
             Module::Ntt => [&field[..], &[NTT]].concat(),
@@ -149,6 +145,21 @@ impl Module {
         };
         parts.join("\n")
     }
+}
+
+/// The field primitives of an arithmetic.
+fn primitives(arithmetic: Arithmetic) -> &'static str {
+    match arithmetic {
+        Arithmetic::U32 => FIELD_U32,
+        Arithmetic::U64 => FIELD_U64,
+    }
+}
+
+/// The Goldilocks field functions every field module starts with (`gl_mul`, `gl_square`,
+/// `gl_add`, `gl_sub`, ...) in the given arithmetic, without entry points: lets tests run them
+/// in kernels of their own against `Felt`.
+pub fn field_source(arithmetic: Arithmetic) -> String {
+    [COMMON, primitives(arithmetic), FIELD].join("\n")
 }
 
 /// The permutation of a hash function on quads, after its one-invocation source.

@@ -61,6 +61,40 @@ pub fn random_felt(rng: &mut impl Rng) -> Felt {
     }
 }
 
+/// Operand pairs of raw `Felt` words (Montgomery form, non-canonical ones included) for the
+/// field-arithmetic tests of the GPU kernels, 2^16 pairs: every pair of edge words, then pairs of
+/// words just below 2^64 (products whose top 32 bits are all ones, where a reduction's carries
+/// reach furthest), then uniformly random words.
+pub fn field_test_words(seed: u64) -> (Vec<u64>, Vec<u64>) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let edges = [
+        0u64,
+        1,
+        2,
+        0xFFFF_FFFF,
+        1 << 32,
+        0xFFFF_FFFF_0000_0000,
+        0xFFFF_FFFF_0000_0001,
+        u64::MAX - 1,
+        u64::MAX,
+    ];
+    let mut a: Vec<u64> = (0..1 << 16).map(|_| rng.random()).collect();
+    let mut b: Vec<u64> = (0..1 << 16).map(|_| rng.random()).collect();
+    for (i, &x) in edges.iter().enumerate() {
+        for (j, &y) in edges.iter().enumerate() {
+            a[i * edges.len() + j] = x;
+            b[i * edges.len() + j] = y;
+        }
+    }
+    // u64::MAX - u for u below 2^32 of every bit length
+    let near_top = |rng: &mut StdRng, i: usize| u64::MAX - (rng.random::<u64>() >> (32 + i % 32));
+    for i in edges.len() * edges.len()..1 << 13 {
+        a[i] = near_top(&mut rng, i);
+        b[i] = if i % 4 == 0 { a[i] } else { near_top(&mut rng, i / 7) };
+    }
+    (a, b)
+}
+
 /// `n` random elements of `E` with every base coefficient non-zero.
 pub fn random_elements<E: FieldElement<BaseField = Felt>>(rng: &mut impl Rng, n: usize) -> Vec<E> {
     let base: Vec<Felt> = (0..n * E::EXTENSION_DEGREE).map(|_| random_felt(rng)).collect();
