@@ -103,29 +103,13 @@ fn cuda_field_arithmetic_matches_felt() {
     launch.arg(&a_dev).arg(&b_dev).arg(&mut out_dev).arg(&n);
     unsafe { launch.launch(LaunchConfig::for_num_elems(n)) }.expect("launch");
     let out = stream.clone_dtoh(&out_dev).unwrap();
-    const OPS: [&str; 7] = ["mul", "sqr", "sqr_alu", "add", "sub", "double", "mul_small(4)"];
-    let mut failures = [0usize; 7];
-    for i in 0..a.len() {
-        let (x, y) = (Felt::from_mont(a[i]), Felt::from_mont(b[i]));
-        let want = [x * y, x.square(), x.square(), x + y, x - y, x.double(), x.mul_small(4)]
-            .map(|v| v.inner());
-        for k in 0..OPS.len() {
-            if out[7 * i + k] != want[k] {
-                failures[k] += 1;
-                if failures[k] <= 3 {
-                    eprintln!(
-                        "{} of {:#018x}, {:#018x}: got {:#018x}, want {:#018x}",
-                        OPS[k],
-                        a[i],
-                        b[i],
-                        out[7 * i + k],
-                        want[k]
-                    );
-                }
-            }
-        }
-    }
-    assert_eq!(failures, [0; 7], "mismatches ({OPS:?}) out of {}", a.len());
+    common::assert_field_words(
+        "CUDA",
+        ["mul", "sqr", "sqr_alu", "add", "sub", "double", "mul_small(4)"],
+        (&a, &b),
+        &out,
+        |x, y| [x * y, x.square(), x.square(), x + y, x - y, x.double(), x.mul_small(4)],
+    );
 }
 
 // LARGER SHAPES

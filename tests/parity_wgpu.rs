@@ -184,7 +184,6 @@ fn run_field_ops(arithmetic: Arithmetic, a: &[u64], b: &[u64]) -> Option<Vec<u64
 /// 32-bit arithmetic and, where the adapter has 64-bit integers, the 64-bit one; on
 /// `common::field_test_words`: edge, near-2^64 and random words.
 fn wgpu_field_arithmetic_matches_felt() {
-    use miden_gpu::Felt;
     use winter_math::FieldElement;
     let (a, b) = common::field_test_words(2);
     for arithmetic in [Arithmetic::U32, Arithmetic::U64] {
@@ -192,28 +191,13 @@ fn wgpu_field_arithmetic_matches_felt() {
             eprintln!("{arithmetic:?}: skipped, the adapter has no 64-bit integers");
             continue;
         };
-        const OPS: [&str; 4] = ["mul", "square", "add", "sub"];
-        let mut failures = [0usize; 4];
-        for i in 0..a.len() {
-            let (x, y) = (Felt::from_mont(a[i]), Felt::from_mont(b[i]));
-            let want = [x * y, x.square(), x + y, x - y].map(|v| v.inner());
-            for k in 0..OPS.len() {
-                if out[4 * i + k] != want[k] {
-                    failures[k] += 1;
-                    if failures[k] <= 3 {
-                        eprintln!(
-                            "{arithmetic:?} {} of {:#018x}, {:#018x}: got {:#018x}, want {:#018x}",
-                            OPS[k],
-                            a[i],
-                            b[i],
-                            out[4 * i + k],
-                            want[k]
-                        );
-                    }
-                }
-            }
-        }
-        assert_eq!(failures, [0; 4], "{arithmetic:?} mismatches ({OPS:?}) of {}", a.len());
+        common::assert_field_words(
+            &format!("{arithmetic:?}"),
+            ["mul", "square", "add", "sub"],
+            (&a, &b),
+            &out,
+            |x, y| [x * y, x.square(), x + y, x - y],
+        );
     }
 }
 

@@ -95,6 +95,35 @@ pub fn field_test_words(seed: u64) -> (Vec<u64>, Vec<u64>) {
     (a, b)
 }
 
+/// Compares a field-arithmetic kernel's output words, `ops.len()` per operand pair in the order
+/// of `ops`, with `want(x, y)` computed by `Felt` (`x = a[i]`, `y = b[i]` as raw words), word for
+/// word; prints the first three differences of each operation and panics if there is any.
+pub fn assert_field_words<const N: usize>(
+    label: &str,
+    ops: [&str; N],
+    (a, b): (&[u64], &[u64]),
+    out: &[u64],
+    want: impl Fn(Felt, Felt) -> [Felt; N],
+) {
+    let mut failures = [0usize; N];
+    for i in 0..a.len() {
+        let want = want(Felt::from_mont(a[i]), Felt::from_mont(b[i])).map(|v| v.inner());
+        for k in 0..N {
+            let got = out[N * i + k];
+            if got != want[k] {
+                failures[k] += 1;
+                if failures[k] <= 3 {
+                    eprintln!(
+                        "{label} {} of {:#018x}, {:#018x}: got {got:#018x}, want {:#018x}",
+                        ops[k], a[i], b[i], want[k]
+                    );
+                }
+            }
+        }
+    }
+    assert_eq!(failures, [0; N], "{label} mismatches ({ops:?}) of {}", a.len());
+}
+
 /// `n` random elements of `E` with every base coefficient non-zero.
 pub fn random_elements<E: FieldElement<BaseField = Felt>>(rng: &mut impl Rng, n: usize) -> Vec<E> {
     let base: Vec<Felt> = (0..n * E::EXTENSION_DEGREE).map(|_| random_felt(rng)).collect();
