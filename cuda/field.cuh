@@ -10,7 +10,7 @@
 //
 // Multiplication is a 64x64->128 product in 32-bit limbs (Hopper has no 64-bit integer
 // multiplier) followed by the Goldilocks Montgomery reduction of winter_math's `mont_red_cst`
-// (shifts and subtractions only, no multiplication). The 128-bit product is the same integer
+// (additions and subtractions only, no multiplication). The 128-bit product is the same integer
 // whichever way its partial products are formed, so every form below returns the same word.
 // RPO, whose digests depend on elements only, could run in the standard form with a reduction of
 // fewer instructions; on Hopper that ran 6.6 % slower (BENCHMARKS.md): the Montgomery form's mix
