@@ -97,18 +97,7 @@ fn field_ops(@builtin(global_invocation_id) gid: vec3<u32>) {
 /// the 64-bit arithmetic on an adapter without 64-bit integers.
 fn run_field_ops(arithmetic: Arithmetic, a: &[u64], b: &[u64]) -> Option<Vec<u64>> {
     use wgpu::util::DeviceExt;
-    let instance = wgpu::Instance::new(&wgpu::InstanceDescriptor {
-        backends: wgpu::Backends::PRIMARY.with_env(),
-        ..wgpu::InstanceDescriptor::from_env_or_default()
-    });
-    let adapter = wgpu::util::initialize_adapter_from_env(&instance, None)
-        .or_else(|_| {
-            pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-                power_preference: wgpu::PowerPreference::HighPerformance,
-                ..Default::default()
-            }))
-        })
-        .expect("adapter");
+    let adapter = miden_gpu::wgpu::find_adapter().expect("adapter");
     let features = match arithmetic {
         Arithmetic::U32 => wgpu::Features::empty(),
         Arithmetic::U64 => wgpu::Features::SHADER_INT64,

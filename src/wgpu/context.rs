@@ -63,8 +63,9 @@ pub fn prepare_headless_vulkan() {
 
 /// The adapter to open: `WGPU_ADAPTER_NAME` picks one by name, `WGPU_BACKEND` the APIs, which
 /// are otherwise Vulkan, Metal and DX12 (the compute APIs; OpenGL only when asked for), and the
-/// high-performance adapter is preferred.
-fn find_adapter() -> Result<::wgpu::Adapter> {
+/// high-performance adapter is preferred. Public so that kernels of one's own (the WGSL
+/// field-arithmetic test's) run on the adapter the backend uses; `BackendUnavailable` if none.
+pub fn find_adapter() -> Result<::wgpu::Adapter> {
     let descriptor = ::wgpu::InstanceDescriptor {
         backends: ::wgpu::Backends::PRIMARY.with_env(),
         ..::wgpu::InstanceDescriptor::from_env_or_default()

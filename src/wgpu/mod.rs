@@ -60,7 +60,7 @@ mod upload;
 use buffers::BufferPool;
 use constants::{HashConstants, Tables};
 use context::{device_error, Context};
-pub use context::{prepare_headless_vulkan, AdapterSummary};
+pub use context::{find_adapter, prepare_headless_vulkan, AdapterSummary};
 use pipelines::Pipelines;
 pub use shaders::{composed_shaders, field_source, Arithmetic, ComposedShader};
 use sizes::Sizes;
