@@ -49,8 +49,9 @@ __device__ __forceinline__ ButterflyGroup butterfly_group(u32 u, u32 t, u32 span
 }
 
 /// Runs the butterfly stages of bits [b0, b0 + t_bits) of every segment: stage `b` pairs
-/// elements 2^b apart, with twiddle w^(j·2^(log_n-1-b)), j = index mod 2^b, from the table of
-/// the first 2^(log_n-1) powers of the segment's root (inverse root for DIF).
+/// elements 2^b apart, with twiddle w^(j·2^(log_n-1-b)), j = index mod 2^b: entry 2^b + j of
+/// the stage-by-stage table of the segment's root (inverse root for DIF; see
+/// `tables::twiddles`), so a warp's twiddle reads are consecutive words.
 ///
 /// A block loads a tile of 2^t_bits elements 2^b0 apart (the butterfly groups of these stages)
 /// times 2^c_bits consecutive low indices (so global reads and writes are coalesced), runs all
@@ -82,7 +83,6 @@ extern "C" __global__ void __launch_bounds__(256) ntt_pass(u64* data, const u64*
     for (u32 step = 0; step < t_bits;) {
         if (step + 1 < t_bits) {
             const u32 t = dif ? t_bits - 2 - step : step;  // the lower of the two stages' bits
-            const u32 shift = log_n - 1 - (b0 + t);
             for (u32 u = threadIdx.x; u < size / 4; u += blockDim.x) {
                 const ButterflyGroup g = butterfly_group(u, t, 2, c_bits, b0, low_base);
                 const u32 e00 = g.e;
@@ -90,9 +90,9 @@ extern "C" __global__ void __launch_bounds__(256) ntt_pass(u64* data, const u64*
                 const u32 e10 = e00 | (2u << (t + c_bits));
                 const u32 e11 = e01 | e10;
                 const u32 j = g.j;
-                const u64 w_low = twiddles[(u64)j << shift];
-                const u64 w_high0 = twiddles[(u64)j << (shift - 1)];
-                const u64 w_high1 = twiddles[(u64)(j + (1u << (b0 + t))) << (shift - 1)];
+                const u64 w_low = twiddles[(1u << (b0 + t)) + j];
+                const u64 w_high0 = twiddles[(2u << (b0 + t)) + j];
+                const u64 w_high1 = twiddles[(2u << (b0 + t)) + j + (1u << (b0 + t))];
                 u64 a = tile[e00], b = tile[e01], c = tile[e10], d = tile[e11];
                 if (dif) {
                     ntt_butterfly_dif(a, c, w_high0);
@@ -113,13 +113,12 @@ extern "C" __global__ void __launch_bounds__(256) ntt_pass(u64* data, const u64*
             step += 2;
         } else {
             const u32 t = dif ? t_bits - 1 - step : step;
-            const u32 shift = log_n - 1 - (b0 + t);
             for (u32 u = threadIdx.x; u < size / 2; u += blockDim.x) {
                 const ButterflyGroup g = butterfly_group(u, t, 1, c_bits, b0, low_base);
                 const u32 e0 = g.e;
                 const u32 e1 = e0 | (1u << (t + c_bits));
                 const u32 j = g.j;
-                const u64 w = twiddles[(u64)j << shift];
+                const u64 w = twiddles[(1u << (b0 + t)) + j];
                 u64 x = tile[e0], y = tile[e1];
                 if (dif) {
                     ntt_butterfly_dif(x, y, w);

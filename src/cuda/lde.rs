@@ -217,7 +217,8 @@ pub(super) fn ntt(
         let (mut b0, mut t_bits, mut c_bits, mut dif) =
             (pass.b0, pass.t_bits, pass.c_bits, dif as u32);
         let mut args = kernel_args!(data, twiddles, log_n, b0, t_bits, c_bits, dif);
-        // SAFETY: arguments match `ntt_pass`; data holds segments·2^log_n words, twiddles 2^(log_n-1).
+        // SAFETY: arguments match `ntt_pass`; data holds segments·2^log_n words, the twiddle
+        // table 2^log_n.
         unsafe { gpu.kernels.ntt_pass.launch(&gpu.compute, grid, block, &mut args)? };
     }
     Ok(())
