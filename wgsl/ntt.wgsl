@@ -2,7 +2,9 @@
 //
 // A transform of size n = 2^log_len takes a column in natural order to its transform in
 // bit-reversed order: output position bitrev(k) holds sum_t x_t w^(t k). With the twiddles of
-// w^-1 it is the inverse transform without the 1/n factor. `twiddles[i] = w^i` for i < n/2.
+// w^-1 it is the inverse transform without the 1/n factor. `twiddles` holds them stage by stage:
+// entry 2^s + k is w_(2h)^k for the butterfly at position k of half-span h = 2^s, so the
+// butterflies of neighbouring invocations read consecutive words.
 // Stages with a half-span of at least TILE/2 run two per dispatch (`ntt_stage_pair`; an odd one
 // alone, `ntt_stage`); the remaining stages run in workgroup memory, a tile of TILE elements per
 // workgroup (`ntt_tile`), also two at a time. Needs field.wgsl.
@@ -15,8 +17,6 @@ struct NttParams {
     offset: u32,
     /// ntt_stage: butterflies in this dispatch; ntt_tile: elements in this dispatch.
     count: u32,
-    /// log2 of the transform size.
-    log_len: u32,
     /// ntt_stage: log2 of the half-span of this stage; ntt_tile: of the first (largest) one.
     log_half: u32,
 }
@@ -29,7 +29,7 @@ var<workgroup> tile: array<vec2<u32>, TILE>;
 
 /// w_(2h)^k for the butterfly at position k of a half-span h = 2^log_half.
 fn twiddle(k: u32, log_half: u32) -> vec2<u32> {
-    return twiddles[k << (ntt_params.log_len - 1u - log_half)];
+    return twiddles[(1u << log_half) + k];
 }
 
 /// (a, b) <- (a + b, (a - b) w)

@@ -7,27 +7,14 @@ use rayon::prelude::*;
 use winter_math::{FieldElement, StarkField};
 
 use super::program::NTT_TILE_LOG;
+use crate::host::stage_twiddles;
 
 /// Consecutive low indices a tile of a later NTT pass holds (2^4 elements = 128 bytes).
 const NTT_LOW_BITS: u32 = 4;
 
-/// The twiddles of a size-2^log_n transform (of the 2^log_n-th root of unity, or of its
-/// inverse), stage by stage: entry 2^b + j is the twiddle of index j of stage b (whose
-/// butterflies pair elements 2^b apart), ω^(j·2^(log_n-1-b)) for j < 2^b; entry 0 is unused.
-/// A warp's butterflies of one stage take consecutive j, so their twiddle reads are
-/// consecutive words rather than words 2^(log_n-1-b) apart.
+/// The twiddle table of a size-2^log_n transform as words (see [`stage_twiddles`]).
 pub(super) fn twiddles(log_n: u32, inverse: bool) -> Vec<u64> {
-    let root = Felt::get_root_of_unity(log_n);
-    let root = if inverse { root.inv() } else { root };
-    let half = 1usize << (log_n - 1);
-    let powers = powers(root, half, Felt::ONE);
-    let mut table = vec![Felt::ONE.inner(); 2 * half];
-    for b in 0..log_n {
-        let stride = half >> b;
-        let stage = &mut table[1 << b..2 << b];
-        stage.par_iter_mut().enumerate().for_each(|(j, w)| *w = powers[j * stride]);
-    }
-    table
+    stage_twiddles(log_n, inverse).iter().map(|w| w.inner()).collect()
 }
 
 /// scale·g^i for i < count, computed in parallel chunks.
@@ -122,24 +109,6 @@ mod tests {
                 next += p.t_bits;
             }
             assert_eq!(next, log_n);
-        }
-    }
-
-    #[test]
-    fn twiddles_are_stage_by_stage_powers_of_the_root() {
-        for log_n in 1..=10 {
-            for inverse in [false, true] {
-                let table = twiddles(log_n, inverse);
-                let root = Felt::get_root_of_unity(log_n);
-                let root = if inverse { root.inv() } else { root };
-                assert_eq!(table.len(), 1 << log_n);
-                for b in 0..log_n {
-                    for j in 0..1u64 << b {
-                        let expected = root.exp(j << (log_n - 1 - b));
-                        assert_eq!(Felt::from_mont(table[(1 << b) + j as usize]), expected);
-                    }
-                }
-            }
         }
     }
 

@@ -7,6 +7,8 @@ mod interpolate;
 mod memory;
 #[cfg(feature = "cuda")]
 mod prefault;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+mod twiddles;
 
 pub(crate) use interpolate::{interpolate_columns, interpolate_composition};
 #[cfg(feature = "wgpu")]
@@ -16,3 +18,5 @@ pub use memory::{reserve_host, HUGE_PAGES_ENV};
 pub use prefault::PREFAULT_THREADS_ENV;
 #[cfg(feature = "cuda")]
 pub(crate) use prefault::{prefault, spare_bytes};
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub(crate) use twiddles::stage_twiddles;

@@ -12,7 +12,7 @@ use miden_crypto::{
 use winter_math::{get_power_series, FieldElement, StarkField};
 
 use super::{context::device_error, pipelines::Pipelines};
-use crate::{error::Result, hash::HashFunction};
+use crate::{error::Result, hash::HashFunction, host::stage_twiddles};
 
 /// Rounds and width the WGSL `HashConstants` struct is laid out for.
 const ROUNDS: usize = 7;
@@ -163,7 +163,7 @@ pub(super) struct Tables {
 }
 
 impl Tables {
-    /// `w^i` for i < 2^(log_n - 1), `w = Felt::get_root_of_unity(log_n)` (or its inverse).
+    /// The twiddles of a size-2^log_n transform, stage by stage (see [`stage_twiddles`]).
     pub fn twiddles(
         &mut self,
         device: &::wgpu::Device,
@@ -173,11 +173,7 @@ impl Tables {
     ) -> ::wgpu::Buffer {
         self.twiddles
             .entry((log_n, inverse))
-            .or_insert_with(|| {
-                let root = Felt::get_root_of_unity(log_n);
-                let root = if inverse { root.inv() } else { root };
-                upload(device, queue, "twiddles", &get_power_series(root, 1 << (log_n - 1)))
-            })
+            .or_insert_with(|| upload(device, queue, "twiddles", &stage_twiddles(log_n, inverse)))
             .clone()
     }
 

@@ -14,7 +14,6 @@ const LOG_TILE: u32 = 11;
 struct NttParams {
     offset: u32,
     count: u32,
-    log_len: u32,
     log_half: u32,
 }
 
@@ -36,15 +35,14 @@ pub(super) fn record_dif(
     while log_half > LOG_TILE {
         log_half -= 1;
         if log_half > LOG_TILE {
-            let params = NttParams { offset, count: (elements / 4) as u32, log_len, log_half };
+            let params = NttParams { offset, count: (elements / 4) as u32, log_half };
             batch.dispatch_items(Kernel::NttStagePair, &params, &buffers, elements / 4);
             log_half -= 1;
         } else {
-            let params = NttParams { offset, count: (elements / 2) as u32, log_len, log_half };
+            let params = NttParams { offset, count: (elements / 2) as u32, log_half };
             batch.dispatch_items(Kernel::NttStage, &params, &buffers, elements / 2);
         }
     }
-    let params =
-        NttParams { offset, count: elements as u32, log_len, log_half: log_len.min(LOG_TILE) - 1 };
+    let params = NttParams { offset, count: elements as u32, log_half: log_len.min(LOG_TILE) - 1 };
     batch.dispatch(Kernel::NttTile, &params, &buffers, elements.div_ceil(1 << LOG_TILE));
 }
