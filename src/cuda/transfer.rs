@@ -10,16 +10,14 @@
 use std::{collections::VecDeque, sync::Arc, time::Instant};
 
 use cudarc::driver::{sys, CudaContext};
-use rayon::prelude::*;
 
 use super::driver::{bind, DriverResult, Event, PinnedBuffer, Stream};
+use crate::host::{self, par_copy};
 
 /// Bytes per pinned slot.
 const SLOT_BYTES: usize = 32 << 20;
 /// Slots per ring: up to this many pieces are in flight per GPU.
 const SLOTS: usize = 4;
-/// Host copies are split into parallel pieces of this size.
-const HOST_COPY_CHUNK: usize = 1 << 20;
 
 /// A GPU's ring of pinned slots, each with the event of the last transfer that used it.
 pub(super) struct Ring {
@@ -256,28 +254,5 @@ unsafe fn par_scatter(dst: HostDst, src: *const u8) {
     if dst.is_contiguous() {
         return par_copy(dst.ptr, src, dst.len);
     }
-    let (to, from) = (dst.ptr as usize, src as usize);
-    let runs_per_task = (HOST_COPY_CHUNK / dst.run).max(1);
-    (0..dst.len / dst.run).into_par_iter().with_min_len(runs_per_task).for_each(|i| {
-        // SAFETY: run i of the source and of the destination (see the function's contract).
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                (from + i * dst.run) as *const u8,
-                (to + i * dst.stride) as *mut u8,
-                dst.run,
-            )
-        }
-    });
-}
-
-/// memcpy with all cores.
-///
-/// # Safety
-/// Both ranges must be valid for `len` bytes and must not overlap.
-unsafe fn par_copy(dst: *mut u8, src: *const u8, len: usize) {
-    let dst = std::slice::from_raw_parts_mut(dst, len);
-    let src = std::slice::from_raw_parts(src, len);
-    dst.par_chunks_mut(HOST_COPY_CHUNK)
-        .zip(src.par_chunks(HOST_COPY_CHUNK))
-        .for_each(|(d, s)| d.copy_from_slice(s));
+    host::par_scatter(dst.ptr, src, dst.run, dst.stride, dst.len / dst.run);
 }

@@ -3,6 +3,8 @@
 //!
 //! Nothing here knows of the committer trait or any backend.
 
+#[cfg(feature = "cuda")]
+mod copy;
 mod interpolate;
 mod memory;
 #[cfg(feature = "cuda")]
@@ -10,6 +12,8 @@ mod prefault;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod twiddles;
 
+#[cfg(feature = "cuda")]
+pub(crate) use copy::{par_copy, par_scatter};
 pub(crate) use interpolate::{interpolate_columns, interpolate_composition};
 #[cfg(feature = "wgpu")]
 pub(crate) use memory::zeroed_host;

@@ -1,0 +1,124 @@
+//! Copies of large buffers on the host (into and out of pinned staging memory) with all cores
+//! and streaming stores.
+//!
+//! A GPU backend moves gigabytes between its staging buffers and the caller's memory, and those
+//! copies, not the GPUs, can bound a commitment. An ordinary store first reads the line it
+//! writes into the cache; a streaming (non-temporal) store writes the line whole, so a copy
+//! makes two passes over memory instead of three, and leaves the cache to the other threads.
+
+use rayon::prelude::*;
+
+/// Bytes per parallel task.
+const TASK_BYTES: usize = 1 << 20;
+
+/// Copies `len` bytes from `src` to `dst` with all cores.
+///
+/// # Safety
+/// Both ranges must be valid for `len` bytes and must not overlap.
+pub(crate) unsafe fn par_copy(dst: *mut u8, src: *const u8, len: usize) {
+    let (to, from) = (dst as usize, src as usize);
+    (0..len.div_ceil(TASK_BYTES)).into_par_iter().for_each(|task| {
+        let at = task * TASK_BYTES;
+        // SAFETY: bytes at..at + n of both ranges (see the function's contract).
+        unsafe {
+            stream_copy((to + at) as *mut u8, (from + at) as *const u8, TASK_BYTES.min(len - at))
+        }
+    });
+}
+
+/// Copies `count` runs of `run` bytes, consecutive at `src`, to `dst`, `dst + stride`, ...,
+/// with all cores.
+///
+/// # Safety
+/// `src` must be valid for `run · count` bytes, every destination run writable, and no
+/// destination run may overlap the source or another run.
+pub(crate) unsafe fn par_scatter(
+    dst: *mut u8,
+    src: *const u8,
+    run: usize,
+    stride: usize,
+    count: usize,
+) {
+    let (to, from) = (dst as usize, src as usize);
+    let runs_per_task = (TASK_BYTES / run.max(1)).max(1);
+    (0..count).into_par_iter().with_min_len(runs_per_task).for_each(|i| {
+        // SAFETY: run i of the source and of the destination (see the function's contract).
+        unsafe { stream_copy((to + i * stride) as *mut u8, (from + i * run) as *const u8, run) }
+    });
+}
+
+/// memcpy of one thread, in streaming stores where the target has them (x86-64: SSE2, part of
+/// its baseline).
+///
+/// # Safety
+/// As `ptr::copy_nonoverlapping(src, dst, len)`.
+#[cfg(target_arch = "x86_64")]
+unsafe fn stream_copy(dst: *mut u8, src: *const u8, len: usize) {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+    const LINE: usize = 64;
+    // the bytes before the first whole cache line of `dst`, copied as usual
+    let head = (dst as usize).wrapping_neg() % LINE;
+    if len < head + LINE {
+        return std::ptr::copy_nonoverlapping(src, dst, len);
+    }
+    std::ptr::copy_nonoverlapping(src, dst, head);
+    let lines = (len - head) / LINE;
+    for line in 0..lines {
+        let at = head + line * LINE;
+        for word in 0..LINE / 16 {
+            let offset = at + 16 * word;
+            // SAFETY: inside both ranges; the store is 16-byte aligned (`dst + head` is
+            // line-aligned), the load may be unaligned.
+            let value = _mm_loadu_si128(src.add(offset).cast::<__m128i>());
+            _mm_stream_si128(dst.add(offset).cast::<__m128i>(), value);
+        }
+    }
+    let done = head + lines * LINE;
+    std::ptr::copy_nonoverlapping(src.add(done), dst.add(done), len - done);
+    // streaming stores are weakly ordered: make them visible before the caller signals that
+    // the copy is done (to a DMA engine or another thread)
+    _mm_sfence();
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn stream_copy(dst: *mut u8, src: *const u8, len: usize) {
+    std::ptr::copy_nonoverlapping(src, dst, len);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes that differ at every position, with the ranges' ends off the cache lines.
+    fn pattern(len: usize, seed: u8) -> Vec<u8> {
+        (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed ^ (i >> 8) as u8)).collect()
+    }
+
+    #[test]
+    fn par_copy_copies_every_byte_at_any_alignment() {
+        for (len, skew) in
+            [(0, 0), (5, 3), (63, 1), (64, 0), (200, 17), (3 << 20, 9), (5_000_011, 61)]
+        {
+            let src = pattern(len + 64, 7);
+            let mut dst = vec![0u8; len + 64];
+            // SAFETY: both ranges hold `len` bytes after the skew and are distinct vectors.
+            unsafe { par_copy(dst.as_mut_ptr().add(skew), src.as_ptr().add(64 - skew), len) };
+            assert_eq!(&dst[skew..skew + len], &src[64 - skew..64 - skew + len], "len {len}");
+            assert!(dst[..skew].iter().chain(&dst[skew + len..]).all(|&b| b == 0), "len {len}");
+        }
+    }
+
+    #[test]
+    fn par_scatter_places_every_run() {
+        for (run, stride, count) in [(8, 24, 1000), (584, 4672, 3001), (100, 100, 70_000)] {
+            let src = pattern(run * count, 3);
+            let mut dst = vec![0u8; stride * count];
+            // SAFETY: the destination holds `count` strides; the source `run · count` bytes.
+            unsafe { par_scatter(dst.as_mut_ptr(), src.as_ptr(), run, stride, count) };
+            for i in 0..count {
+                assert_eq!(&dst[i * stride..i * stride + run], &src[i * run..(i + 1) * run]);
+                assert!(dst[i * stride + run..(i + 1) * stride].iter().all(|&b| b == 0));
+            }
+        }
+    }
+}
