@@ -51,7 +51,7 @@ __device__ __forceinline__ ButterflyGroup butterfly_group(u32 u, u32 t, u32 span
 /// Runs the butterfly stages of bits [b0, b0 + t_bits) of every segment: stage `b` pairs
 /// elements 2^b apart, with twiddle w^(j·2^(log_n-1-b)), j = index mod 2^b: entry 2^b + j of
 /// the stage-by-stage table of the segment's root (inverse root for DIF; see
-/// `tables::twiddles`), so a warp's twiddle reads are consecutive words.
+/// `host/twiddles.rs`), so a warp's twiddle reads are consecutive words.
 ///
 /// A block loads a tile of 2^t_bits elements 2^b0 apart (the butterfly groups of these stages)
 /// times 2^c_bits consecutive low indices (so global reads and writes are coalesced), runs all
