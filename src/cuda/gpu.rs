@@ -9,10 +9,9 @@ use super::{
     driver::{bind, check, DeviceBuffer, DriverResult, Event, Scratch, Stream},
     launch::{Kernel, Module},
     program::{compile_for_arch, rescue_lanes, HASHES},
-    tables,
     transfer::{self, Lane, Ring},
 };
-use crate::hash::HashFunction;
+use crate::{hash::HashFunction, host::stage_twiddles};
 
 /// The kernels of one hash function.
 struct HashKernels {
@@ -230,9 +229,10 @@ impl Gpu {
         Ok(())
     }
 
-    /// Uploads `words` into a new device buffer (synchronously: small tables only).
-    pub(super) fn upload_table(&self, words: &[u64]) -> DriverResult<DeviceBuffer> {
-        let buffer = DeviceBuffer::new(&self.ctx, words.len() * 8)?;
+    /// Uploads `words` (`u64` or `Felt`, in Montgomery form) into a new device buffer
+    /// (synchronously: small tables only).
+    pub(super) fn upload_table<T: Copy>(&self, words: &[T]) -> DriverResult<DeviceBuffer> {
+        let buffer = DeviceBuffer::new(&self.ctx, std::mem::size_of_val(words))?;
         self.upload_into(buffer.ptr(), words)?;
         Ok(buffer)
     }
@@ -260,7 +260,7 @@ impl Gpu {
         if let Some(table) = state.twiddles.get(&(log_n, inverse)) {
             return Ok(table.ptr());
         }
-        let table = self.upload_table(&tables::twiddles(log_n, inverse))?;
+        let table = self.upload_table(&stage_twiddles(log_n, inverse))?;
         let ptr = table.ptr();
         state.twiddles.insert((log_n, inverse), table);
         Ok(ptr)

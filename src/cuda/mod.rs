@@ -13,7 +13,7 @@
 //! - `driver`: RAII over the driver API (status, memory, streams, events);
 //! - `launch`: loaded modules and kernel launches;
 //! - `program`: the kernel sources, the constants generated for them, NVRTC compilation;
-//! - `tables`: twiddles, power tables and the split of an NTT into passes;
+//! - `tables`: power tables and the split of an NTT into passes;
 //! - `devices`: which GPUs (the driver's count, [`DEVICES_ENV`] and explicit lists);
 //! - `gpu`: one open GPU (streams, kernels, buffers, cached tables);
 //! - `transfer`: host transfers through rings of pinned buffers;

@@ -1,5 +1,5 @@
-//! Host-side tables the kernels read: twiddles, power tables for coefficient scaling, column
-//! sources, and the split of an NTT into fused passes. All roots come from winter-math
+//! Host-side tables the kernels read: power tables for coefficient scaling, column sources, and
+//! the split of an NTT into fused passes (the twiddles are `host::stage_twiddles`). All roots come from winter-math
 //! (`Felt::get_root_of_unity`), so the transforms are Winterfell's.
 
 use miden_crypto::Felt;
@@ -7,15 +7,9 @@ use rayon::prelude::*;
 use winter_math::{FieldElement, StarkField};
 
 use super::program::NTT_TILE_LOG;
-use crate::host::stage_twiddles;
 
 /// Consecutive low indices a tile of a later NTT pass holds (2^4 elements = 128 bytes).
 const NTT_LOW_BITS: u32 = 4;
-
-/// The twiddle table of a size-2^log_n transform as words (see [`stage_twiddles`]).
-pub(super) fn twiddles(log_n: u32, inverse: bool) -> Vec<u64> {
-    stage_twiddles(log_n, inverse).iter().map(|w| w.inner()).collect()
-}
 
 /// scale·g^i for i < count, computed in parallel chunks.
 fn powers(g: Felt, count: usize, scale: Felt) -> Vec<u64> {

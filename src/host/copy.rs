@@ -26,12 +26,21 @@ pub(crate) unsafe fn par_copy(dst: *mut u8, src: *const u8, len: usize) {
     });
 }
 
+/// Copies `src` into `dst` (of the same length) with all cores, as [`par_copy`].
+#[cfg(feature = "wgpu")]
+pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    assert_eq!(dst.len(), src.len(), "copy between slices of different lengths");
+    // SAFETY: two slices of `src.len()` bytes; a `&mut` slice overlaps no other slice.
+    unsafe { par_copy(dst.as_mut_ptr(), src.as_ptr(), src.len()) }
+}
+
 /// Copies `count` runs of `run` bytes, consecutive at `src`, to `dst`, `dst + stride`, ...,
 /// with all cores.
 ///
 /// # Safety
 /// `src` must be valid for `run · count` bytes, every destination run writable, and no
 /// destination run may overlap the source or another run.
+#[cfg(feature = "cuda")]
 pub(crate) unsafe fn par_scatter(
     dst: *mut u8,
     src: *const u8,
@@ -108,6 +117,16 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "wgpu")]
+    #[test]
+    fn copy_bytes_copies_slices() {
+        let src = pattern(3 << 20, 5);
+        let mut dst = vec![0u8; src.len()];
+        copy_bytes(&mut dst, &src);
+        assert_eq!(dst, src);
+    }
+
+    #[cfg(feature = "cuda")]
     #[test]
     fn par_scatter_places_every_run() {
         for (run, stride, count) in [(8, 24, 1000), (584, 4672, 3001), (100, 100, 70_000)] {

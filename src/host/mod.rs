@@ -3,7 +3,7 @@
 //!
 //! Nothing here knows of the committer trait or any backend.
 
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod copy;
 mod interpolate;
 mod memory;
@@ -12,6 +12,8 @@ mod prefault;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod twiddles;
 
+#[cfg(feature = "wgpu")]
+pub(crate) use copy::copy_bytes;
 #[cfg(feature = "cuda")]
 pub(crate) use copy::{par_copy, par_scatter};
 pub(crate) use interpolate::{interpolate_columns, interpolate_composition};

@@ -1,4 +1,4 @@
-//! Uploads: host bytes are copied in parallel into mapped staging buffers (pooled, so that
+//! Uploads: host bytes are copied in parallel (streaming stores) into mapped staging buffers (pooled, so that
 //! their pinned host memory is reused across calls), and copies from them into the device
 //! arrays are recorded in a batch (ordered before the work recorded after them).
 
@@ -9,7 +9,7 @@ use super::{
     buffers::{Chunked, PooledBuffer},
     Engine,
 };
-use crate::error::Result;
+use crate::{error::Result, host::copy_bytes};
 
 /// One host slice to write into an array, from record `first` on.
 pub(super) struct Write<'a> {
@@ -81,11 +81,7 @@ pub(super) fn upload(
                 targets.push((head, segment.bytes));
                 rest = tail;
             }
-            targets.into_par_iter().for_each(|(dst, src)| {
-                dst.par_chunks_mut(1 << 20)
-                    .zip(src.par_chunks(1 << 20))
-                    .for_each(|(d, s)| d.copy_from_slice(s));
-            });
+            targets.into_par_iter().for_each(|(dst, src)| copy_bytes(dst, src));
         }
         staging.unmap();
         let mut offset = 0;
