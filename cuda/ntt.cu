@@ -152,7 +152,9 @@ extern "C" __global__ void __launch_bounds__(256) ntt_pass(u64* data, const u64*
 /// `col_src` holds, per output column: source column, offset within it, scale group; the source
 /// index is column·src_len + p·src_stride + offset (a composition column is a strided slice of a
 /// component's bit-reversed coefficients). `pow_tables` holds, per (group, slot), 2^s_bits
-/// entries scale·g^i and 2^(log_n - s_bits) entries g^(i·2^s_bits), so scale·g^r is one product.
+/// entries scale·g^i and 2^(log_n - s_bits) entries g^(i·2^s_bits), so scale·g^r is one product;
+/// where the output stays bit-reversed the second part is stored at bit-reversed indices (see
+/// `power_tables` in src/cuda/tables.rs), so that a warp reads consecutive entries of it.
 extern "C" __global__ void scale_coefficients(u64* out, const u64* in, const u32* col_src,
                                               const u64* pow_tables, u32 log_n, u32 log_slots,
                                               u32 s_bits, u64 src_len, u32 src_stride,
@@ -172,7 +174,9 @@ extern "C" __global__ void scale_coefficients(u64* out, const u64* in, const u32
         const u32* src = col_src + 3 * column;
         const u64 v = in[src[0] * src_len + (u64)p * src_stride + src[1]];
         const u64* table = pow_tables + ((((u64)src[2]) << log_slots) + slot) * table_len;
-        const u64 w = gl_mul(table[r & s_mask], table[(1ull << s_bits) + (r >> s_bits)]);
+        // r >> s_bits = rev(q mod 2^(log_n - s_bits)) when r = rev(q)
+        const u32 high = natural_out ? r >> s_bits : q & ((1u << (log_n - s_bits)) - 1);
+        const u64 w = gl_mul(table[r & s_mask], table[(1ull << s_bits) + high]);
         out[g] = gl_canonical(gl_mul(v, w));
     }
 }

@@ -11,7 +11,7 @@ use miden_crypto::Felt;
 use super::{
     driver::{DriverResult, Event},
     gpu::{Gpu, GpuState},
-    hashing::{rows_half, HashedChunks},
+    hashing::{rows_half, EarlyLevels, HashedChunks},
     plan::{Passes, Plan, Share},
     transfer::{self, Download, HostDst, Lane},
 };
@@ -61,7 +61,8 @@ impl HostResults {
 
     /// The last downloads of the GPU doing `share`: its polynomials where reserved (once
     /// `interpolated`), the last pass's rows (`last`), its leaves (after the last hash chunk) and
-    /// its subtrees of `blocks` Merkle blocks (once `tree_done`).
+    /// its subtrees of `blocks` Merkle blocks: the `early` levels one by one as they are built,
+    /// the levels above them once `tree_done`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn final_downloads<'a>(
         &mut self,
@@ -73,6 +74,7 @@ impl HostResults {
         blocks: usize,
         interpolated: &'a Event,
         last: &'a HashedChunks,
+        early: &'a EarlyLevels,
         tree_done: &'a Event,
     ) -> DriverResult<Vec<Download<'a>>> {
         let (n, lde_len) = (plan.shape.poly_len, plan.shape.lde_len);
@@ -99,7 +101,18 @@ impl HostResults {
             });
         }
         let nodes_ptr = bufs.nodes.get(&gpu.ctx, 0)?;
-        for (start, end) in subtree_ranges(lde_len, blocks, &share.blocks) {
+        let mine = &share.blocks;
+        for (count, done) in &early.0 {
+            let per_block = count / blocks;
+            let (start, end) = (count + mine.start * per_block, count + mine.end * per_block);
+            list.push(Download {
+                src: nodes_ptr + (start * 32) as u64,
+                dst: spare(&mut self.nodes, start, end - start),
+                ready: Some(done),
+            });
+        }
+        let below = early.0.last().map_or(lde_len, |&(count, _)| count);
+        for (start, end) in subtree_ranges(below, blocks, mine) {
             list.push(Download {
                 src: nodes_ptr + (start * 32) as u64,
                 dst: spare(&mut self.nodes, start, end - start),
@@ -239,16 +252,16 @@ fn spare_strided<T>(
     }
 }
 
-/// Node ranges [start, end) a GPU owning `mine` of `blocks` Merkle blocks fills, level by level
-/// below the block roots, adjacent ranges merged.
+/// Node ranges [start, end) a GPU owning `mine` of `blocks` Merkle blocks fills in the levels of
+/// fewer than `below` nodes, level by level below the block roots, adjacent ranges merged.
 fn subtree_ranges(
-    leaves: usize,
+    below: usize,
     blocks: usize,
     mine: &std::ops::Range<usize>,
 ) -> Vec<(usize, usize)> {
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     let mut count = blocks;
-    while count < leaves {
+    while count < below {
         let per_block = count / blocks;
         let (start, end) = (count + mine.start * per_block, count + mine.end * per_block);
         match ranges.last_mut() {

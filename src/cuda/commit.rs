@@ -125,6 +125,7 @@ pub(super) fn commit(
     // 2. per pass: LDE (the first one is enqueued), gather, hash; the last pass builds the
     //    subtrees. The rows of one pass download while the next pass runs.
     let mut tree_done = Vec::with_capacity(g_count);
+    let mut early_levels = Vec::with_capacity(g_count);
     let mut previous: Option<Vec<HashedChunks>> = None;
     for pass in 0..passes.count {
         if pass > 0 {
@@ -165,7 +166,7 @@ pub(super) fn commit(
             hashed.push(enqueue_hash(gpu, state, &plan, share, g_count > 1, &passes, pass)?);
             timelines[g].mark(gpu, Stage::Hash)?;
             if pass + 1 == passes.count {
-                enqueue_tree(gpu, state, &plan, share, blocks)?;
+                early_levels.push(enqueue_tree(gpu, state, &plan, share, blocks)?);
                 timelines[g].mark(gpu, Stage::Tree)?;
                 tree_done.push(gpu.completion()?);
             }
@@ -205,6 +206,7 @@ pub(super) fn commit(
                 blocks,
                 &interpolated[g],
                 &last[g],
+                &early_levels[g],
                 &tree_done[g],
             )?);
         }

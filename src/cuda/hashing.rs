@@ -163,19 +163,36 @@ impl HashRowsArgs {
 // MERKLE LEVELS
 // ================================================================================================
 
-/// Enqueues the Merkle levels of this GPU's blocks, from the leaves up to the block roots.
+/// A GPU's Merkle levels whose nodes download as soon as they are built (while the levels
+/// above them are computed), bottom level first: each level's node count and the event after
+/// its kernel. The levels above them, a few MiB at most, download once the tree is done.
+pub(super) struct EarlyLevels(pub(super) Vec<(usize, Event)>);
+
+/// Smallest share of a level's nodes (bytes per GPU) that downloads on its own.
+const EARLY_LEVEL_BYTES: usize = 4 << 20;
+
+/// Enqueues the Merkle levels of this GPU's blocks, from the leaves up to the block roots, with
+/// an event after each level large enough to download early.
 pub(super) fn enqueue_tree(
     gpu: &Gpu,
     state: &mut GpuState,
     plan: &Plan<'_>,
     share: &Share,
     blocks: usize,
-) -> DriverResult<()> {
+) -> DriverResult<EarlyLevels> {
     let lde_len = plan.shape.lde_len;
     let bufs = &mut state.buffers;
     let leaves = bufs.leaves.get(&gpu.ctx, lde_len * 32)?;
     let nodes = bufs.nodes.get(&gpu.ctx, lde_len * 32)?;
-    merkle_levels(gpu, plan.hash, leaves, nodes, lde_len, blocks, &share.blocks)
+    let tree = MerkleTree { hash: plan.hash, leaves, nodes, num_leaves: lde_len, blocks };
+    let mut early = Vec::new();
+    for count in tree.level_counts() {
+        tree.enqueue_level(gpu, &share.blocks, count)?;
+        if count / blocks * share.blocks.len() * 32 >= EARLY_LEVEL_BYTES {
+            early.push((count, gpu.completion()?));
+        }
+    }
+    Ok(EarlyLevels(early))
 }
 
 /// Merkle levels over `leaves` (device) into `nodes` (device, Winterfell's layout) for blocks
@@ -189,18 +206,44 @@ pub(super) fn merkle_levels(
     blocks: usize,
     mine: &std::ops::Range<usize>,
 ) -> DriverResult<()> {
-    let kernel = gpu.kernels.merkle_level(hash);
-    let mut count = num_leaves / 2;
-    while count >= blocks && count >= 1 {
-        let per_block = count / blocks;
+    let tree = MerkleTree { hash, leaves, nodes, num_leaves, blocks };
+    tree.level_counts().try_for_each(|count| tree.enqueue_level(gpu, mine, count))
+}
+
+/// A Merkle tree of `num_leaves` leaves on the device, built in `blocks` subtrees.
+struct MerkleTree {
+    hash: HashFunction,
+    leaves: u64,
+    nodes: u64,
+    num_leaves: usize,
+    blocks: usize,
+}
+
+impl MerkleTree {
+    /// The node counts of the levels built on the device, bottom up (down to one per block).
+    fn level_counts(&self) -> impl Iterator<Item = usize> {
+        let blocks = self.blocks;
+        std::iter::successors(Some(self.num_leaves / 2), |c| Some(c / 2))
+            .take_while(move |&c| c >= blocks && c >= 1)
+    }
+
+    /// Enqueues the level of `count` nodes for blocks `mine`.
+    fn enqueue_level(
+        &self,
+        gpu: &Gpu,
+        mine: &std::ops::Range<usize>,
+        count: usize,
+    ) -> DriverResult<()> {
+        let kernel = gpu.kernels.merkle_level(self.hash);
+        let per_block = count / self.blocks;
         let first = mine.start * per_block;
         let (mut children, mut parents, mut n) = (
-            if count == num_leaves / 2 {
-                leaves + (2 * first * 32) as u64
+            if count == self.num_leaves / 2 {
+                self.leaves + (2 * first * 32) as u64
             } else {
-                nodes + ((2 * count + 2 * first) * 32) as u64
+                self.nodes + ((2 * count + 2 * first) * 32) as u64
             },
-            nodes + ((count + first) * 32) as u64,
+            self.nodes + ((count + first) * 32) as u64,
             (mine.len() * per_block) as u64,
         );
         let mut args = kernel_args!(children, parents, n);
@@ -211,9 +254,7 @@ pub(super) fn merkle_levels(
                 (n as usize * kernel.lanes() as usize).div_ceil(HASH_BLOCK as usize) as u32,
                 HASH_BLOCK,
                 &mut args,
-            )?
-        };
-        count /= 2;
+            )
+        }
     }
-    Ok(())
 }

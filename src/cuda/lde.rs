@@ -56,7 +56,8 @@ impl Upload {
         let cols = share.cols.len();
         let col_src: Vec<u32> =
             share.cols.clone().flat_map(|c| plan.col_src(c, sources.start)).collect();
-        let polys_tables = tables::power_tables(&plan.scales, &[plan.polys_base], plan.log_n);
+        let polys_tables =
+            tables::power_tables(&plan.scales, &[plan.polys_base], plan.log_n, false);
         gpu.twiddles(state, plan.log_src, true)?;
         gpu.twiddles(state, plan.log_n, false)?;
         let bufs = &mut state.buffers;

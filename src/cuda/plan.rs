@@ -120,7 +120,7 @@ impl Plan<'_> {
         let bases = tables::coset_bases(self.lde_shift, self.log_n + self.log_blowup, blowup);
         bases
             .chunks(cosets)
-            .flat_map(|group| tables::power_tables(&self.scales, group, self.log_n))
+            .flat_map(|group| tables::power_tables(&self.scales, group, self.log_n, true))
             .collect()
     }
 }

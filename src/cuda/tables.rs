@@ -39,13 +39,30 @@ pub(super) fn power_table_len(log_n: u32) -> usize {
 /// Power tables for `scale_coefficients`: for each scale (outer) and each base (inner), the
 /// entries scale·g^i (i < 2^s) then g^(i·2^s) (i < 2^(log_n - s)), so that
 /// `scale·g^r = lo[r mod 2^s] · hi[r >> s]` is one product.
-pub(super) fn power_tables(scales: &[Felt], bases: &[Felt], log_n: u32) -> Vec<u64> {
+///
+/// With `high_bit_reversed` the high part is stored at bit-reversed indices, for outputs that
+/// stay bit-reversed: there the exponent of position q is r = rev(q), whose high part r >> s is
+/// rev(q mod 2^(log_n - s)), so the kernel reads entry q mod 2^(log_n - s) and a warp's
+/// consecutive positions read consecutive entries (in natural order they lie 2^(log_n - s - 5)
+/// entries apart, one cache line each).
+pub(super) fn power_tables(
+    scales: &[Felt],
+    bases: &[Felt],
+    log_n: u32,
+    high_bit_reversed: bool,
+) -> Vec<u64> {
     let s = split_bits(log_n);
+    let high_bits = log_n - s;
     let mut out = Vec::with_capacity(scales.len() * bases.len() * power_table_len(log_n));
     for &scale in scales {
         for &g in bases {
             out.extend(powers(g, 1 << s, scale));
-            out.extend(powers(g.exp(1u64 << s), 1 << (log_n - s), Felt::ONE));
+            let high = powers(g.exp(1u64 << s), 1 << high_bits, Felt::ONE);
+            if high_bit_reversed {
+                out.extend((0..high.len()).map(|i| high[bit_reverse(i, high_bits)]));
+            } else {
+                out.extend(high);
+            }
         }
     }
     out
@@ -111,12 +128,18 @@ mod tests {
         let g = Felt::new(12345);
         let scale = Felt::new(99);
         for log_n in 1..=9 {
-            let t = power_tables(&[scale], &[g], log_n);
+            let natural = power_tables(&[scale], &[g], log_n, false);
+            let reversed = power_tables(&[scale], &[g], log_n, true);
             let s = split_bits(log_n);
+            let high_mask = (1 << (log_n - s)) - 1;
             for r in 0..1usize << log_n {
-                let got = Felt::from_mont(t[r & ((1 << s) - 1)])
-                    * Felt::from_mont(t[(1 << s) + (r >> s)]);
-                assert_eq!(got, scale * g.exp(r as u64));
+                let want = scale * g.exp(r as u64);
+                let low = Felt::from_mont(natural[r & ((1 << s) - 1)]);
+                assert_eq!(low * Felt::from_mont(natural[(1 << s) + (r >> s)]), want);
+                // the kernel's reading of the reversed layout: position q = rev(r)
+                let q = bit_reverse(r, log_n);
+                let high = Felt::from_mont(reversed[(1 << s) + (q & high_mask)]);
+                assert_eq!(Felt::from_mont(reversed[r & ((1 << s) - 1)]) * high, want);
             }
         }
     }
