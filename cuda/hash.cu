@@ -201,8 +201,10 @@ __device__ __forceinline__ void hash_rows_quad_impl(const u64* src, u64 k_stride
     }
 }
 
+// At least ROW_QUAD_MIN_BLOCKS resident blocks per SM (6 unless tuned: HASH_MIN_BLOCKS_ENV in
+// src/cuda/program.rs says why).
 #define HASH_ROWS_QUAD_KERNEL(NAME, HASH)                                                         \
-    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, HASH_MIN_BLOCKS) NAME(              \
+    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, ROW_QUAD_MIN_BLOCKS) NAME(          \
         const u64* src, u64 k_stride, u64 t_stride, u64 c_stride, u32 num_cols, u32 part,         \
         u32 log_blowup, u32 k0, u32 log_cosets, u64 t0, u64 t_count, u64* leaves, u64* rows_out,  \
         u64 t_base, u32 row_width) {                                                              \
