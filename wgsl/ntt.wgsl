@@ -32,7 +32,12 @@ fn twiddle(k: u32, log_half: u32) -> vec2<u32> {
     return twiddles[(1u << log_half) + k];
 }
 
-/// (a, b) <- (a + b, (a - b) w)
+/// The DIF (Gentleman-Sande) butterfly: (x + y, (x - y)·w).
+fn butterfly(x: vec2<u32>, y: vec2<u32>, w: vec2<u32>) -> array<vec2<u32>, 2> {
+    return array(gl_add(x, y), gl_mul(gl_sub(x, y), w));
+}
+
+/// One stage: (a, b) <- (a + b, (a - b) w)
 @compute @workgroup_size(256)
 fn ntt_stage(
     @builtin(global_invocation_id) gid: vec3<u32>,
@@ -46,10 +51,9 @@ fn ntt_stage(
     let k = b & ((1u << s) - 1u);
     let i0 = ntt_params.offset + ((b >> s) << (s + 1u)) + k;
     let i1 = i0 + (1u << s);
-    let x = data[i0];
-    let y = data[i1];
-    data[i0] = gl_add(x, y);
-    data[i1] = gl_mul(gl_sub(x, y), twiddle(k, s));
+    let y = butterfly(data[i0], data[i1], twiddle(k, s));
+    data[i0] = y[0];
+    data[i1] = y[1];
 }
 
 /// Two DIF stages, half-spans 2^s then 2^(s - 1), on the four elements at positions i0,
@@ -57,13 +61,13 @@ fn ntt_stage(
 /// the first stage: the same butterflies as the two stages one after the other.
 fn butterfly_pair(x: array<vec2<u32>, 4>, k: u32, s: u32) -> array<vec2<u32>, 4> {
     // half-span 2^s: (0, 2) and (1, 3)
-    let y0 = gl_add(x[0], x[2]);
-    let y2 = gl_mul(gl_sub(x[0], x[2]), twiddle(k, s));
-    let y1 = gl_add(x[1], x[3]);
-    let y3 = gl_mul(gl_sub(x[1], x[3]), twiddle(k + (1u << (s - 1u)), s));
+    let a = butterfly(x[0], x[2], twiddle(k, s));
+    let b = butterfly(x[1], x[3], twiddle(k + (1u << (s - 1u)), s));
     // half-span 2^(s - 1): (0, 1) and (2, 3)
     let w = twiddle(k, s - 1u);
-    return array(gl_add(y0, y1), gl_mul(gl_sub(y0, y1), w), gl_add(y2, y3), gl_mul(gl_sub(y2, y3), w));
+    let c = butterfly(a[0], b[0], w);
+    let d = butterfly(a[1], b[1], w);
+    return array(c[0], c[1], d[0], d[1]);
 }
 
 /// The first position i0 of group g of four elements for `butterfly_pair` with half-span 2^s,
@@ -124,10 +128,9 @@ fn ntt_tile(
             let i0 = ((b >> s) << (s + 1u)) + k;
             let i1 = i0 + (1u << s);
             if (i1 < valid) {
-                let x = tile[i0];
-                let y = tile[i1];
-                tile[i0] = gl_add(x, y);
-                tile[i1] = gl_mul(gl_sub(x, y), twiddle(k, s));
+                let y = butterfly(tile[i0], tile[i1], twiddle(k, s));
+                tile[i0] = y[0];
+                tile[i1] = y[1];
             }
         }
         workgroupBarrier();
