@@ -7,7 +7,7 @@
 //! apart from the stages lets every stage take the same description of the work.
 
 use miden_crypto::Felt;
-use winter_math::{FieldElement, StarkField};
+use winter_math::{fft::permute_index, FieldElement, StarkField};
 
 use super::{memory::Footprint, tables};
 use crate::{
@@ -82,7 +82,7 @@ impl<'a> Plan<'a> {
             None => [(c - first_source) as u32, 0, 0],
             Some(k) => {
                 let (j, comp) = (c / k, c % k);
-                let off = tables::bit_reverse(j, self.log_src - self.log_n);
+                let off = permute_index(1 << (self.log_src - self.log_n), j);
                 [comp as u32, off as u32, j as u32]
             },
         }

@@ -1,10 +1,10 @@
 //! Host-side tables the kernels read: power tables for coefficient scaling, column sources, and
-//! the split of an NTT into fused passes (the twiddles are `host::stage_twiddles`). All roots come from winter-math
-//! (`Felt::get_root_of_unity`), so the transforms are Winterfell's.
+//! the split of an NTT into fused passes (the twiddles are `host::stage_twiddles`). All roots
+//! come from winter-math (`Felt::get_root_of_unity`), so the transforms are Winterfell's.
 
 use miden_crypto::Felt;
 use rayon::prelude::*;
-use winter_math::{FieldElement, StarkField};
+use winter_math::{fft::permute_index, FieldElement, StarkField};
 
 use super::program::NTT_TILE_LOG;
 
@@ -59,7 +59,7 @@ pub(super) fn power_tables(
             out.extend(powers(g, 1 << s, scale));
             let high = powers(g.exp(1u64 << s), 1 << high_bits, Felt::ONE);
             if high_bit_reversed {
-                out.extend((0..high.len()).map(|i| high[bit_reverse(i, high_bits)]));
+                out.extend((0..high.len()).map(|i| high[permute_index(high.len(), i)]));
             } else {
                 out.extend(high);
             }
@@ -72,15 +72,6 @@ pub(super) fn power_tables(
 pub(super) fn coset_bases(shift: Felt, log_lde: u32, blowup: usize) -> Vec<Felt> {
     let root = Felt::get_root_of_unity(log_lde);
     (0..blowup as u64).map(|k| shift * root.exp(k)).collect()
-}
-
-/// Bit reversal of the low `bits` bits of `x`.
-pub(super) fn bit_reverse(x: usize, bits: u32) -> usize {
-    if bits == 0 {
-        0
-    } else {
-        x.reverse_bits() >> (usize::BITS - bits)
-    }
 }
 
 /// One fused NTT pass: butterfly stages of bits [b0, b0 + t_bits), tiles of 2^t_bits strided
@@ -137,7 +128,7 @@ mod tests {
                 let low = Felt::from_mont(natural[r & ((1 << s) - 1)]);
                 assert_eq!(low * Felt::from_mont(natural[(1 << s) + (r >> s)]), want);
                 // the kernel's reading of the reversed layout: position q = rev(r)
-                let q = bit_reverse(r, log_n);
+                let q = permute_index(1 << log_n, r);
                 let high = Felt::from_mont(reversed[(1 << s) + (q & high_mask)]);
                 assert_eq!(Felt::from_mont(reversed[r & ((1 << s) - 1)]) * high, want);
             }

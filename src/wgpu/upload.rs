@@ -1,6 +1,6 @@
-//! Uploads: host bytes are copied in parallel (streaming stores) into mapped staging buffers (pooled, so that
-//! their pinned host memory is reused across calls), and copies from them into the device
-//! arrays are recorded in a batch (ordered before the work recorded after them).
+//! Uploads: host bytes are copied in parallel (streaming stores) into mapped staging buffers
+//! (pooled, so that their pinned host memory is reused across calls), and copies from them into
+//! the device arrays are recorded in a batch (ordered before the work recorded after them).
 
 use rayon::prelude::*;
 
