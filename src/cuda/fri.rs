@@ -121,7 +121,7 @@ pub(super) fn commit_fri(
             t_base: 0,
             row_width: width as u32,
         }
-        .launch(gpu, gpu.kernels.hash_rows(request.hash, false))?;
+        .launch(&gpu.compute, gpu.kernels.hash_rows(request.hash, false))?;
         merkle_levels(gpu, request.hash, leaves.ptr(), nodes.ptr(), rows, 1, &(0..1))?;
         let done = gpu.completion()?;
         let root: Vec<Digest> = download_vec(gpu, state, nodes.ptr() + 32, 1, &done)?;

@@ -175,6 +175,10 @@ pub(super) struct Gpu {
     pub ctx: Arc<CudaContext>,
     /// Kernels and the peer copies that feed them.
     pub compute: Stream,
+    /// A second kernel stream for kernels that may overlap the compute stream's: every other
+    /// row-hash chunk, so that the last wave of one chunk's blocks shares the GPU with the
+    /// next chunk's first.
+    pub side: Stream,
     /// Host transfers.
     pub copy: Stream,
     pub kernels: Kernels,
@@ -194,6 +198,7 @@ impl Gpu {
             ordinal,
             name,
             compute: Stream::new(&ctx)?,
+            side: Stream::new(&ctx)?,
             copy: Stream::new(&ctx)?,
             kernels,
             _module: module,
@@ -275,8 +280,13 @@ impl Gpu {
 
     /// An event recorded now on the compute stream: what other streams wait on.
     pub(super) fn completion(&self) -> DriverResult<Event> {
+        self.completion_on(&self.compute)
+    }
+
+    /// An event recorded now on `stream`, one of this GPU's.
+    pub(super) fn completion_on(&self, stream: &Stream) -> DriverResult<Event> {
         let event = Event::new(&self.ctx)?;
-        event.record(&self.compute)?;
+        event.record(stream)?;
         Ok(event)
     }
 

@@ -3,11 +3,12 @@
 //! The rows of a pass are hashed in chunks straight from the LDE (one GPU) or from the slab
 //! gathered from every GPU (several): each thread absorbs one row with the permutation in
 //! registers, writes its leaf and its row-major copy for the host. One event after each chunk
-//! lets that chunk's rows download while later chunks hash. The Merkle levels then reduce this
-//! GPU's blocks of leaves to the block roots.
+//! lets that chunk's rows download while later chunks hash. The chunks alternate between the
+//! compute and side streams, so that each launch's last, partial wave of blocks overlaps the
+//! next launch. The Merkle levels then reduce this GPU's blocks of leaves to the block roots.
 
 use super::{
-    driver::{DriverResult, Event},
+    driver::{DriverResult, Event, Stream},
     gpu::{Gpu, GpuState},
     launch::{kernel_args, Kernel},
     plan::{Passes, Plan, Share},
@@ -50,6 +51,8 @@ pub(super) fn enqueue_hash(
     };
     let kernel = gpu.kernels.hash_rows(plan.hash, plan.part != 0);
     let chunk_t = (HASH_CHUNK_ROWS >> log_c).max(1);
+    // both streams start after the work enqueued so far (the LDE, or the gather)
+    gpu.side.wait(&gpu.completion()?)?;
     let mut chunks = Vec::new();
     let mut t0 = share.t.start;
     while t0 < share.t.end {
@@ -57,6 +60,7 @@ pub(super) fn enqueue_hash(
         let size =
             if share.t.end - t0 <= chunk_t { (chunk_t / LAST_CHUNK_SPLIT).max(1) } else { chunk_t };
         let t1 = (t0 + size).min(share.t.end);
+        let stream = if chunks.len() % 2 == 0 { &gpu.compute } else { &gpu.side };
         HashRowsArgs {
             src: base + ((t0 - share.t.start) * 8) as u64,
             k_stride: k_stride as u64,
@@ -74,10 +78,12 @@ pub(super) fn enqueue_hash(
             t_base: share.t.start as u64,
             row_width: shape.row_width as u32,
         }
-        .launch(gpu, kernel)?;
-        chunks.push((t0..t1, gpu.completion()?));
+        .launch(stream, kernel)?;
+        chunks.push((t0..t1, gpu.completion_on(stream)?));
         t0 = t1;
     }
+    // the compute stream's later work (the tree, the next pass) follows every chunk
+    gpu.compute.wait(&gpu.completion_on(&gpu.side)?)?;
     Ok(HashedChunks { pass, chunks })
 }
 
@@ -122,9 +128,9 @@ pub(super) struct HashRowsArgs {
 }
 
 impl HashRowsArgs {
-    /// Launches `kernel` on `gpu`'s compute stream over `t_count` rows of each of the
-    /// `2^log_cosets` cosets, `kernel.lanes()` threads per row.
-    pub(super) fn launch(self, gpu: &Gpu, kernel: &Kernel) -> DriverResult<()> {
+    /// Launches `kernel` on `stream` over `t_count` rows of each of the `2^log_cosets` cosets,
+    /// `kernel.lanes()` threads per row.
+    pub(super) fn launch(self, stream: &Stream, kernel: &Kernel) -> DriverResult<()> {
         let Self {
             mut src,
             mut k_stride,
@@ -151,7 +157,7 @@ impl HashRowsArgs {
         // for the addressed rows.
         unsafe {
             kernel.launch(
-                &gpu.compute,
+                stream,
                 threads.div_ceil(HASH_BLOCK as usize) as u32,
                 HASH_BLOCK,
                 &mut args,

@@ -60,7 +60,7 @@ pub(super) fn hash_rows(
         t_base: 0,
         row_width: lde.row_width as u32,
     }
-    .launch(gpu, gpu.kernels.hash_rows(hash, part != 0))?;
+    .launch(&gpu.compute, gpu.kernels.hash_rows(hash, part != 0))?;
     let done = gpu.completion()?;
     download_vec(gpu, state, leaves, num_rows, &done)
 }

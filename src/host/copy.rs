@@ -8,8 +8,20 @@
 
 use rayon::prelude::*;
 
-/// Bytes per parallel task.
+/// Bytes per parallel task, at most.
 const TASK_BYTES: usize = 1 << 20;
+
+/// Bytes per parallel task, at least.
+const MIN_TASK_BYTES: usize = 64 << 10;
+
+/// Bytes per task of a copy of `len` bytes: at most [`TASK_BYTES`], and small enough for two
+/// tasks per thread where that leaves them [`MIN_TASK_BYTES`] or more (a trace column of
+/// 8 MiB in 1 MiB tasks kept only 8 of 16 threads busy).
+fn task_bytes(len: usize) -> usize {
+    len.div_ceil(2 * rayon::current_num_threads())
+        .next_multiple_of(4096)
+        .clamp(MIN_TASK_BYTES, TASK_BYTES)
+}
 
 /// Copies `len` bytes from `src` to `dst` with all cores.
 ///
@@ -17,11 +29,12 @@ const TASK_BYTES: usize = 1 << 20;
 /// Both ranges must be valid for `len` bytes and must not overlap.
 pub(crate) unsafe fn par_copy(dst: *mut u8, src: *const u8, len: usize) {
     let (to, from) = (dst as usize, src as usize);
-    (0..len.div_ceil(TASK_BYTES)).into_par_iter().for_each(|task| {
-        let at = task * TASK_BYTES;
+    let task_len = task_bytes(len);
+    (0..len.div_ceil(task_len)).into_par_iter().for_each(|task| {
+        let at = task * task_len;
         // SAFETY: bytes at..at + n of both ranges (see the function's contract).
         unsafe {
-            stream_copy((to + at) as *mut u8, (from + at) as *const u8, TASK_BYTES.min(len - at))
+            stream_copy((to + at) as *mut u8, (from + at) as *const u8, task_len.min(len - at))
         }
     });
 }
@@ -114,6 +127,19 @@ mod tests {
             unsafe { par_copy(dst.as_mut_ptr().add(skew), src.as_ptr().add(64 - skew), len) };
             assert_eq!(&dst[skew..skew + len], &src[64 - skew..64 - skew + len], "len {len}");
             assert!(dst[..skew].iter().chain(&dst[skew + len..]).all(|&b| b == 0), "len {len}");
+        }
+    }
+
+    #[test]
+    fn tasks_keep_every_thread_busy_within_their_bounds() {
+        let threads = rayon::current_num_threads();
+        for len in [0, 1, 64 << 10, 3 << 20, 8 << 20, 32 << 20, 1 << 30] {
+            let task = task_bytes(len);
+            assert!((MIN_TASK_BYTES..=TASK_BYTES).contains(&task), "len {len}: task {task}");
+            assert_eq!(task % 4096, 0, "len {len}");
+            if len >= 2 * threads * MIN_TASK_BYTES {
+                assert!(len.div_ceil(task) >= threads, "len {len}: {task}-byte tasks");
+            }
         }
     }
 
