@@ -14,13 +14,11 @@ const TASK_BYTES: usize = 1 << 20;
 /// Bytes per parallel task, at least.
 const MIN_TASK_BYTES: usize = 64 << 10;
 
-/// Bytes per task of a copy of `len` bytes: at most [`TASK_BYTES`], and small enough for two
-/// tasks per thread where that leaves them [`MIN_TASK_BYTES`] or more (a trace column of
-/// 8 MiB in 1 MiB tasks kept only 8 of 16 threads busy).
-fn task_bytes(len: usize) -> usize {
-    len.div_ceil(2 * rayon::current_num_threads())
-        .next_multiple_of(4096)
-        .clamp(MIN_TASK_BYTES, TASK_BYTES)
+/// Bytes per task of a copy of `len` bytes on `threads` threads: at most [`TASK_BYTES`], and
+/// small enough for two tasks per thread where that leaves them [`MIN_TASK_BYTES`] or more (a
+/// trace column of 8 MiB in 1 MiB tasks kept only 8 of 16 threads busy).
+fn task_bytes(len: usize, threads: usize) -> usize {
+    len.div_ceil(2 * threads).next_multiple_of(4096).clamp(MIN_TASK_BYTES, TASK_BYTES)
 }
 
 /// Copies `len` bytes from `src` to `dst` with all cores.
@@ -29,7 +27,7 @@ fn task_bytes(len: usize) -> usize {
 /// Both ranges must be valid for `len` bytes and must not overlap.
 pub(crate) unsafe fn par_copy(dst: *mut u8, src: *const u8, len: usize) {
     let (to, from) = (dst as usize, src as usize);
-    let task_len = task_bytes(len);
+    let task_len = task_bytes(len, rayon::current_num_threads());
     (0..len.div_ceil(task_len)).into_par_iter().for_each(|task| {
         let at = task * task_len;
         // SAFETY: bytes at..at + n of both ranges (see the function's contract).
@@ -132,13 +130,16 @@ mod tests {
 
     #[test]
     fn tasks_keep_every_thread_busy_within_their_bounds() {
-        let threads = rayon::current_num_threads();
-        for len in [0, 1, 64 << 10, 3 << 20, 8 << 20, 32 << 20, 1 << 30] {
-            let task = task_bytes(len);
-            assert!((MIN_TASK_BYTES..=TASK_BYTES).contains(&task), "len {len}: task {task}");
-            assert_eq!(task % 4096, 0, "len {len}");
-            if len >= 2 * threads * MIN_TASK_BYTES {
-                assert!(len.div_ceil(task) >= threads, "len {len}: {task}-byte tasks");
+        // thread counts of small and large hosts, whatever this machine has
+        for threads in [1, 2, 16, 64] {
+            for len in [0, 1, 64 << 10, 3 << 20, 8 << 20, 32 << 20, 1 << 30] {
+                let task = task_bytes(len, threads);
+                let at = format!("{len} bytes on {threads} threads: {task}-byte tasks");
+                assert!((MIN_TASK_BYTES..=TASK_BYTES).contains(&task), "{at}");
+                assert_eq!(task % 4096, 0, "{at}");
+                if len >= 2 * threads * MIN_TASK_BYTES {
+                    assert!(len.div_ceil(task) >= threads, "{at}");
+                }
             }
         }
     }
