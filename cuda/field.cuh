@@ -136,6 +136,33 @@ __device__ __forceinline__ u64 gl_mul(u64 a, u64 b) {
     return gl_mont_reduce(t0, t1, t2, t3);
 }
 
+/// a·b in Montgomery form, the same word as `gl_mul`, its carries on the multiply pipe: the
+/// products a0·b0 and a1·b1 are wide, and the cross products are added into them by
+/// multiply-add carry chains (`mad.lo.cc`, `madc.hi.cc`), where `gl_mul` adds four halves with
+/// the integer ALU. For kernels bound by the ALU rather than the multiply pipe (the NTTs).
+__device__ __forceinline__ u64 gl_mul_fma(u64 a, u64 b) {
+    const u32 a0 = (u32)a, a1 = (u32)(a >> 32);
+    const u32 b0 = (u32)b, b1 = (u32)(b >> 32);
+    u32 t0, t1, t2, t3;
+    asm("{\n\t"
+        ".reg .u32 h00, l11;\n\t"
+        ".reg .u64 p;\n\t"
+        "mul.wide.u32 p, %4, %6;\n\t"
+        "mov.b64 {%0, h00}, p;\n\t"
+        "mul.wide.u32 p, %5, %7;\n\t"
+        "mov.b64 {l11, %3}, p;\n\t"
+        "mad.lo.cc.u32 %1, %4, %7, h00;\n\t"
+        "madc.hi.cc.u32 %2, %4, %7, l11;\n\t"
+        "addc.u32 %3, %3, 0;\n\t"
+        "mad.lo.cc.u32 %1, %5, %6, %1;\n\t"
+        "madc.hi.cc.u32 %2, %5, %6, %2;\n\t"
+        "addc.u32 %3, %3, 0;\n\t"
+        "}"
+        : "=r"(t0), "=r"(t1), "=r"(t2), "=r"(t3)
+        : "r"(a0), "r"(a1), "r"(b0), "r"(b1));
+    return gl_mont_reduce(t0, t1, t2, t3);
+}
+
 /// a² in Montgomery form, most of its work on the multiply pipe: the cross product a0·a1 is
 /// computed once, doubled by funnel shifts and folded into the a0² and a1² products with
 /// multiply-add carry chains (ptxas adds moves and shifts on the same pipe).

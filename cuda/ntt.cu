@@ -1,13 +1,14 @@
-// Batched NTTs and coefficient scaling for the LDE (needs field.cuh).
+// Batched NTTs, coefficient scaling and the coset evaluation of the LDE (needs field.cuh).
 //
 // Data is column-major: a batch of contiguous segments of 2^log_n elements each, one NTT per
 // segment (a column, or one coset of a column's LDE). Transforms run in place:
 // - DIF (Gentleman-Sande): natural order in, bit-reversed order out (interpolation, with inverse
-//   twiddles; the 1/n factor is left to `scale_coefficients`);
+//   twiddles; the 1/n factor is left to the scaling that follows);
 // - DIT (Cooley-Tukey): bit-reversed order in, natural order out (evaluation on each coset).
 // So neither direction needs a bit-reversal pass: `scale_coefficients` reads the bit-reversed
-// coefficients and writes them scaled, either still bit-reversed for the coset DITs or in natural
-// order for the host.
+// coefficients and writes them scaled in natural order for the host, and `coset_ntt_first_pass`
+// reads them, scales them by the powers of a coset's base as it loads them, and runs the first
+// DIT pass over them; `ntt_pass` runs the others.
 
 // FUSED RADIX-2 PASSES
 // ================================================================================================
@@ -15,9 +16,13 @@
 /// Largest tile a block transforms in shared memory (2^12 elements = 32 KiB).
 #define NTT_TILE_LOG 12
 
+// The butterflies multiply with `gl_mul_fma`, which moves the product's carries from the integer
+// ALU, which bounds these passes, to the multiply pipe (on the H200, W1's coset LDE took 15.7 ->
+// 14.4 ms, its interpolation 3.2 -> 3.05 ms).
+
 /// Cooley-Tukey butterfly (DIT): (x, y) <- (x + y·w, x - y·w).
 __device__ __forceinline__ void ntt_butterfly_dit(u64& x, u64& y, u64 w) {
-    const u64 v = gl_mul(y, w);
+    const u64 v = gl_mul_fma(y, w);
     y = gl_sub(x, v);
     x = gl_add(x, v);
 }
@@ -25,7 +30,7 @@ __device__ __forceinline__ void ntt_butterfly_dit(u64& x, u64& y, u64 w) {
 /// Gentleman-Sande butterfly (DIF): (x, y) <- (x + y, (x - y)·w).
 __device__ __forceinline__ void ntt_butterfly_dif(u64& x, u64& y, u64 w) {
     const u64 sum = gl_add(x, y);
-    y = gl_mul(gl_sub(x, y), w);
+    y = gl_mul_fma(gl_sub(x, y), w);
     x = sum;
 }
 
@@ -48,38 +53,15 @@ __device__ __forceinline__ ButterflyGroup butterfly_group(u32 u, u32 t, u32 span
     return group;
 }
 
-/// Runs the butterfly stages of bits [b0, b0 + t_bits) of every segment: stage `b` pairs
-/// elements 2^b apart, with twiddle w^(j·2^(log_n-1-b)), j = index mod 2^b: entry 2^b + j of
-/// the stage-by-stage table of the segment's root (inverse root for DIF; see
-/// `host/twiddles.rs`), so a warp's twiddle reads are consecutive words.
-///
-/// A block loads a tile of 2^t_bits elements 2^b0 apart (the butterfly groups of these stages)
-/// times 2^c_bits consecutive low indices (so global reads and writes are coalesced), runs all
-/// t_bits stages in shared memory, two at a time, and writes the tile back. DIT runs the stages
-/// upward, DIF downward; the host splits log_n into passes with t_bits + c_bits <= NTT_TILE_LOG.
-extern "C" __global__ void __launch_bounds__(256) ntt_pass(u64* data, const u64* twiddles,
-                                                           u32 log_n, u32 b0, u32 t_bits,
-                                                           u32 c_bits, u32 dif) {
-    __shared__ u64 tile[1 << NTT_TILE_LOG];
-    const u32 tile_log = t_bits + c_bits;
-    const u32 tiles_log = log_n - tile_log;  // tiles per segment, log2
-    const u64 segment = blockIdx.x >> tiles_log;
-    const u32 tile_id = blockIdx.x & ((1u << tiles_log) - 1);
-    const u32 low_groups_log = b0 - c_bits;
-    const u32 low_base = (tile_id & ((1u << low_groups_log) - 1)) << c_bits;
-    const u32 high = tile_id >> low_groups_log;
-    u64* base = data + (segment << log_n) + low_base + ((u64)high << (b0 + t_bits));
-    const u32 size = 1u << tile_log;
-    const u32 c_mask = (1u << c_bits) - 1;
-
-    for (u32 e = threadIdx.x; e < size; e += blockDim.x) {
-        tile[e] = base[((u64)(e >> c_bits) << b0) + (e & c_mask)];
-    }
+/// Runs the butterfly stages of bits [b0, b0 + t_bits) of one tile in shared memory (see
+/// `ntt_pass`), two at a time where they can be: each thread takes the 4 elements that differ in
+/// the two stages' bits through both stages in registers (half the shared-memory traffic and
+/// barriers of one stage at a time); an odd last stage runs alone. Starts and ends with a
+/// barrier, so the tile may be written before and read after.
+__device__ __forceinline__ void ntt_tile_stages(u64* tile, const u64* twiddles, u32 b0,
+                                                u32 t_bits, u32 c_bits, u32 low_base, u32 dif) {
+    const u32 size = 1u << (t_bits + c_bits);
     __syncthreads();
-
-    // stages two at a time where they can be: each thread takes the 4 elements that differ in
-    // the two stages' bits through both stages in registers (half the shared-memory traffic and
-    // barriers of one stage at a time); an odd last stage runs alone
     for (u32 step = 0; step < t_bits;) {
         if (step + 1 < t_bits) {
             const u32 t = dif ? t_bits - 2 - step : step;  // the lower of the two stages' bits
@@ -132,7 +114,36 @@ extern "C" __global__ void __launch_bounds__(256) ntt_pass(u64* data, const u64*
         }
         __syncthreads();
     }
+}
 
+/// Runs the butterfly stages of bits [b0, b0 + t_bits) of every segment: stage `b` pairs
+/// elements 2^b apart, with twiddle w^(j·2^(log_n-1-b)), j = index mod 2^b: entry 2^b + j of
+/// the stage-by-stage table of the segment's root (inverse root for DIF; see
+/// `host/twiddles.rs`), so a warp's twiddle reads are consecutive words.
+///
+/// A block loads a tile of 2^t_bits elements 2^b0 apart (the butterfly groups of these stages)
+/// times 2^c_bits consecutive low indices (so global reads and writes are coalesced), runs all
+/// t_bits stages in shared memory and writes the tile back. DIT runs the stages upward, DIF
+/// downward; the host splits log_n into passes with t_bits + c_bits <= NTT_TILE_LOG.
+extern "C" __global__ void __launch_bounds__(256) ntt_pass(u64* data, const u64* twiddles,
+                                                           u32 log_n, u32 b0, u32 t_bits,
+                                                           u32 c_bits, u32 dif) {
+    __shared__ u64 tile[1 << NTT_TILE_LOG];
+    const u32 tile_log = t_bits + c_bits;
+    const u32 tiles_log = log_n - tile_log;  // tiles per segment, log2
+    const u64 segment = blockIdx.x >> tiles_log;
+    const u32 tile_id = blockIdx.x & ((1u << tiles_log) - 1);
+    const u32 low_groups_log = b0 - c_bits;
+    const u32 low_base = (tile_id & ((1u << low_groups_log) - 1)) << c_bits;
+    const u32 high = tile_id >> low_groups_log;
+    u64* base = data + (segment << log_n) + low_base + ((u64)high << (b0 + t_bits));
+    const u32 size = 1u << tile_log;
+    const u32 c_mask = (1u << c_bits) - 1;
+
+    for (u32 e = threadIdx.x; e < size; e += blockDim.x) {
+        tile[e] = base[((u64)(e >> c_bits) << b0) + (e & c_mask)];
+    }
+    ntt_tile_stages(tile, twiddles, b0, t_bits, c_bits, low_base, dif);
     for (u32 e = threadIdx.x; e < size; e += blockDim.x) {
         base[((u64)(e >> c_bits) << b0) + (e & c_mask)] = tile[e];
     }
@@ -140,43 +151,93 @@ extern "C" __global__ void __launch_bounds__(256) ntt_pass(u64* data, const u64*
 
 // COEFFICIENT SCALING
 // ================================================================================================
+//
+// Output column c reads its coefficients from source column col_src[3c], from offset
+// col_src[3c + 1] on at steps of src_stride (a composition column is a strided slice of a
+// component's bit-reversed coefficients), and scales them by the powers of its scale group
+// col_src[3c + 2]. `pow_tables` holds, per (group, slot), 2^s_bits entries scale·g^i and
+// 2^(log_n - s_bits) entries g^(i·2^s_bits), so scale·g^r is one product of a low and a high
+// entry (see `power_tables` in src/cuda/tables.rs).
 
-/// Reads bit-reversed (unnormalized) coefficients and writes them scaled by scale·g^r, where r is
-/// the coefficient's index, for 2^log_slots slots per output column (the cosets of the LDE, or
-/// one slot for the polynomials handed to the host).
-///
-/// Output element g = ((column << log_slots) + slot) << log_n | q. With `natural_out` the output
-/// is in natural order (q = r, read from bit-reversed position p = rev(r)); otherwise it stays
-/// bit-reversed (q = p) for the DIT that follows.
-///
-/// `col_src` holds, per output column: source column, offset within it, scale group; the source
-/// index is column·src_len + p·src_stride + offset (a composition column is a strided slice of a
-/// component's bit-reversed coefficients). `pow_tables` holds, per (group, slot), 2^s_bits
-/// entries scale·g^i and 2^(log_n - s_bits) entries g^(i·2^s_bits), so scale·g^r is one product;
-/// where the output stays bit-reversed the second part is stored at bit-reversed indices (see
-/// `power_tables` in src/cuda/tables.rs), so that a warp reads consecutive entries of it.
+/// Where one output column (in one slot) reads its coefficients and powers.
+struct ColumnSource {
+    const u64* coefficients;  // bit-reversed position p is coefficients[p·stride]
+    u32 stride;
+    const u64* powers;  // the (group, slot) power table
+};
+
+__device__ __forceinline__ ColumnSource column_source(const u64* in, const u32* col_src,
+                                                      const u64* pow_tables, u64 column,
+                                                      u32 slot, u32 log_slots, u32 log_n,
+                                                      u32 s_bits, u64 src_len, u32 src_stride) {
+    const u32* src = col_src + 3 * column;
+    const u64 table_len = (1ull << s_bits) + (1ull << (log_n - s_bits));
+    ColumnSource source;
+    source.coefficients = in + src[0] * src_len + src[1];
+    source.stride = src_stride;
+    source.powers = pow_tables + ((((u64)src[2]) << log_slots) + slot) * table_len;
+    return source;
+}
+
+/// The coefficient at bit-reversed position p times the powers' low entry `low` and high entry
+/// `high`, canonical.
+__device__ __forceinline__ u64 scaled_coefficient(const ColumnSource& source, u32 p, u32 low,
+                                                  u32 high, u32 s_bits) {
+    const u64 w = gl_mul_fma(source.powers[low], source.powers[(1u << s_bits) + high]);
+    return gl_canonical(gl_mul_fma(source.coefficients[(u64)p * source.stride], w));
+}
+
+/// Writes the polynomials handed to the host: output element column·2^log_n + r (natural order)
+/// is the coefficient at bit-reversed position rev(r) times scale·g^r (the power tables in
+/// natural order, one slot).
 extern "C" __global__ void scale_coefficients(u64* out, const u64* in, const u32* col_src,
-                                              const u64* pow_tables, u32 log_n, u32 log_slots,
-                                              u32 s_bits, u64 src_len, u32 src_stride,
-                                              u32 natural_out, u64 total) {
+                                              const u64* pow_tables, u32 log_n, u32 s_bits,
+                                              u64 src_len, u32 src_stride, u64 total) {
     const u64 n_mask = (1ull << log_n) - 1;
     const u32 s_mask = (1u << s_bits) - 1;
-    const u64 table_len = (1ull << s_bits) + (1ull << (log_n - s_bits));
     for (u64 g = blockIdx.x * (u64)blockDim.x + threadIdx.x; g < total;
          g += (u64)gridDim.x * blockDim.x) {
-        const u32 q = (u32)(g & n_mask);
-        const u64 column_slot = g >> log_n;
-        const u32 slot = (u32)(column_slot & ((1u << log_slots) - 1));
-        const u64 column = column_slot >> log_slots;
-        const u32 rev = __brev(q) >> (32 - log_n);
-        const u32 p = natural_out ? rev : q;
-        const u32 r = natural_out ? q : rev;
-        const u32* src = col_src + 3 * column;
-        const u64 v = in[src[0] * src_len + (u64)p * src_stride + src[1]];
-        const u64* table = pow_tables + ((((u64)src[2]) << log_slots) + slot) * table_len;
-        // r >> s_bits = rev(q mod 2^(log_n - s_bits)) when r = rev(q)
-        const u32 high = natural_out ? r >> s_bits : q & ((1u << (log_n - s_bits)) - 1);
-        const u64 w = gl_mul(table[r & s_mask], table[(1ull << s_bits) + high]);
-        out[g] = gl_canonical(gl_mul(v, w));
+        const u32 r = (u32)(g & n_mask);
+        const ColumnSource source =
+            column_source(in, col_src, pow_tables, g >> log_n, 0, 0, log_n, s_bits, src_len,
+                          src_stride);
+        const u32 p = __brev(r) >> (32 - log_n);
+        out[g] = scaled_coefficient(source, p, r & s_mask, r >> s_bits, s_bits);
     }
+}
+
+// COSET EVALUATION
+// ================================================================================================
+
+/// The first DIT pass of the coset LDE, with the coefficient scaling in its loads: segment
+/// (column, slot) of `out` is output column `column` over the coset of the slot's base g, and
+/// its position q starts as the coefficient at bit-reversed position q (as the interpolation left
+/// it) times scale·g^r, r = rev(q). Then the stages of bits [0, t_bits) run as `ntt_pass` runs
+/// them (b0 = 0, c_bits = 0: tiles of 2^t_bits consecutive positions). The high part of the power
+/// tables is stored at bit-reversed indices here: r >> s_bits = rev(q mod 2^(log_n - s_bits)), so
+/// a warp reads consecutive entries.
+extern "C" __global__ void __launch_bounds__(256)
+    coset_ntt_first_pass(u64* out, const u64* in, const u32* col_src, const u64* pow_tables,
+                         const u64* twiddles, u32 log_n, u32 t_bits, u32 log_slots, u32 s_bits,
+                         u64 src_len, u32 src_stride) {
+    __shared__ u64 tile[1 << NTT_TILE_LOG];
+    const u32 tiles_log = log_n - t_bits;  // tiles per segment, log2
+    const u64 segment = blockIdx.x >> tiles_log;
+    const u32 first = (blockIdx.x & ((1u << tiles_log) - 1)) << t_bits;
+    const ColumnSource source =
+        column_source(in, col_src, pow_tables, segment >> log_slots,
+                      (u32)segment & ((1u << log_slots) - 1), log_slots, log_n, s_bits, src_len,
+                      src_stride);
+    const u32 size = 1u << t_bits;
+    const u32 s_mask = (1u << s_bits) - 1;
+    const u32 high_mask = (1u << (log_n - s_bits)) - 1;
+
+    for (u32 e = threadIdx.x; e < size; e += blockDim.x) {
+        const u32 q = first + e;
+        const u32 r = __brev(q) >> (32 - log_n);
+        tile[e] = scaled_coefficient(source, q, r & s_mask, q & high_mask, s_bits);
+    }
+    ntt_tile_stages(tile, twiddles, 0, t_bits, 0, 0, 0);
+    u64* base = out + (segment << log_n) + first;
+    for (u32 e = threadIdx.x; e < size; e += blockDim.x) base[e] = tile[e];
 }

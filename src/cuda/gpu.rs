@@ -24,6 +24,7 @@ struct HashKernels {
 pub(super) struct Kernels {
     pub ntt_pass: Kernel,
     pub scale_coefficients: Kernel,
+    pub coset_ntt_first_pass: Kernel,
     hashes: HashMap<HashFunction, HashKernels>,
     pub fri_spread: Kernel,
     pub fri_to_slots: Kernel,
@@ -54,6 +55,7 @@ impl Kernels {
         Ok(Self {
             ntt_pass: k("ntt_pass")?,
             scale_coefficients: k("scale_coefficients")?,
+            coset_ntt_first_pass: k("coset_ntt_first_pass")?,
             hashes,
             fri_spread: k("fri_spread")?,
             fri_to_slots: k("fri_to_slots")?,

@@ -2,11 +2,11 @@
 //!
 //! The source columns go up through the pinned ring in groups; each group's inverse NTTs (DIF,
 //! inverse twiddles) start as soon as its upload is done. `scale_coefficients` then writes the
-//! natural-order polynomials (downloaded for the host) and the bit-reversed coefficients times
-//! the powers of each coset's base, and forward NTTs (DIT) turn those into the evaluations over
-//! the cosets of a pass: the LDE buffer holds them column by column, coset by coset. The kernels
-//! run on the GPU's compute stream, which an event orders after each group's upload on the copy
-//! stream.
+//! natural-order polynomials (downloaded for the host), and forward NTTs (DIT), whose first pass
+//! scales the bit-reversed coefficients by the powers of each coset's base as it loads them, turn
+//! those into the evaluations over the cosets of a pass: the LDE buffer holds them column by
+//! column, coset by coset. The kernels run on the GPU's compute stream, which an event orders
+//! after each group's upload on the copy stream.
 
 use miden_crypto::Felt;
 use winter_math::FieldElement;
@@ -17,7 +17,7 @@ use super::{
     launch::kernel_args,
     plan::{Passes, Plan, Share},
     program::NTT_BLOCK,
-    tables,
+    tables::{self, NttPass},
     timeline::{Stage, Timeline},
 };
 use crate::error::Result;
@@ -126,10 +126,8 @@ impl Upload {
             bufs.col_src.get(&gpu.ctx, 0)? + (group.start * 12) as u64,
             bufs.polys_tables.get(&gpu.ctx, 0)?,
             plan.log_n,
-            0,
             m,
             m / n,
-            true,
             group.len(),
         )?;
         timeline.mark(gpu, Stage::Interpolate)?;
@@ -159,9 +157,10 @@ pub(super) fn enqueue_pass_lde(
     gpu.completion()
 }
 
-/// Scales the bit-reversed coefficients of local columns `group` by the powers of pass `pass`'s
-/// coset bases and runs their DITs: the LDE buffer then holds those columns over the pass's
-/// cosets (column by column, coset by coset).
+/// Evaluates local columns `group` over pass `pass`'s cosets: the first DIT pass scales the
+/// bit-reversed coefficients by the powers of each coset's base as it loads them, the others run
+/// in place. The LDE buffer then holds those columns over the pass's cosets (column by column,
+/// coset by coset).
 fn coset_lde(
     gpu: &Gpu,
     state: &mut GpuState,
@@ -174,24 +173,24 @@ fn coset_lde(
     let m = plan.sources[0].len();
     let table_len = tables::power_table_len(plan.log_n);
     let pass_tables = (pass * plan.scales.len() * passes.cosets * table_len * 8) as u64;
-    let twiddles_fwd = gpu.twiddles(state, plan.log_n, false)?;
+    let twiddles = gpu.twiddles(state, plan.log_n, false)?;
     let bufs = &mut state.buffers;
-    let group_lde =
-        bufs.lde.get(&gpu.ctx, 0)? + ((group.start << passes.log_cosets) * n * 8) as u64;
-    scale(
-        gpu,
-        group_lde,
-        bufs.source.get(&gpu.ctx, 0)?,
-        bufs.col_src.get(&gpu.ctx, 0)? + (group.start * 12) as u64,
-        bufs.lde_tables.get(&gpu.ctx, 0)? + pass_tables,
-        plan.log_n,
-        passes.log_cosets,
-        m,
-        m / n,
-        false,
-        group.len(),
-    )?;
-    ntt(gpu, group_lde, group.len() << passes.log_cosets, plan.log_n, twiddles_fwd, false)
+    let segments = group.len() << passes.log_cosets;
+    let lde = bufs.lde.get(&gpu.ctx, 0)? + ((group.start << passes.log_cosets) * n * 8) as u64;
+    let sources = CosetSources {
+        input: bufs.source.get(&gpu.ctx, 0)?,
+        col_src: bufs.col_src.get(&gpu.ctx, 0)? + (group.start * 12) as u64,
+        pow_tables: bufs.lde_tables.get(&gpu.ctx, 0)? + pass_tables,
+        src_len: m as u64,
+        src_stride: (m / n) as u32,
+        log_slots: passes.log_cosets,
+    };
+    // a column has at least 2 coefficients (`CommitRequest::validate`), so there is a first pass
+    let mut dit = tables::ntt_passes(plan.log_n).into_iter();
+    if let Some(first) = dit.next() {
+        coset_first_pass(gpu, lde, &sources, segments, plan.log_n, twiddles, first)?;
+    }
+    dit.try_for_each(|pass| ntt_pass(gpu, lde, segments, plan.log_n, twiddles, pass, false))
 }
 
 // KERNEL LAUNCHES
@@ -210,22 +209,37 @@ pub(super) fn ntt(
     if dif {
         passes.reverse();
     }
-    for pass in passes {
-        let tile_log = pass.t_bits + pass.c_bits;
-        let grid = (segments << (log_n - tile_log)) as u32;
-        let block = NTT_BLOCK.min(1 << (tile_log - 1));
-        let (mut data, mut twiddles, mut log_n) = (data, twiddles, log_n);
-        let (mut b0, mut t_bits, mut c_bits, mut dif) =
-            (pass.b0, pass.t_bits, pass.c_bits, dif as u32);
-        let mut args = kernel_args!(data, twiddles, log_n, b0, t_bits, c_bits, dif);
-        // SAFETY: arguments match `ntt_pass`; data holds segments·2^log_n words, the twiddle
-        // table 2^log_n.
-        unsafe { gpu.kernels.ntt_pass.launch(&gpu.compute, grid, block, &mut args)? };
-    }
-    Ok(())
+    passes
+        .into_iter()
+        .try_for_each(|pass| ntt_pass(gpu, data, segments, log_n, twiddles, pass, dif))
 }
 
-/// Enqueues `scale_coefficients` over `cols` output columns and 2^log_slots slots each.
+/// Threads per block of a pass over tiles of 2^(t_bits + c_bits) elements (two per thread at
+/// least).
+fn ntt_block(pass: &NttPass) -> u32 {
+    NTT_BLOCK.min(1 << (pass.t_bits + pass.c_bits - 1))
+}
+
+/// Enqueues one `ntt_pass` over `segments` segments of 2^log_n elements.
+fn ntt_pass(
+    gpu: &Gpu,
+    data: u64,
+    segments: usize,
+    log_n: u32,
+    twiddles: u64,
+    pass: NttPass,
+    dif: bool,
+) -> DriverResult<()> {
+    let grid = (segments << (log_n - pass.t_bits - pass.c_bits)) as u32;
+    let (mut data, mut twiddles, mut log_n) = (data, twiddles, log_n);
+    let (mut b0, mut t_bits, mut c_bits, mut dif) = (pass.b0, pass.t_bits, pass.c_bits, dif as u32);
+    let mut args = kernel_args!(data, twiddles, log_n, b0, t_bits, c_bits, dif);
+    // SAFETY: arguments match `ntt_pass`; data holds segments·2^log_n words, the twiddle table
+    // 2^log_n.
+    unsafe { gpu.kernels.ntt_pass.launch(&gpu.compute, grid, ntt_block(&pass), &mut args) }
+}
+
+/// Enqueues `scale_coefficients` over `cols` output columns: their natural-order polynomials.
 #[allow(clippy::too_many_arguments)]
 fn scale(
     gpu: &Gpu,
@@ -234,21 +248,55 @@ fn scale(
     col_src: u64,
     tables: u64,
     log_n: u32,
-    log_slots: u32,
     src_len: usize,
     src_stride: usize,
-    natural_out: bool,
     cols: usize,
 ) -> DriverResult<()> {
-    let total = ((cols << log_slots) << log_n) as u64;
+    let total = (cols << log_n) as u64;
     let grid = total.div_ceil(256).min(132 * 64) as u32;
     let (mut out, mut input, mut col_src, mut tables) = (out, input, col_src, tables);
-    let (mut log_n, mut log_slots, mut s_bits) = (log_n, log_slots, tables::split_bits(log_n));
-    let (mut src_len, mut src_stride, mut natural, mut total) =
-        (src_len as u64, src_stride as u32, natural_out as u32, total);
-    let mut args = kernel_args!(
-        out, input, col_src, tables, log_n, log_slots, s_bits, src_len, src_stride, natural, total
-    );
+    let (mut log_n, mut s_bits) = (log_n, tables::split_bits(log_n));
+    let (mut src_len, mut src_stride, mut total) = (src_len as u64, src_stride as u32, total);
+    let mut args =
+        kernel_args!(out, input, col_src, tables, log_n, s_bits, src_len, src_stride, total);
     // SAFETY: arguments match `scale_coefficients`; buffers were sized for these shapes.
     unsafe { gpu.kernels.scale_coefficients.launch(&gpu.compute, grid, 256, &mut args) }
+}
+
+/// Where `coset_ntt_first_pass` reads a group's coefficients and powers.
+struct CosetSources {
+    input: u64,
+    col_src: u64,
+    pow_tables: u64,
+    src_len: u64,
+    src_stride: u32,
+    log_slots: u32,
+}
+
+/// Enqueues `coset_ntt_first_pass` (DIT pass `pass`, the first) over `segments` segments of
+/// 2^log_n elements of `out`: columns times 2^log_slots cosets.
+fn coset_first_pass(
+    gpu: &Gpu,
+    out: u64,
+    sources: &CosetSources,
+    segments: usize,
+    log_n: u32,
+    twiddles: u64,
+    pass: NttPass,
+) -> DriverResult<()> {
+    let grid = (segments << (log_n - pass.t_bits)) as u32;
+    let CosetSources {
+        mut input, mut col_src, mut pow_tables, mut src_len, mut src_stride, ..
+    } = *sources;
+    let (mut out, mut twiddles, mut log_n, mut t_bits) = (out, twiddles, log_n, pass.t_bits);
+    let (mut log_slots, mut s_bits) = (sources.log_slots, tables::split_bits(log_n));
+    let mut args = kernel_args!(
+        out, input, col_src, pow_tables, twiddles, log_n, t_bits, log_slots, s_bits, src_len,
+        src_stride
+    );
+    // SAFETY: arguments match `coset_ntt_first_pass`; `out` holds segments·2^log_n words, the
+    // column sources and power tables were uploaded for these columns and cosets.
+    unsafe {
+        gpu.kernels.coset_ntt_first_pass.launch(&gpu.compute, grid, ntt_block(&pass), &mut args)
+    }
 }

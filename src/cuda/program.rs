@@ -84,9 +84,10 @@ const FRI: &str = include_str!("../../cuda/fri.cu");
 const DEEP: &str = include_str!("../../cuda/deep.cu");
 
 /// Every kernel the backend launches.
-pub const KERNELS: [&str; 29] = [
+pub const KERNELS: [&str; 30] = [
     "ntt_pass",
     "scale_coefficients",
+    "coset_ntt_first_pass",
     "hash_rows_rpo",
     "hash_rows_rpo_partitioned",
     "hash_rows_rpx",
