@@ -84,9 +84,6 @@ pub(super) fn commit(
         );
     }
 
-    // results on the host
-    let mut host = HostResults::reserve(&shape, download_polys)?;
-
     // 1. upload, interpolate, and the first pass's LDE, column group by column group, the GPUs
     //    taking turns so that all of them start early
     let coset_tables = plan.coset_tables(cosets);
@@ -105,6 +102,10 @@ pub(super) fn commit(
             }
         }
     }
+    // results on the host, reserved once the GPUs have the inputs' transforms queued, so that
+    // allocating them (dozens of vectors, a fraction of a millisecond) delays no kernel; on an
+    // error here the queued work finishes on its own, in buffers the GPU states keep
+    let mut host = HostResults::reserve(&shape, download_polys)?;
     // the page faults of the large results happen while the GPUs compute, once the host has
     // staged the inputs (faulting beside the upload's copies slowed them tenfold); joined on
     // drop, before the vectors are freed

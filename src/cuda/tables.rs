@@ -11,17 +11,22 @@ use super::program::NTT_TILE_LOG;
 /// Consecutive low indices a tile of a later NTT pass holds (2^4 elements = 128 bytes).
 const NTT_LOW_BITS: u32 = 4;
 
-/// scale·g^i for i < count, computed in parallel chunks.
+/// scale·g^i for i < count, computed in parallel chunks (one chunk on the calling thread).
 fn powers(g: Felt, count: usize, scale: Felt) -> Vec<u64> {
     const CHUNK: usize = 1 << 14;
-    let mut out = vec![0u64; count];
-    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
+    let fill = |(c, chunk): (usize, &mut [u64])| {
         let mut x = scale * g.exp((c * CHUNK) as u64);
         for slot in chunk {
             *slot = x.inner();
             x *= g;
         }
-    });
+    };
+    let mut out = vec![0u64; count];
+    if count <= CHUNK {
+        fill((0, &mut out));
+    } else {
+        out.par_chunks_mut(CHUNK).enumerate().for_each(fill);
+    }
     out
 }
 
@@ -36,7 +41,8 @@ pub(super) fn power_table_len(log_n: u32) -> usize {
     (1 << s) + (1 << (log_n - s))
 }
 
-/// Power tables for `scale_coefficients`: for each scale (outer) and each base (inner), the
+/// Power tables for `scale_coefficients` and `coset_ntt_first_pass`, one (scale, base) pair per
+/// parallel task: for each scale (outer) and each base (inner), the
 /// entries scale·g^i (i < 2^s) then g^(i·2^s) (i < 2^(log_n - s)), so that
 /// `scale·g^r = lo[r mod 2^s] · hi[r >> s]` is one product.
 ///
@@ -53,19 +59,22 @@ pub(super) fn power_tables(
 ) -> Vec<u64> {
     let s = split_bits(log_n);
     let high_bits = log_n - s;
-    let mut out = Vec::with_capacity(scales.len() * bases.len() * power_table_len(log_n));
-    for &scale in scales {
-        for &g in bases {
-            out.extend(powers(g, 1 << s, scale));
+    let pairs: Vec<(Felt, Felt)> =
+        scales.iter().flat_map(|&scale| bases.iter().map(move |&g| (scale, g))).collect();
+    let tables: Vec<Vec<u64>> = pairs
+        .into_par_iter()
+        .map(|(scale, g)| {
+            let mut table = powers(g, 1 << s, scale);
             let high = powers(g.exp(1u64 << s), 1 << high_bits, Felt::ONE);
             if high_bit_reversed {
-                out.extend((0..high.len()).map(|i| high[permute_index(high.len(), i)]));
+                table.extend((0..high.len()).map(|i| high[permute_index(high.len(), i)]));
             } else {
-                out.extend(high);
+                table.extend(high);
             }
-        }
-    }
-    out
+            table
+        })
+        .collect();
+    tables.concat()
 }
 
 /// Bases of the LDE cosets: shift·ω_N^k for k < blowup (ω_N the root of the LDE domain).

@@ -61,12 +61,25 @@ pub(crate) fn zeroed_host<T: ZeroBytes>(len: usize) -> Result<Vec<T>> {
 /// The bytes `len` values of `T` need, or [`GpuError::OutOfMemory`] if that is more than the
 /// machine's memory and swap: where the kernel overcommits, such a reservation succeeds and the
 /// process is killed once its pages are written.
+///
+/// Below the machine's memory alone a request always fits: only above it is `/proc/meminfo` read
+/// again for the swap, which can change (a commitment reserves dozens of vectors: reading the
+/// file for each took 1.5 ms in all).
 fn check_host_room<T>(len: usize) -> Result<u64> {
     let needed = (len as u64).saturating_mul(core::mem::size_of::<T>() as u64);
-    if meminfo_bytes(&["MemTotal:", "SwapTotal:"]).is_some_and(|total| needed > total) {
+    if needed > host_memory()
+        && meminfo_bytes(&["MemTotal:", "SwapTotal:"]).is_some_and(|total| needed > total)
+    {
         return Err(host_out_of_memory(needed));
     }
     Ok(needed)
+}
+
+/// The machine's memory (`MemTotal`, read once: it does not change), or 0 where it cannot be
+/// read.
+fn host_memory() -> u64 {
+    static TOTAL: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TOTAL.get_or_init(|| meminfo_bytes(&["MemTotal:"]).unwrap_or(0))
 }
 
 fn host_out_of_memory(needed: u64) -> GpuError {
