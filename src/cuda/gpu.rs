@@ -125,7 +125,7 @@ pub(super) struct Buffers {
     pub leaves: Scratch,
     /// Merkle nodes in Winterfell's layout, this GPU's subtrees filled.
     pub nodes: Scratch,
-    /// Power tables and column sources for `scale_coefficients`.
+    /// Power tables and column sources for `scale_coefficients` and `coset_ntt_first_pass`.
     pub polys_tables: Scratch,
     pub lde_tables: Scratch,
     pub col_src: Scratch,
