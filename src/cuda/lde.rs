@@ -286,10 +286,15 @@ fn coset_first_pass(
 ) -> DriverResult<()> {
     let grid = (segments << (log_n - pass.t_bits)) as u32;
     let CosetSources {
-        mut input, mut col_src, mut pow_tables, mut src_len, mut src_stride, ..
+        mut input,
+        mut col_src,
+        mut pow_tables,
+        mut src_len,
+        mut src_stride,
+        mut log_slots,
     } = *sources;
     let (mut out, mut twiddles, mut log_n, mut t_bits) = (out, twiddles, log_n, pass.t_bits);
-    let (mut log_slots, mut s_bits) = (sources.log_slots, tables::split_bits(log_n));
+    let mut s_bits = tables::split_bits(log_n);
     let mut args = kernel_args!(
         out, input, col_src, pow_tables, twiddles, log_n, t_bits, log_slots, s_bits, src_len,
         src_stride

@@ -11,22 +11,17 @@ use super::program::NTT_TILE_LOG;
 /// Consecutive low indices a tile of a later NTT pass holds (2^4 elements = 128 bytes).
 const NTT_LOW_BITS: u32 = 4;
 
-/// scale·g^i for i < count, computed in parallel chunks (one chunk on the calling thread).
+/// scale·g^i for i < count, computed in parallel chunks.
 fn powers(g: Felt, count: usize, scale: Felt) -> Vec<u64> {
     const CHUNK: usize = 1 << 14;
-    let fill = |(c, chunk): (usize, &mut [u64])| {
+    let mut out = vec![0u64; count];
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
         let mut x = scale * g.exp((c * CHUNK) as u64);
         for slot in chunk {
             *slot = x.inner();
             x *= g;
         }
-    };
-    let mut out = vec![0u64; count];
-    if count <= CHUNK {
-        fill((0, &mut out));
-    } else {
-        out.par_chunks_mut(CHUNK).enumerate().for_each(fill);
-    }
+    });
     out
 }
 
@@ -42,9 +37,9 @@ pub(super) fn power_table_len(log_n: u32) -> usize {
 }
 
 /// Power tables for `scale_coefficients` and `coset_ntt_first_pass`, one (scale, base) pair per
-/// parallel task: for each scale (outer) and each base (inner), the
-/// entries scale·g^i (i < 2^s) then g^(i·2^s) (i < 2^(log_n - s)), so that
-/// `scale·g^r = lo[r mod 2^s] · hi[r >> s]` is one product.
+/// parallel task: for each scale (outer) and each base (inner), the entries scale·g^i (i < 2^s)
+/// then g^(i·2^s) (i < 2^(log_n - s)), so that `scale·g^r = lo[r mod 2^s] · hi[r >> s]` is one
+/// product.
 ///
 /// With `high_bit_reversed` the high part is stored at bit-reversed indices, for outputs that
 /// stay bit-reversed: there the exponent of position q is r = rev(q), whose high part r >> s is
