@@ -37,7 +37,8 @@ fn main() {
             cuda_multi_chunk_commitment_matches_cpu,
             invalid_device_lists_are_rejected,
             gpu_sets_agree,
-            memory_cap_streams_the_lde_in_coset_groups
+            memory_cap_streams_the_lde_in_coset_groups,
+            memory_cap_counts_the_twiddle_tables
         ])
         .run()
 }
@@ -278,11 +279,10 @@ fn memory_cap_streams_the_lde_in_coset_groups() {
                 match c.commit(request) {
                     Ok(got) => {
                         let passes = c.last_stage_times()[0].passes;
-                        assert_same(
-                            &got,
-                            &want,
-                            &format!("devices {set:?}, cap {limit} B, {passes} passes"),
-                        );
+                        let what = format!("devices {set:?}, cap {limit} B, {passes} passes");
+                        assert_same(&got, &want, &what);
+                        let held = c.device_bytes_held();
+                        assert!(held.iter().all(|&h| h <= limit), "{what}: holds {held:?} B");
                         if passes_seen.last() != Some(&passes) {
                             passes_seen.push(passes);
                         }
@@ -299,4 +299,51 @@ fn memory_cap_streams_the_lde_in_coset_groups() {
             assert!(passes_seen.first() == Some(&1) && passes_seen.len() >= 2, "{passes_seen:?}");
         }
     }
+}
+
+/// The cached twiddle tables count against the memory cap: a 2^23-row trace (two tables of 64
+/// MiB, more than the pipeline buffers of a pass change between one and two passes) under caps
+/// shrinking in 16 MiB steps, each commitment equal to the CPU's and the committer holding no
+/// more than its cap, until the cap is refused.
+fn memory_cap_counts_the_twiddle_tables() {
+    let device = committer().devices()[0];
+    let mut rng = StdRng::seed_from_u64(23);
+    let columns = random_columns(&mut rng, 1, 1 << 23);
+    let refs: Vec<&[Felt]> = columns.iter().map(|c| c.as_slice()).collect();
+    let request = CommitRequest {
+        input: PolyInput::Trace { columns: &refs },
+        blowup: 2,
+        row_hashing: RowHashing::WholeRow,
+        hash: HashFunction::Rpo256,
+    };
+    let want = CpuCommitter::new().commit(&request).unwrap();
+    let mut limit = 2560u64 << 20;
+    let mut passes_seen = Vec::new();
+    loop {
+        let c = CudaCommitter::builder()
+            .devices(&[device])
+            .memory_limit(limit)
+            .build()
+            .expect("committer");
+        match c.commit(&request) {
+            Ok(got) => {
+                let passes = c.last_stage_times()[0].passes;
+                let what = format!("cap {limit} B, {passes} passes");
+                assert_same(&got, &want, &what);
+                let held = c.device_bytes_held()[0];
+                assert!(held <= limit, "{what}: the committer holds {held} B");
+                if passes_seen.last() != Some(&passes) {
+                    passes_seen.push(passes);
+                }
+            },
+            Err(GpuError::OutOfMemory { memory: "device", needed, available }) => {
+                assert!(needed > available && available == limit, "{needed} > {available}");
+                break;
+            },
+            Err(e) => panic!("cap {limit} B: {e}"),
+        }
+        limit -= 16 << 20;
+    }
+    eprintln!("passes {passes_seen:?} as the cap shrank");
+    assert_eq!(passes_seen, [1, 2]);
 }

@@ -17,7 +17,7 @@ use winter_math::{FieldElement, StarkField};
 use super::{
     assemble::download_vec,
     driver::{bind, DeviceBuffer, DriverResult, Event},
-    gpu::{Gpu, GpuState},
+    gpu::{Gpu, GpuState, TwiddleKey},
     hashing::{merkle_levels, HashRowsArgs},
     launch::kernel_args,
     lde::ntt,
@@ -48,7 +48,7 @@ pub(super) fn commit_fri(
     let gpu = &gpus[0];
     let FriShape { ext_degree: d, poly_len, domain_len } = shape;
     let folding = request.folding_factor;
-    let log_domain = domain_len.ilog2();
+    let (log_domain, inverse) = twiddles(shape);
 
     // Coefficients scaled by offset^k: the coset evaluation becomes a plain NTT.
     let scaled: Vec<Felt> = info_span!("cuda.fri.scale").in_scope(|| {
@@ -74,7 +74,7 @@ pub(super) fn commit_fri(
     let _uploaded = gpu.wait_for_uploads()?;
 
     // First layer: bit-reversed spread, DIT NTT, then the slot layout.
-    let twiddles = gpu.twiddles(state, log_domain, false)?;
+    let twiddles = gpu.twiddles(state, log_domain, inverse)?;
     let rows = domain_len / folding;
     let mut layer = DeviceBuffer::new(&gpu.ctx, words * 8)?;
     {
@@ -274,6 +274,11 @@ impl KeptLayers for CudaKeptLayers {
             .collect();
         Ok(LayerOpening { rows: rows_out, paths })
     }
+}
+
+/// The twiddle table of the phase: the forward transform over the LDE domain.
+pub(super) fn twiddles(shape: FriShape) -> TwiddleKey {
+    (shape.domain_len.ilog2(), false)
 }
 
 /// Device bytes of the phase: the coefficients, the spread evaluations, and the layers with

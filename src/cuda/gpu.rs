@@ -132,17 +132,18 @@ pub(super) struct Buffers {
 }
 
 impl Buffers {
-    /// Bytes held by the pipeline buffers (the small tables aside).
+    /// Bytes held by all the buffers.
     pub(super) fn held(&self) -> u64 {
-        self.pipeline_bytes().iter().map(|&bytes| bytes as u64).sum()
+        self.bytes_each().iter().map(|&bytes| bytes as u64).sum()
     }
 
-    /// Bytes of each pipeline buffer: source, polys, lde, slab, rows, leaves, nodes.
-    pub(super) fn pipeline_bytes(&self) -> [usize; 7] {
-        self.pipeline().map(Scratch::bytes)
+    /// Bytes of each buffer: source, polys, lde, slab, rows, leaves, nodes, polys_tables,
+    /// lde_tables, col_src.
+    pub(super) fn bytes_each(&self) -> [usize; 10] {
+        self.all().map(Scratch::bytes)
     }
 
-    /// Frees every pipeline buffer.
+    /// Frees every buffer.
     pub(super) fn release(&mut self) {
         for scratch in [
             &mut self.source,
@@ -152,22 +153,75 @@ impl Buffers {
             &mut self.rows,
             &mut self.leaves,
             &mut self.nodes,
+            &mut self.polys_tables,
+            &mut self.lde_tables,
+            &mut self.col_src,
         ] {
             scratch.release();
         }
     }
 
-    /// The pipeline buffers, in the order of [`Self::pipeline_bytes`].
-    fn pipeline(&self) -> [&Scratch; 7] {
-        [&self.source, &self.polys, &self.lde, &self.slab, &self.rows, &self.leaves, &self.nodes]
+    /// The buffers, in the order of [`Self::bytes_each`].
+    fn all(&self) -> [&Scratch; 10] {
+        [
+            &self.source,
+            &self.polys,
+            &self.lde,
+            &self.slab,
+            &self.rows,
+            &self.leaves,
+            &self.nodes,
+            &self.polys_tables,
+            &self.lde_tables,
+            &self.col_src,
+        ]
     }
 }
 
 /// Mutable per-GPU state: buffers, twiddle tables and the pinned ring.
 pub(super) struct GpuState {
     pub buffers: Buffers,
-    twiddles: HashMap<(u32, bool), DeviceBuffer>,
+    twiddles: HashMap<TwiddleKey, DeviceBuffer>,
     pub ring: Ring,
+}
+
+impl GpuState {
+    /// Device bytes held between calls: the buffers and the cached twiddle tables.
+    pub(super) fn held(&self) -> u64 {
+        self.buffers.held() + self.twiddles_held()
+    }
+
+    /// Device bytes of the cached twiddle tables.
+    pub(super) fn twiddles_held(&self) -> u64 {
+        self.twiddles.values().map(|table| table.bytes() as u64).sum()
+    }
+
+    /// Bytes of the twiddle tables `keys` (`(log_n, inverse)`) that are not cached yet.
+    pub(super) fn missing_twiddle_bytes(&self, keys: &[TwiddleKey]) -> u64 {
+        keys.iter()
+            .filter(|key| !self.twiddles.contains_key(key))
+            .map(|&(log_n, _)| twiddle_bytes(log_n))
+            .sum()
+    }
+
+    /// Frees every buffer and every cached twiddle table but `keep`.
+    pub(super) fn release_all_but(&mut self, keep: &[TwiddleKey]) {
+        self.buffers.release();
+        self.twiddles.retain(|key, _| keep.contains(key));
+    }
+}
+
+/// A twiddle table's size and direction: `(log_n, inverse)`.
+pub(super) type TwiddleKey = (u32, bool);
+
+/// Bytes of the twiddle table of a size-2^log_n transform (`stage_twiddles`: n words).
+pub(super) fn twiddle_bytes(log_n: u32) -> u64 {
+    8 << log_n
+}
+
+/// Bytes of the twiddle tables `keys`.
+pub(super) fn twiddles_bytes(keys: &[TwiddleKey]) -> u64 {
+    keys.iter().map(|&(log_n, _)| twiddle_bytes(log_n)).sum()
 }
 
 /// One GPU.

@@ -6,21 +6,27 @@
 //! over a group of `c` cosets (`c` a power of two dividing the blowup), hashes those rows and
 //! downloads them, and the next pass reuses the buffers. Polynomials, leaves and Merkle nodes
 //! stay whole. Results do not depend on `c`.
+//!
+//! Everything a GPU state holds counts against the budget: the buffers (the small power and
+//! column tables among them) and the cached twiddle tables, which are `n` words per transform
+//! size and direction (64 MiB for the two tables of a 2^22 trace). What a call does not need is
+//! freed when keeping it would exceed the budget.
 
 use super::{
     driver::{bind, check, DriverResult},
-    gpu::{Buffers, GpuState},
+    gpu::{twiddles_bytes, Buffers, GpuState, TwiddleKey},
     transfer::MAX_RUN_BYTES,
     Gpu,
 };
 use crate::error::{GpuError, Result};
 
-/// Device memory left to the driver, the compiled module and the small tables when the budget
-/// is the device's free memory.
+/// Device memory left to the driver and the compiled module when the budget is the device's
+/// free memory.
 const DRIVER_RESERVE: u64 = 512 << 20;
 
-/// Room kept for the small tables (twiddles, power tables, column sources).
-const TABLES: u64 = 64 << 20;
+/// Room kept for the tables of a few kilobytes that some stages upload for one launch (FRI
+/// folding constants and query indices, DEEP points).
+const LAUNCH_TABLES: u64 = 1 << 20;
 
 // FOOTPRINT
 // ================================================================================================
@@ -41,8 +47,16 @@ pub(super) struct Footprint {
     pub rows_per_coset: usize,
     /// Bytes of one coset's row-major row run on the host (its row width, in bytes).
     pub row_bytes: usize,
-    /// Leaves and nodes (digests of the whole LDE domain), each.
+    /// Digests of the leaves and of the nodes (the LDE domain's rows), each.
     pub digests: usize,
+    /// Power table entries of the polynomials' scaling.
+    pub polys_tables: usize,
+    /// Power table entries of the coset scaling, every pass's.
+    pub lde_tables: usize,
+    /// Column source entries (32-bit words).
+    pub col_src: usize,
+    /// The twiddle tables of the interpolation and of the LDE.
+    pub twiddles: [TwiddleKey; 2],
 }
 
 /// Bytes of each pipeline buffer on one GPU.
@@ -57,12 +71,26 @@ pub(super) struct BufferSizes {
     pub rows: usize,
     pub leaves: usize,
     pub nodes: usize,
+    pub polys_tables: usize,
+    pub lde_tables: usize,
+    pub col_src: usize,
 }
 
 impl BufferSizes {
-    /// The sizes in the order of [`Buffers::pipeline_bytes`].
-    pub(super) fn in_order(&self) -> [usize; 7] {
-        [self.source, self.polys, self.lde, self.slab, self.rows, self.leaves, self.nodes]
+    /// The sizes in the order of [`Buffers::bytes_each`].
+    pub(super) fn in_order(&self) -> [usize; 10] {
+        [
+            self.source,
+            self.polys,
+            self.lde,
+            self.slab,
+            self.rows,
+            self.leaves,
+            self.nodes,
+            self.polys_tables,
+            self.lde_tables,
+            self.col_src,
+        ]
     }
 
     fn total(&self) -> u64 {
@@ -82,14 +110,23 @@ impl Footprint {
             rows: self.rows_per_coset * cosets * 8 * halves,
             leaves: self.digests * 32,
             nodes: self.digests * 32,
+            polys_tables: self.polys_tables * 8,
+            lde_tables: self.lde_tables * 8,
+            col_src: self.col_src * 4,
         }
+    }
+
+    /// Device bytes of a pass of `cosets` cosets out of `blowup`: the buffers and the twiddle
+    /// tables.
+    pub(super) fn bytes(&self, cosets: usize, blowup: usize) -> u64 {
+        self.sizes(cosets, blowup).total() + twiddles_bytes(&self.twiddles)
     }
 }
 
 /// Bytes `buffers` hold once a commitment needing `sizes` has grown them (none shrink).
 fn held_with(buffers: &Buffers, sizes: &BufferSizes) -> u64 {
     buffers
-        .pipeline_bytes()
+        .bytes_each()
         .iter()
         .zip(sizes.in_order())
         .map(|(&held, need)| held.max(need) as u64)
@@ -99,10 +136,11 @@ fn held_with(buffers: &Buffers, sizes: &BufferSizes) -> u64 {
 // PASSES
 // ================================================================================================
 
-/// The most cosets per pass (a power of two up to `blowup`) whose buffers fit every GPU's budget:
-/// `limit` bytes per GPU, or the device's free memory plus what the committer already holds.
-/// Buffers kept from earlier, larger commitments are freed where keeping them would exceed the
-/// budget. [`GpuError::OutOfMemory`] if even one coset per pass does not fit.
+/// The most cosets per pass (a power of two up to `blowup`) whose buffers and twiddle tables fit
+/// every GPU's budget: `limit` bytes per GPU, or the device's free memory plus what the
+/// committer already holds. What a GPU holds from earlier work (larger buffers, other twiddle
+/// tables) is freed where keeping it would exceed the budget. [`GpuError::OutOfMemory`] if even
+/// one coset per pass does not fit.
 pub(super) fn cosets_per_pass(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
@@ -113,12 +151,12 @@ pub(super) fn cosets_per_pass(
     let budgets = gpus
         .iter()
         .zip(states.iter())
-        .map(|(gpu, state)| budget(gpu, &state.buffers, limit))
+        .map(|(gpu, state)| budget(gpu, state, limit))
         .collect::<DriverResult<Vec<u64>>>()?;
     let fits = |cosets: usize| {
         footprints.iter().zip(&budgets).all(|(f, &budget)| {
             let streamed = cosets < blowup;
-            f.sizes(cosets, blowup).total() + TABLES <= budget
+            f.bytes(cosets, blowup) + LAUNCH_TABLES <= budget
                 && !(streamed && f.row_bytes * cosets > MAX_RUN_BYTES)
         })
     };
@@ -128,7 +166,7 @@ pub(super) fn cosets_per_pass(
             let needs = footprints
                 .iter()
                 .zip(&budgets)
-                .map(|(f, &budget)| (f.sizes(1, blowup).total() + TABLES, budget));
+                .map(|(f, &budget)| (f.bytes(1, blowup) + LAUNCH_TABLES, budget));
             let (needed, available) = needs
                 .clone()
                 .find(|(needed, budget)| needed > budget)
@@ -140,34 +178,47 @@ pub(super) fn cosets_per_pass(
     }
     for ((state, f), &budget) in states.iter_mut().zip(footprints).zip(&budgets) {
         let sizes = f.sizes(cosets, blowup);
-        if held_with(&state.buffers, &sizes) + TABLES > budget {
-            state.buffers.release();
+        let tables = state.twiddles_held() + state.missing_twiddle_bytes(&f.twiddles);
+        if held_with(&state.buffers, &sizes) + tables + LAUNCH_TABLES > budget {
+            state.release_all_but(&f.twiddles);
         }
     }
     Ok(cosets)
 }
 
-/// Checks that `needed` bytes of buffers fit one GPU's budget (as [`cosets_per_pass`] counts
-/// it), freeing the buffers held from earlier work when they would not fit beside them.
-/// [`GpuError::OutOfMemory`] if `needed` does not fit at all.
-pub(super) fn fit(gpu: &Gpu, state: &mut GpuState, needed: u64, limit: Option<u64>) -> Result<()> {
-    let budget = budget(gpu, &state.buffers, limit)?;
-    if needed + TABLES > budget {
-        return Err(GpuError::OutOfMemory { memory: "device", needed, available: budget });
+/// Checks that `needed` bytes of buffers, with the twiddle tables `twiddles`, fit one GPU's
+/// budget (as [`cosets_per_pass`] counts it), freeing what the GPU holds from earlier work when
+/// it would not fit beside them. [`GpuError::OutOfMemory`] if they do not fit at all.
+pub(super) fn fit(
+    gpu: &Gpu,
+    state: &mut GpuState,
+    needed: u64,
+    twiddles: &[TwiddleKey],
+    limit: Option<u64>,
+) -> Result<()> {
+    let budget = budget(gpu, state, limit)?;
+    let buffers = needed + LAUNCH_TABLES;
+    let tables = twiddles_bytes(twiddles);
+    if buffers + tables > budget {
+        return Err(GpuError::OutOfMemory {
+            memory: "device",
+            needed: buffers + tables,
+            available: budget,
+        });
     }
-    if state.buffers.held() + needed + TABLES > budget {
-        state.buffers.release();
+    if state.held() + state.missing_twiddle_bytes(twiddles) + buffers > budget {
+        state.release_all_but(twiddles);
     }
     Ok(())
 }
 
-/// One GPU's budget: `limit`, or its free memory plus the pipeline buffers already held, less
+/// One GPU's budget: `limit`, or its free memory plus what its state holds, less
 /// [`DRIVER_RESERVE`].
-fn budget(gpu: &Gpu, buffers: &Buffers, limit: Option<u64>) -> DriverResult<u64> {
+fn budget(gpu: &Gpu, state: &GpuState, limit: Option<u64>) -> DriverResult<u64> {
     if let Some(limit) = limit {
         return Ok(limit);
     }
     bind(&gpu.ctx)?;
     let (free, _) = check(cudarc::driver::result::mem_get_info(), "cuMemGetInfo")?;
-    Ok((free as u64 + buffers.held()).saturating_sub(DRIVER_RESERVE))
+    Ok((free as u64 + state.held()).saturating_sub(DRIVER_RESERVE))
 }

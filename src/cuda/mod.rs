@@ -131,6 +131,17 @@ impl CudaCommitter {
         self.gpus.iter().map(|g| g.ordinal).collect()
     }
 
+    /// Device memory this committer holds between calls, per GPU in the order of
+    /// [`Self::devices`]: its reusable buffers, cached twiddle tables and resident polynomials.
+    /// With a memory limit ([`CudaCommitterBuilder::memory_limit`]) none exceeds it.
+    pub fn device_bytes_held(&self) -> Vec<u64> {
+        self.states()
+            .iter()
+            .zip(&self.resident_bytes)
+            .map(|(state, resident)| state.held() + resident.load(Ordering::SeqCst))
+            .collect()
+    }
+
     /// Device times of the stages of the last [`GpuCommitter::commit`], one entry per GPU.
     pub fn last_stage_times(&self) -> Vec<StageTimes> {
         self.last_times.lock().unwrap_or_else(|p| p.into_inner()).clone()
@@ -391,6 +402,7 @@ impl GpuCommitter for CudaCommitter {
             &self.gpus[0],
             &mut states[0],
             fri::device_bytes(request, shape),
+            &[fri::twiddles(shape)],
             self.pipeline_limit(),
         )?;
         let layers = fri::commit_fri(&self.gpus, &mut states[0], request, shape, channel);

@@ -109,7 +109,12 @@ impl Plan<'_> {
             slab_per_coset: if gpus > 1 { shape.num_cols * t_len } else { 0 },
             rows_per_coset: t_len * shape.row_width,
             row_bytes: shape.row_width * 8,
-            digests: shape.lde_len * 4,
+            digests: shape.lde_len,
+            polys_tables: self.scales.len() * tables::power_table_len(self.log_n),
+            lde_tables: (self.scales.len() << self.log_blowup)
+                * tables::power_table_len(self.log_n),
+            col_src: share.cols.len() * 3,
+            twiddles: [(self.log_src, true), (self.log_n, false)],
         }
     }
 
