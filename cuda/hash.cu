@@ -201,7 +201,7 @@ __device__ __forceinline__ void hash_rows_quad_impl(const u64* src, u64 k_stride
     }
 }
 
-// At least ROW_QUAD_MIN_BLOCKS resident blocks per SM (6 unless tuned: HASH_MIN_BLOCKS_ENV in
+// At least ROW_QUAD_MIN_BLOCKS resident blocks per SM (8 unless tuned: HASH_MIN_BLOCKS_ENV in
 // src/cuda/program.rs says why).
 #define HASH_ROWS_QUAD_KERNEL(NAME, HASH)                                                         \
     extern "C" __global__ void __launch_bounds__(HASH_BLOCK, ROW_QUAD_MIN_BLOCKS) NAME(          \

@@ -42,9 +42,10 @@ pub(super) const NTT_TILE_LOG: u32 = 12;
 
 /// Environment variable (tuning) for the hashing kernels' minimum resident blocks per SM, the
 /// second `__launch_bounds__` argument, for every hashing and Merkle kernel. By default the
-/// whole-row RPO/RPX kernels on quads of lanes ask for 6 (at most 80 registers: on the H200
-/// their leaves ran 190.3 and 360.3 M permutations/s against 189.8 and 355.8 with 3), the others
-/// for 3 (up to 168 registers; 4, capping them at 128, was slower).
+/// whole-row RPO/RPX kernels on quads of lanes ask for 8 (at most 64 registers: on the H200 W1
+/// hashed its RPO rows in 430.2 ms against 435.2 with 6, 434.4 with 9 and 446.6 with 10, its RPX
+/// rows in 228.3 ms against 228.8 with 6), the others for 3 (up to 168 registers; 4, capping
+/// them at 128, was slower).
 pub const HASH_MIN_BLOCKS_ENV: &str = "MIDEN_GPU_CUDA_HASH_MIN_BLOCKS";
 
 /// The hashing kernels' minimum blocks per SM from [`HASH_MIN_BLOCKS_ENV`] (1..=16), if set.
@@ -162,7 +163,7 @@ fn prelude() -> String {
         String::from("\n// GENERATED CONSTANTS (src/cuda/program.rs, from miden-crypto)\n");
     let _ = writeln!(out, "#define HASH_BLOCK {HASH_BLOCK}");
     let _ = writeln!(out, "#define HASH_MIN_BLOCKS {}", hash_min_blocks().unwrap_or(3));
-    let _ = writeln!(out, "#define ROW_QUAD_MIN_BLOCKS {}", hash_min_blocks().unwrap_or(6));
+    let _ = writeln!(out, "#define ROW_QUAD_MIN_BLOCKS {}", hash_min_blocks().unwrap_or(8));
     // the MDS layer is read as a circulant (row i is row 0 rotated by i) from its first row
     let circulant =
         (0..12).all(|i| (0..12).all(|j| Rpo256::MDS[i][j] == Rpo256::MDS[0][(j + 12 - i) % 12]));
