@@ -268,43 +268,16 @@ fn memory_cap_streams_the_lde_in_coset_groups() {
     for request in &requests {
         let want = CpuCommitter::new().commit(request).unwrap();
         for set in &sets {
-            let mut limit = 256u64 << 20;
-            let mut passes_seen = Vec::new();
-            loop {
-                let c = CudaCommitter::builder()
-                    .devices(set)
-                    .memory_limit(limit)
-                    .build()
-                    .expect("committer");
-                match c.commit(request) {
-                    Ok(got) => {
-                        let passes = c.last_stage_times()[0].passes;
-                        let what = format!("devices {set:?}, cap {limit} B, {passes} passes");
-                        assert_same(&got, &want, &what);
-                        let held = c.device_bytes_held();
-                        assert!(held.iter().all(|&h| h <= limit), "{what}: holds {held:?} B");
-                        if passes_seen.last() != Some(&passes) {
-                            passes_seen.push(passes);
-                        }
-                    },
-                    Err(GpuError::OutOfMemory { memory: "device", needed, available }) => {
-                        assert!(needed > available && available == limit, "{needed} > {available}");
-                        break;
-                    },
-                    Err(e) => panic!("devices {set:?}, cap {limit} B: {e}"),
-                }
-                limit = limit * 15 / 16;
-            }
-            eprintln!("devices {set:?}: passes {passes_seen:?} as the cap shrank");
+            let passes_seen =
+                passes_as_the_cap_shrinks(request, &want, set, 256 << 20, |cap| cap * 15 / 16);
             assert!(passes_seen.first() == Some(&1) && passes_seen.len() >= 2, "{passes_seen:?}");
         }
     }
 }
 
-/// The cached twiddle tables count against the memory cap: a 2^23-row trace (two tables of 64
-/// MiB, more than the pipeline buffers of a pass change between one and two passes) under caps
-/// shrinking in 16 MiB steps, each commitment equal to the CPU's and the committer holding no
-/// more than its cap, until the cap is refused.
+/// The cached twiddle tables count against the memory cap: a 2^23-row trace, whose two tables
+/// (128 MiB) weigh more than the 64 MiB between the buffers of one pass and of two, under caps
+/// shrinking in 16 MiB steps.
 fn memory_cap_counts_the_twiddle_tables() {
     let device = committer().devices()[0];
     let mut rng = StdRng::seed_from_u64(23);
@@ -317,33 +290,47 @@ fn memory_cap_counts_the_twiddle_tables() {
         hash: HashFunction::Rpo256,
     };
     let want = CpuCommitter::new().commit(&request).unwrap();
-    let mut limit = 2560u64 << 20;
+    let passes_seen =
+        passes_as_the_cap_shrinks(&request, &want, &[device], 2560 << 20, |cap| cap - (16 << 20));
+    assert_eq!(passes_seen, [1, 2]);
+}
+
+/// Commits `request` on the GPUs `devices` under memory caps from `start` down (`next` gives the
+/// cap after each), every result equal to `want` and the committer holding no more than its cap,
+/// until a cap is refused with `OutOfMemory`; returns the pass counts seen, in order.
+fn passes_as_the_cap_shrinks(
+    request: &CommitRequest<'_>,
+    want: &miden_gpu::Commitment,
+    devices: &[usize],
+    start: u64,
+    next: impl Fn(u64) -> u64,
+) -> Vec<usize> {
+    let mut limit = start;
     let mut passes_seen = Vec::new();
     loop {
         let c = CudaCommitter::builder()
-            .devices(&[device])
+            .devices(devices)
             .memory_limit(limit)
             .build()
             .expect("committer");
-        match c.commit(&request) {
+        match c.commit(request) {
             Ok(got) => {
                 let passes = c.last_stage_times()[0].passes;
-                let what = format!("cap {limit} B, {passes} passes");
-                assert_same(&got, &want, &what);
-                let held = c.device_bytes_held()[0];
-                assert!(held <= limit, "{what}: the committer holds {held} B");
+                let what = format!("devices {devices:?}, cap {limit} B, {passes} passes");
+                assert_same(&got, want, &what);
+                let held = c.device_bytes_held();
+                assert!(held.iter().all(|&h| h <= limit), "{what}: holds {held:?} B");
                 if passes_seen.last() != Some(&passes) {
                     passes_seen.push(passes);
                 }
             },
             Err(GpuError::OutOfMemory { memory: "device", needed, available }) => {
                 assert!(needed > available && available == limit, "{needed} > {available}");
-                break;
+                eprintln!("devices {devices:?}: passes {passes_seen:?} as the cap shrank");
+                return passes_seen;
             },
-            Err(e) => panic!("cap {limit} B: {e}"),
+            Err(e) => panic!("devices {devices:?}, cap {limit} B: {e}"),
         }
-        limit -= 16 << 20;
+        limit = next(limit);
     }
-    eprintln!("passes {passes_seen:?} as the cap shrank");
-    assert_eq!(passes_seen, [1, 2]);
 }
