@@ -24,8 +24,8 @@ use crate::error::{GpuError, Result};
 /// free memory.
 const DRIVER_RESERVE: u64 = 512 << 20;
 
-/// Room kept for the tables of a few kilobytes that some stages upload for one launch (FRI
-/// folding constants and query indices, DEEP points).
+/// Room kept for the tables of a few kilobytes that the FRI phase uploads for one launch (its
+/// folding constants and query indices).
 const LAUNCH_TABLES: u64 = 1 << 20;
 
 // FOOTPRINT
