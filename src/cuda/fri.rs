@@ -48,7 +48,7 @@ pub(super) fn commit_fri(
     let gpu = &gpus[0];
     let FriShape { ext_degree: d, poly_len, domain_len } = shape;
     let folding = request.folding_factor;
-    let (log_domain, inverse) = twiddles(shape);
+    let log_domain = domain_len.ilog2();
 
     // Coefficients scaled by offset^k: the coset evaluation becomes a plain NTT.
     let scaled: Vec<Felt> = info_span!("cuda.fri.scale").in_scope(|| {
@@ -74,7 +74,7 @@ pub(super) fn commit_fri(
     let _uploaded = gpu.wait_for_uploads()?;
 
     // First layer: bit-reversed spread, DIT NTT, then the slot layout.
-    let twiddles = gpu.twiddles(state, log_domain, inverse)?;
+    let twiddles = gpu.twiddles(state, twiddles(shape))?;
     let rows = domain_len / folding;
     let mut layer = DeviceBuffer::new(&gpu.ctx, words * 8)?;
     {

@@ -311,19 +311,19 @@ impl Gpu {
         self.compute.synchronize()
     }
 
-    /// The twiddle table of a size-2^log_n transform, cached per GPU.
+    /// The twiddle table `key` (a size-2^log_n transform, inverse or forward), cached per GPU.
     pub(super) fn twiddles(
         &self,
         state: &mut GpuState,
-        log_n: u32,
-        inverse: bool,
+        key: TwiddleKey,
     ) -> DriverResult<sys::CUdeviceptr> {
-        if let Some(table) = state.twiddles.get(&(log_n, inverse)) {
+        if let Some(table) = state.twiddles.get(&key) {
             return Ok(table.ptr());
         }
+        let (log_n, inverse) = key;
         let table = self.upload_table(&stage_twiddles(log_n, inverse))?;
         let ptr = table.ptr();
-        state.twiddles.insert((log_n, inverse), table);
+        state.twiddles.insert(key, table);
         Ok(ptr)
     }
 

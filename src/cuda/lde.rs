@@ -58,8 +58,8 @@ impl Upload {
             share.cols.clone().flat_map(|c| plan.col_src(c, sources.start)).collect();
         let polys_tables =
             tables::power_tables(&plan.scales, &[plan.polys_base], plan.log_n, false);
-        gpu.twiddles(state, plan.log_src, true)?;
-        gpu.twiddles(state, plan.log_n, false)?;
+        gpu.twiddles(state, plan.interpolation_twiddles())?;
+        gpu.twiddles(state, plan.lde_twiddles())?;
         let bufs = &mut state.buffers;
         let col_src_ptr = bufs.col_src.get(&gpu.ctx, col_src.len() * 4)?;
         gpu.upload_into(col_src_ptr, &col_src)?;
@@ -115,7 +115,7 @@ impl Upload {
             source + (group_sources.start * m * 8) as u64,
             group_sources.len(),
             plan.log_src,
-            gpu.twiddles(state, plan.log_src, true)?,
+            gpu.twiddles(state, plan.interpolation_twiddles())?,
             true,
         )?;
         let bufs = &mut state.buffers;
@@ -173,7 +173,7 @@ fn coset_lde(
     let m = plan.sources[0].len();
     let table_len = tables::power_table_len(plan.log_n);
     let pass_tables = (pass * plan.scales.len() * passes.cosets * table_len * 8) as u64;
-    let twiddles = gpu.twiddles(state, plan.log_n, false)?;
+    let twiddles = gpu.twiddles(state, plan.lde_twiddles())?;
     let bufs = &mut state.buffers;
     let segments = group.len() << passes.log_cosets;
     let lde = bufs.lde.get(&gpu.ctx, 0)? + ((group.start << passes.log_cosets) * n * 8) as u64;

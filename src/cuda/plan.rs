@@ -9,7 +9,7 @@
 use miden_crypto::Felt;
 use winter_math::{fft::permute_index, FieldElement, StarkField};
 
-use super::{memory::Footprint, tables};
+use super::{gpu::TwiddleKey, memory::Footprint, tables};
 use crate::{
     committer::{CommitRequest, PolyInput, RowHashing, Shape},
     hash::HashFunction,
@@ -114,8 +114,19 @@ impl Plan<'_> {
             lde_tables: (self.scales.len() << self.log_blowup)
                 * tables::power_table_len(self.log_n),
             col_src: share.cols.len() * 3,
-            twiddles: [(self.log_src, true), (self.log_n, false)],
+            twiddles: [self.interpolation_twiddles(), self.lde_twiddles()],
         }
+    }
+
+    /// The twiddle table of the interpolation: the inverse transform of the source length.
+    pub(super) fn interpolation_twiddles(&self) -> TwiddleKey {
+        (self.log_src, true)
+    }
+
+    /// The twiddle table of the coset evaluations: the forward transform of the polynomial
+    /// length.
+    pub(super) fn lde_twiddles(&self) -> TwiddleKey {
+        (self.log_n, false)
     }
 
     /// Power tables of the coset scaling, pass after pass (`cosets` cosets each): pass `p`'s
