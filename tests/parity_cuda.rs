@@ -38,7 +38,8 @@ fn main() {
             invalid_device_lists_are_rejected,
             gpu_sets_agree,
             memory_cap_streams_the_lde_in_coset_groups,
-            memory_cap_counts_the_twiddle_tables
+            memory_cap_counts_the_twiddle_tables,
+            memory_cap_holds_in_every_stage
         ])
         .run()
 }
@@ -295,8 +296,83 @@ fn memory_cap_counts_the_twiddle_tables() {
     assert_eq!(passes_seen, [1, 2]);
 }
 
+/// Every call's working buffers stay within the memory cap, not only a commitment's pipeline:
+/// under caps shrinking in 256 KiB steps, a 2^16-row trace of one base column and one
+/// cubic-extension column committed keeping its polynomials, the DEEP combination and
+/// evaluations over them (the accumulator, 1.5 MiB, outweighs the room a commitment leaves for
+/// small tables), and the single stages (hashing the main LDE's rows, building the tree over its
+/// leaves), each equal to the host's, with the committer's peak device memory never above the
+/// cap. The single stages need more than a commitment at one coset per pass: below what they
+/// need they are a typed out-of-memory error; the sweep ends when the commitment is.
+fn memory_cap_holds_in_every_stage() {
+    let device = committer().devices()[0];
+    let mut rng = StdRng::seed_from_u64(31);
+    let n = 1 << 16;
+    let main = random_columns(&mut rng, 1, n);
+    let aux = random_columns(&mut rng, 3, n);
+    let (main_refs, aux_refs): (Vec<&[Felt]>, Vec<&[Felt]>) =
+        (main.iter().map(|c| c.as_slice()).collect(), aux.iter().map(|c| c.as_slice()).collect());
+    let request = |columns| CommitRequest {
+        input: PolyInput::Trace { columns },
+        blowup: 8,
+        row_hashing: RowHashing::WholeRow,
+        hash: HashFunction::Rpo256,
+    };
+    let requests = [request(&main_refs), request(&aux_refs)];
+    let cpu = CpuCommitter::new();
+    let wants: Vec<miden_gpu::Commitment> =
+        requests.iter().map(|r| cpu.commit(r).unwrap()).collect();
+    let host_polys: Vec<(Vec<Vec<Felt>>, usize)> =
+        wants.iter().zip([1, 3]).map(|(w, degree)| (w.polys.clone(), degree)).collect();
+    let (main_lde, main_leaves) = (&wants[0].lde, &wants[0].leaves);
+    let want_leaves = cpu.hash_rows(main_lde, RowHashing::WholeRow, HashFunction::Rpo256).unwrap();
+    let want_nodes = cpu.build_tree(main_leaves, HashFunction::Rpo256).unwrap();
+    let (mut cap, mut single_stages_refused) = (96u64 << 20, false);
+    loop {
+        let c = CudaCommitter::builder().devices(&[device]).memory_limit(cap).build().unwrap();
+        let what = format!("cap {cap} B");
+        let mut kept = Vec::new();
+        for (request, want) in requests.iter().zip(&wants) {
+            match c.commit_keeping_polys(request) {
+                Ok(got) => {
+                    assert_eq!(got.root(), want.root(), "{what}: root");
+                    kept.push(got.resident.unwrap_or_else(|| panic!("{what}: nothing kept")));
+                },
+                Err(GpuError::OutOfMemory { memory: "device", .. }) => break,
+                Err(e) => panic!("{what}: commit: {e}"),
+            }
+        }
+        if kept.len() < requests.len() {
+            eprintln!("cap {cap} B: the commitment no longer fits");
+            assert!(single_stages_refused, "the single stages fit wherever the commitment did");
+            return;
+        }
+        common::check_deep_on(&c, &kept, &host_polys, 3, &mut rng, &what);
+        let single_stages = [
+            c.hash_rows(main_lde, RowHashing::WholeRow, HashFunction::Rpo256)
+                .map(|leaves| assert!(leaves == want_leaves, "{what}: leaves")),
+            c.build_tree(main_leaves, HashFunction::Rpo256)
+                .map(|nodes| assert!(nodes == want_nodes, "{what}: nodes")),
+        ];
+        for result in single_stages {
+            match result {
+                Ok(()) => {},
+                Err(GpuError::OutOfMemory { memory: "device", needed, available }) => {
+                    assert!(needed > available, "{what}: {needed} > {available}");
+                    single_stages_refused = true;
+                },
+                Err(e) => panic!("{what}: {e}"),
+            }
+        }
+        let peak = c.device_bytes_peak()[0];
+        assert!(peak <= cap, "{what}: {peak} B held at once");
+        cap -= 256 << 10;
+    }
+}
+
 /// Commits `request` on the GPUs `devices` under memory caps from `start` down (`next` gives the
-/// cap after each), every result equal to `want` and the committer holding no more than its cap,
+/// cap after each), every result equal to `want` and the committer never holding more than its
+/// cap,
 /// until a cap is refused with `OutOfMemory`; returns the pass counts seen, in order.
 fn passes_as_the_cap_shrinks(
     request: &CommitRequest<'_>,
@@ -318,8 +394,8 @@ fn passes_as_the_cap_shrinks(
                 let passes = c.last_stage_times()[0].passes;
                 let what = format!("devices {devices:?}, cap {limit} B, {passes} passes");
                 assert_same(&got, want, &what);
-                let held = c.device_bytes_held();
-                assert!(held.iter().all(|&h| h <= limit), "{what}: holds {held:?} B");
+                let peak = c.device_bytes_peak();
+                assert!(peak.iter().all(|&p| p <= limit), "{what}: held {peak:?} B at once");
                 if passes_seen.last() != Some(&passes) {
                     passes_seen.push(passes);
                 }

@@ -79,7 +79,7 @@ impl HostResults {
     ) -> DriverResult<Vec<Download<'a>>> {
         let (n, lde_len) = (plan.shape.poly_len, plan.shape.lde_len);
         // the polynomials are ready first: they download while the last pass hashes
-        let polys_ptr = state.buffers.polys.get(&gpu.ctx, 0)?;
+        let polys_ptr = state.buffers.polys.get(&gpu.alloc, 0)?;
         let poly_cols = if self.polys.is_empty() { 0..0 } else { share.cols.clone() };
         let mut list: Vec<Download<'_>> = poly_cols
             .enumerate()
@@ -95,12 +95,12 @@ impl HostResults {
         if let Some((_, last_chunk)) = last.chunks.last() {
             let (r0, r1) = (share.t.start << plan.log_blowup, share.t.end << plan.log_blowup);
             list.push(Download {
-                src: bufs.leaves.get(&gpu.ctx, 0)? + (r0 * 32) as u64,
+                src: bufs.leaves.get(&gpu.alloc, 0)? + (r0 * 32) as u64,
                 dst: spare(&mut self.leaves, r0, r1 - r0),
                 ready: Some(last_chunk),
             });
         }
-        let nodes_ptr = bufs.nodes.get(&gpu.ctx, 0)?;
+        let nodes_ptr = bufs.nodes.get(&gpu.alloc, 0)?;
         let mine = &share.blocks;
         for (count, done) in &early.0 {
             let per_block = count / blocks;

@@ -120,7 +120,7 @@ pub(super) fn commit(
     let lde_ptrs: Vec<u64> = gpus
         .iter()
         .zip(states.iter_mut())
-        .map(|(gpu, state)| state.buffers.lde.get(&gpu.ctx, 0))
+        .map(|(gpu, state)| state.buffers.lde.get(&gpu.alloc, 0))
         .collect::<DriverResult<_>>()?;
 
     // 2. per pass: LDE (the first one is enqueued), gather, hash; the last pass builds the
@@ -159,7 +159,7 @@ pub(super) fn commit(
             let _span = tracing::info_span!("cuda.enqueue_hash", gpu = gpu.ordinal, pass).entered();
             if g_count > 1 {
                 let slab_words = shape.num_cols * (share.t.len() << passes.log_cosets);
-                let slab = state.buffers.slab.get(&gpu.ctx, slab_words * 8)?;
+                let slab = state.buffers.slab.get(&gpu.alloc, slab_words * 8)?;
                 gather(gpus, &lde_ptrs, slab, g, &shares, &lde_done, &plan, &passes)?;
             }
             timelines[g].mark(gpu, Stage::Exchange)?;

@@ -14,6 +14,7 @@ use super::{
     driver::DeviceBuffer,
     gpu::{Gpu, GpuState},
     launch::kernel_args,
+    memory,
     resident::CudaResident,
 };
 use crate::{
@@ -44,10 +45,13 @@ pub(super) fn evaluate(
     committer: u64,
     request: &EvaluateRequest<'_>,
     poly_len: usize,
+    limit: Option<u64>,
 ) -> Result<Vec<Felt>> {
     let d = request.ext_degree;
     let block_len = poly_len.min(EVALUATION_BLOCK);
     let blocks = poly_len / block_len;
+    let out_bytes = |cols: usize| cols * blocks * 2 * d * 8;
+    fit(gpus, states, committer, request.segments, poly_len, out_bytes, limit)?;
     let points: Vec<u64> = request.points.iter().map(|x| x.inner()).collect();
     let mut partials = Vec::new();
     for segment in request.segments {
@@ -57,7 +61,7 @@ pub(super) fn evaluate(
             let gpu = &gpus[run.gpu];
             let table = gpu.upload_table(&points)?;
             let words = run.num_cols * blocks * 2 * d;
-            let out = DeviceBuffer::new(&gpu.ctx, words * 8)?;
+            let out = DeviceBuffer::new(&gpu.alloc, words * 8)?;
             let (mut out_ptr, mut polys, mut x, mut n) =
                 (out.ptr(), run.polys, table.ptr(), poly_len as u64);
             let (mut cols, mut degree, mut block) =
@@ -93,9 +97,11 @@ pub(super) fn combine(
     committer: u64,
     request: &CombineRequest<'_>,
     poly_len: usize,
+    limit: Option<u64>,
 ) -> Result<Vec<Felt>> {
     let d = request.ext_degree;
     let bytes = poly_len * d * 8;
+    fit(gpus, states, committer, request.segments, poly_len, |_| bytes, limit)?;
     // kept until the end: gathered columns, coefficient tables, earlier accumulators
     let mut keep: Vec<DeviceBuffer> = Vec::new();
     let mut acc: Option<(usize, DeviceBuffer)> = None;
@@ -112,7 +118,7 @@ pub(super) fn combine(
             let target = match acc.take() {
                 Some((g, buffer)) if g == run.gpu => buffer,
                 Some((g, buffer)) => {
-                    let moved = DeviceBuffer::new(&gpu.ctx, bytes)?;
+                    let moved = DeviceBuffer::new(&gpu.alloc, bytes)?;
                     gpu.compute.wait(&gpus[g].completion()?)?;
                     gpu.compute.copy_peer(
                         moved.ptr(),
@@ -124,7 +130,7 @@ pub(super) fn combine(
                     keep.push(buffer);
                     moved
                 },
-                None => DeviceBuffer::new(&gpu.ctx, bytes)?,
+                None => DeviceBuffer::new(&gpu.alloc, bytes)?,
             };
             let (mut out, mut polys, mut k, mut n) =
                 (target.ptr(), run.polys, table.ptr(), poly_len as u64);
@@ -165,19 +171,16 @@ fn runs(
     poly_len: usize,
 ) -> Result<(Vec<Run>, Option<DeviceBuffer>)> {
     let column_bytes = poly_len * 8;
-    let aligned =
-        resident.shares.iter().all(|s| s.cols.start % degree == 0 && s.cols.end % degree == 0);
-    if aligned {
+    let Some(home) = gather_home(resident, degree) else {
         let runs = resident
             .shares
             .iter()
             .map(|s| Run { gpu: s.gpu, polys: s.buffer.ptr(), num_cols: s.cols.len() / degree })
             .collect();
         return Ok((runs, None));
-    }
-    let home = resident.shares[0].gpu;
-    let total: usize = resident.shares.iter().map(|s| s.cols.len()).sum();
-    let gathered = DeviceBuffer::new(&gpus[home].ctx, total * column_bytes)?;
+    };
+    let total = resident.num_cols();
+    let gathered = DeviceBuffer::new(&gpus[home].alloc, total * column_bytes)?;
     for share in &resident.shares {
         let source = &gpus[share.gpu];
         gpus[home].compute.wait(&source.completion()?)?;
@@ -191,4 +194,53 @@ fn runs(
     }
     let run = Run { gpu: home, polys: gathered.ptr(), num_cols: total / degree };
     Ok((vec![run], Some(gathered)))
+}
+
+/// The GPU a segment's columns are gathered on when a share splits a column of `degree`
+/// components (the first share's); `None` when every share holds whole columns.
+fn gather_home(resident: &CudaResident, degree: usize) -> Option<usize> {
+    let aligned =
+        resident.shares.iter().all(|s| s.cols.start % degree == 0 && s.cols.end % degree == 0);
+    (!aligned).then(|| resident.shares[0].gpu)
+}
+
+// MEMORY
+// ================================================================================================
+
+/// Checks the working buffers of `segments` against each GPU's budget (`limit`, as
+/// [`memory::fit`] counts it), freeing what the GPUs hold from earlier work where they would not
+/// fit beside it: the gathered columns of each segment, and `run_bytes(columns)` per launch (its
+/// output or accumulator), counted as if all were held at once (the combination keeps them to
+/// the end; the evaluation frees them segment by segment).
+fn fit(
+    gpus: &[Gpu],
+    states: &mut [GpuState],
+    committer: u64,
+    segments: &[DeepSegment<'_>],
+    poly_len: usize,
+    run_bytes: impl Fn(usize) -> usize,
+    limit: Option<u64>,
+) -> Result<()> {
+    let mut needed = vec![0u64; gpus.len()];
+    for segment in segments {
+        let resident = resident(segment, committer)?;
+        let degree = segment.degree;
+        match gather_home(resident, degree) {
+            Some(home) => {
+                let cols = resident.num_cols();
+                needed[home] += (cols * poly_len * 8 + run_bytes(cols / degree)) as u64;
+            },
+            None => {
+                for share in &resident.shares {
+                    needed[share.gpu] += run_bytes(share.cols.len() / degree) as u64;
+                }
+            },
+        }
+    }
+    for ((gpu, state), &bytes) in gpus.iter().zip(states.iter_mut()).zip(&needed) {
+        if bytes > 0 {
+            memory::fit(gpu, state, bytes, &[], limit)?;
+        }
+    }
+    Ok(())
 }

@@ -5,7 +5,10 @@
 //! pipeline orders its streams itself, so it uses these small owners instead: each frees its
 //! handle on drop with its context bound, and every call's status becomes a [`GpuError`].
 
-use std::sync::Arc;
+use std::sync::{
+    atomic::{AtomicU64, Ordering},
+    Arc,
+};
 
 use cudarc::driver::{
     result::{self, DriverError},
@@ -37,21 +40,63 @@ pub(super) fn bind(ctx: &Arc<CudaContext>) -> DriverResult<()> {
 // DEVICE MEMORY
 // ================================================================================================
 
-/// A device allocation of `bytes` bytes, freed on drop.
+/// The device bytes one committer's buffers hold on one GPU, and the most they have held at
+/// once: every [`DeviceBuffer`] allocated through an [`Allocator`] counts here until it is
+/// freed, whatever it serves (pipeline buffers, twiddle tables, resident polynomials, a stage's
+/// working buffers).
+#[derive(Debug, Default)]
+pub(super) struct Gauge {
+    held: AtomicU64,
+    peak: AtomicU64,
+}
+
+impl Gauge {
+    /// Bytes held now.
+    pub(super) fn held(&self) -> u64 {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    /// The most bytes held at once.
+    pub(super) fn peak(&self) -> u64 {
+        self.peak.load(Ordering::SeqCst)
+    }
+
+    fn add(&self, bytes: u64) {
+        let held = self.held.fetch_add(bytes, Ordering::SeqCst) + bytes;
+        self.peak.fetch_max(held, Ordering::SeqCst);
+    }
+
+    fn sub(&self, bytes: u64) {
+        self.held.fetch_sub(bytes, Ordering::SeqCst);
+    }
+}
+
+/// Where a committer allocates on one GPU: the device's context and the committer's gauge.
+#[derive(Clone)]
+pub(super) struct Allocator {
+    pub ctx: Arc<CudaContext>,
+    pub gauge: Arc<Gauge>,
+}
+
+/// A device allocation of `bytes` bytes, counted by its allocator's gauge, freed on drop.
 pub(super) struct DeviceBuffer {
     ptr: sys::CUdeviceptr,
     bytes: usize,
     ctx: Arc<CudaContext>,
+    gauge: Arc<Gauge>,
 }
 
 impl DeviceBuffer {
-    /// Allocates `bytes` (at least 1) on `ctx`'s device; out of memory is
+    /// Allocates `bytes` (at least 1) on `alloc`'s device; out of memory is
     /// [`GpuError::OutOfMemory`].
-    pub(super) fn new(ctx: &Arc<CudaContext>, bytes: usize) -> DriverResult<Self> {
-        bind(ctx)?;
+    pub(super) fn new(alloc: &Allocator, bytes: usize) -> DriverResult<Self> {
+        bind(&alloc.ctx)?;
         let bytes = bytes.max(1);
         match unsafe { result::malloc_sync(bytes) } {
-            Ok(ptr) => Ok(Self { ptr, bytes, ctx: ctx.clone() }),
+            Ok(ptr) => {
+                alloc.gauge.add(bytes as u64);
+                Ok(Self { ptr, bytes, ctx: alloc.ctx.clone(), gauge: alloc.gauge.clone() })
+            },
             Err(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)) => {
                 let available = result::mem_get_info().map(|(free, _)| free as u64).unwrap_or(0);
                 Err(GpuError::OutOfMemory { memory: "device", needed: bytes as u64, available })
@@ -76,6 +121,7 @@ impl Drop for DeviceBuffer {
         if bind(&self.ctx).is_ok() {
             let _ = unsafe { result::free_sync(self.ptr) };
         }
+        self.gauge.sub(self.bytes as u64);
     }
 }
 
@@ -91,14 +137,14 @@ impl Scratch {
     /// The address of a buffer of at least `bytes`, reallocated only when too small.
     pub(super) fn get(
         &mut self,
-        ctx: &Arc<CudaContext>,
+        alloc: &Allocator,
         bytes: usize,
     ) -> DriverResult<sys::CUdeviceptr> {
         match &self.0 {
             Some(buffer) if buffer.bytes() >= bytes => Ok(buffer.ptr()),
             _ => {
                 self.0 = None; // free first: the old and new buffers need not fit together
-                let buffer = DeviceBuffer::new(ctx, bytes)?;
+                let buffer = DeviceBuffer::new(alloc, bytes)?;
                 let ptr = buffer.ptr();
                 self.0 = Some(buffer);
                 Ok(ptr)

@@ -68,15 +68,15 @@ pub(super) fn commit_fri(
 
     let words = domain_len * d;
     let bufs = &mut state.buffers;
-    let coeffs = bufs.source.get(&gpu.ctx, scaled.len() * 8)?;
-    let spread = bufs.slab.get(&gpu.ctx, words * 8)?;
+    let coeffs = bufs.source.get(&gpu.alloc, scaled.len() * 8)?;
+    let spread = bufs.slab.get(&gpu.alloc, words * 8)?;
     gpu.upload(&mut state.ring, coeffs, Felt::elements_as_bytes(&scaled))?;
     let _uploaded = gpu.wait_for_uploads()?;
 
     // First layer: bit-reversed spread, DIT NTT, then the slot layout.
     let twiddles = gpu.twiddles(state, twiddles(shape))?;
     let rows = domain_len / folding;
-    let mut layer = DeviceBuffer::new(&gpu.ctx, words * 8)?;
+    let mut layer = DeviceBuffer::new(&gpu.alloc, words * 8)?;
     {
         let (mut out, mut input, mut poly_len, mut log_n, mut total) =
             (spread, coeffs, poly_len as u64, log_domain, words as u64);
@@ -102,8 +102,8 @@ pub(super) fn commit_fri(
         let _span = info_span!("cuda.fri.layer", layer = l).entered();
         let rows = shape.layer_rows(l, folding);
         let width = folding * d;
-        let leaves = DeviceBuffer::new(&gpu.ctx, rows * 32)?;
-        let nodes = DeviceBuffer::new(&gpu.ctx, rows * 32)?;
+        let leaves = DeviceBuffer::new(&gpu.alloc, rows * 32)?;
+        let nodes = DeviceBuffer::new(&gpu.alloc, rows * 32)?;
         HashRowsArgs {
             src: layer.ptr(),
             k_stride: 0,
@@ -135,7 +135,7 @@ pub(super) fn commit_fri(
 
         let last = l + 1 == request.num_layers;
         let next_words = rows * d;
-        let next = DeviceBuffer::new(&gpu.ctx, next_words * 8)?;
+        let next = DeviceBuffer::new(&gpu.alloc, next_words * 8)?;
         let consts = gpu.upload_table(&fold_constants(&alpha, rows * folding, folding))?;
         {
             let (mut out, mut input, mut n_rows, mut f, mut table, mut next_rows) = (
@@ -228,7 +228,7 @@ impl KeptLayers for CudaKeptLayers {
         let gathers =
             [(&kept.columns, row_words), (&kept.leaves, leaf_words), (&kept.nodes, node_words)];
         let total: usize = gathers.iter().map(|(_, w)| w.len()).sum();
-        let out = DeviceBuffer::new(&gpu.ctx, total.max(1) * 8)?;
+        let out = DeviceBuffer::new(&gpu.alloc, total.max(1) * 8)?;
         let mut tables = Vec::with_capacity(3);
         let mut offset = 0;
         for (src, indices) in &gathers {

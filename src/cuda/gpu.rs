@@ -6,7 +6,7 @@ use std::{collections::HashMap, sync::Arc};
 use cudarc::driver::{sys, CudaContext};
 
 use super::{
-    driver::{bind, check, DeviceBuffer, DriverResult, Event, Scratch, Stream},
+    driver::{bind, check, Allocator, DeviceBuffer, DriverResult, Event, Gauge, Scratch, Stream},
     launch::{Kernel, Module},
     program::{compile_for_arch, rescue_lanes, HASHES},
     transfer::{self, Lane, Ring},
@@ -229,6 +229,8 @@ pub(super) struct Gpu {
     pub ordinal: usize,
     pub name: String,
     pub ctx: Arc<CudaContext>,
+    /// Where this committer's device buffers on the GPU are allocated and counted.
+    pub alloc: Allocator,
     /// Kernels and the peer copies that feed them.
     pub compute: Stream,
     /// A second kernel stream for kernels that may overlap the compute stream's: every other
@@ -258,6 +260,7 @@ impl Gpu {
             copy: Stream::new(&ctx)?,
             kernels,
             _module: module,
+            alloc: Allocator { ctx: ctx.clone(), gauge: Arc::new(Gauge::default()) },
             ctx,
         };
         let state = GpuState {
@@ -293,7 +296,7 @@ impl Gpu {
     /// Uploads `words` (`u64` or `Felt`, in Montgomery form) into a new device buffer
     /// (synchronously: small tables only).
     pub(super) fn upload_table<T: Copy>(&self, words: &[T]) -> DriverResult<DeviceBuffer> {
-        let buffer = DeviceBuffer::new(&self.ctx, std::mem::size_of_val(words))?;
+        let buffer = DeviceBuffer::new(&self.alloc, std::mem::size_of_val(words))?;
         self.upload_into(buffer.ptr(), words)?;
         Ok(buffer)
     }

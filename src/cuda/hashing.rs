@@ -42,12 +42,12 @@ pub(super) fn enqueue_hash(
     let t_len = share.t.len();
     let rows = rows_half(gpu, state, plan, share, passes, pass)?;
     let bufs = &mut state.buffers;
-    let leaves = bufs.leaves.get(&gpu.ctx, shape.lde_len * 32)?;
+    let leaves = bufs.leaves.get(&gpu.alloc, shape.lde_len * 32)?;
     // Source addressing of element (k, t, c): the LDE itself with one GPU, else the slab.
     let (base, k_stride, c_stride) = if from_slab {
-        (bufs.slab.get(&gpu.ctx, 0)?, t_len, t_len << log_c)
+        (bufs.slab.get(&gpu.alloc, 0)?, t_len, t_len << log_c)
     } else {
-        (bufs.lde.get(&gpu.ctx, 0)?, n, n << log_c)
+        (bufs.lde.get(&gpu.alloc, 0)?, n, n << log_c)
     };
     let kernel = gpu.kernels.hash_rows(plan.hash, plan.part != 0);
     let chunk_t = (HASH_CHUNK_ROWS >> log_c).max(1);
@@ -104,7 +104,7 @@ pub(super) fn rows_half(
 ) -> DriverResult<u64> {
     let half_bytes = (share.t.len() << passes.log_cosets) * plan.shape.row_width * 8;
     let halves = if passes.count > 1 { 2 } else { 1 };
-    let rows = state.buffers.rows.get(&gpu.ctx, half_bytes * halves)?;
+    let rows = state.buffers.rows.get(&gpu.alloc, half_bytes * halves)?;
     Ok(rows + ((pass % halves) * half_bytes) as u64)
 }
 
@@ -188,8 +188,8 @@ pub(super) fn enqueue_tree(
 ) -> DriverResult<EarlyLevels> {
     let lde_len = plan.shape.lde_len;
     let bufs = &mut state.buffers;
-    let leaves = bufs.leaves.get(&gpu.ctx, lde_len * 32)?;
-    let nodes = bufs.nodes.get(&gpu.ctx, lde_len * 32)?;
+    let leaves = bufs.leaves.get(&gpu.alloc, lde_len * 32)?;
+    let nodes = bufs.nodes.get(&gpu.alloc, lde_len * 32)?;
     let tree = MerkleTree { hash: plan.hash, leaves, nodes, num_leaves: lde_len, blocks };
     let mut early = Vec::new();
     for count in tree.level_counts() {

@@ -61,15 +61,15 @@ impl Upload {
         gpu.twiddles(state, plan.interpolation_twiddles())?;
         gpu.twiddles(state, plan.lde_twiddles())?;
         let bufs = &mut state.buffers;
-        let col_src_ptr = bufs.col_src.get(&gpu.ctx, col_src.len() * 4)?;
+        let col_src_ptr = bufs.col_src.get(&gpu.alloc, col_src.len() * 4)?;
         gpu.upload_into(col_src_ptr, &col_src)?;
-        let polys_tables_ptr = bufs.polys_tables.get(&gpu.ctx, polys_tables.len() * 8)?;
+        let polys_tables_ptr = bufs.polys_tables.get(&gpu.alloc, polys_tables.len() * 8)?;
         gpu.upload_into(polys_tables_ptr, &polys_tables)?;
-        let lde_tables_ptr = bufs.lde_tables.get(&gpu.ctx, coset_tables.len() * 8)?;
+        let lde_tables_ptr = bufs.lde_tables.get(&gpu.alloc, coset_tables.len() * 8)?;
         gpu.upload_into(lde_tables_ptr, coset_tables)?;
-        bufs.source.get(&gpu.ctx, sources.len() * m * 8)?;
-        bufs.polys.get(&gpu.ctx, cols * n * 8)?;
-        bufs.lde.get(&gpu.ctx, (cols << passes.log_cosets) * n * 8)?;
+        bufs.source.get(&gpu.alloc, sources.len() * m * 8)?;
+        bufs.polys.get(&gpu.alloc, cols * n * 8)?;
+        bufs.lde.get(&gpu.alloc, (cols << passes.log_cosets) * n * 8)?;
         let groups = match plan.composition_components {
             Some(_) => vec![(0..cols, 0..sources.len())],
             None => (0..cols)
@@ -99,7 +99,7 @@ impl Upload {
         };
         let n = plan.shape.poly_len;
         let m = plan.sources[0].len();
-        let source = state.buffers.source.get(&gpu.ctx, 0)?;
+        let source = state.buffers.source.get(&gpu.alloc, 0)?;
         for i in group_sources.clone() {
             let column = plan.sources[self.first_source + i];
             gpu.upload(
@@ -121,10 +121,10 @@ impl Upload {
         let bufs = &mut state.buffers;
         scale(
             gpu,
-            bufs.polys.get(&gpu.ctx, 0)? + (group.start * n * 8) as u64,
+            bufs.polys.get(&gpu.alloc, 0)? + (group.start * n * 8) as u64,
             source,
-            bufs.col_src.get(&gpu.ctx, 0)? + (group.start * 12) as u64,
-            bufs.polys_tables.get(&gpu.ctx, 0)?,
+            bufs.col_src.get(&gpu.alloc, 0)? + (group.start * 12) as u64,
+            bufs.polys_tables.get(&gpu.alloc, 0)?,
             plan.log_n,
             m,
             m / n,
@@ -176,11 +176,11 @@ fn coset_lde(
     let twiddles = gpu.twiddles(state, plan.lde_twiddles())?;
     let bufs = &mut state.buffers;
     let segments = group.len() << passes.log_cosets;
-    let lde = bufs.lde.get(&gpu.ctx, 0)? + ((group.start << passes.log_cosets) * n * 8) as u64;
+    let lde = bufs.lde.get(&gpu.alloc, 0)? + ((group.start << passes.log_cosets) * n * 8) as u64;
     let sources = CosetSources {
-        input: bufs.source.get(&gpu.ctx, 0)?,
-        col_src: bufs.col_src.get(&gpu.ctx, 0)? + (group.start * 12) as u64,
-        pow_tables: bufs.lde_tables.get(&gpu.ctx, 0)? + pass_tables,
+        input: bufs.source.get(&gpu.alloc, 0)?,
+        col_src: bufs.col_src.get(&gpu.alloc, 0)? + (group.start * 12) as u64,
+        pow_tables: bufs.lde_tables.get(&gpu.alloc, 0)? + pass_tables,
         src_len: m as u64,
         src_stride: (m / n) as u32,
         log_slots: passes.log_cosets,

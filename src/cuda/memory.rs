@@ -10,7 +10,9 @@
 //! Everything a GPU state holds counts against the budget: the buffers (the small power and
 //! column tables among them) and the cached twiddle tables, which are `n` words per transform
 //! size and direction (64 MiB for the two tables of a 2^22 trace). What a call does not need is
-//! freed when keeping it would exceed the budget.
+//! freed when keeping it would exceed the budget. The other calls (DEEP, FRI, the single stages)
+//! check their working buffers the same way with [`fit`]; every device buffer is counted by its
+//! committer's gauge, whose peak never exceeds a memory limit.
 
 use super::{
     driver::{bind, check, DriverResult},

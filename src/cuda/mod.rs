@@ -131,15 +131,19 @@ impl CudaCommitter {
         self.gpus.iter().map(|g| g.ordinal).collect()
     }
 
-    /// Device memory this committer holds between calls, per GPU in the order of
-    /// [`Self::devices`]: its reusable buffers, cached twiddle tables and resident polynomials.
-    /// With a memory limit ([`CudaCommitterBuilder::memory_limit`]) none exceeds it.
+    /// Device memory this committer's buffers hold now, per GPU in the order of
+    /// [`Self::devices`]: between calls, its reusable buffers, cached twiddle tables and resident
+    /// polynomials. With a memory limit ([`CudaCommitterBuilder::memory_limit`]) none exceeds it.
     pub fn device_bytes_held(&self) -> Vec<u64> {
-        self.states()
-            .iter()
-            .zip(&self.resident_bytes)
-            .map(|(state, resident)| state.held() + resident.load(Ordering::SeqCst))
-            .collect()
+        self.gpus.iter().map(|gpu| gpu.alloc.gauge.held()).collect()
+    }
+
+    /// The most device memory this committer's buffers have held at once on each GPU since it
+    /// was built (in the order of [`Self::devices`]), every call's working buffers included:
+    /// commitments, DEEP, FRI and the single stages. With a memory limit
+    /// ([`CudaCommitterBuilder::memory_limit`]) none exceeds it.
+    pub fn device_bytes_peak(&self) -> Vec<u64> {
+        self.gpus.iter().map(|gpu| gpu.alloc.gauge.peak()).collect()
     }
 
     /// Device times of the stages of the last [`GpuCommitter::commit`], one entry per GPU.
@@ -338,7 +342,8 @@ impl GpuCommitter for CudaCommitter {
         let poly_len = request.validate(Backend::Cuda)?;
         let _span = tracing::info_span!("cuda.deep_evaluate", rows = poly_len).entered();
         let mut states = self.states();
-        let values = deep::evaluate(&self.gpus, &mut states, self.id, request, poly_len);
+        let limit = self.pipeline_limit();
+        let values = deep::evaluate(&self.gpus, &mut states, self.id, request, poly_len, limit);
         self.noting_peak(values)
     }
 
@@ -346,7 +351,8 @@ impl GpuCommitter for CudaCommitter {
         let poly_len = request.validate(Backend::Cuda)?;
         let _span = tracing::info_span!("cuda.deep_combine", rows = poly_len).entered();
         let mut states = self.states();
-        let sum = deep::combine(&self.gpus, &mut states, self.id, request, poly_len);
+        let limit = self.pipeline_limit();
+        let sum = deep::combine(&self.gpus, &mut states, self.id, request, poly_len, limit);
         self.noting_peak(sum)
     }
 
@@ -377,7 +383,15 @@ impl GpuCommitter for CudaCommitter {
         check_row_width(hash, lde.num_cols)?;
         let _span = tracing::info_span!("cuda.hash_rows", rows = lde.num_rows()).entered();
         let mut states = self.states();
-        standalone::hash_rows(&self.gpus[0], &mut states[0], lde, row_hashing, hash)
+        let leaves = standalone::hash_rows(
+            &self.gpus[0],
+            &mut states[0],
+            lde,
+            row_hashing,
+            hash,
+            self.pipeline_limit(),
+        );
+        self.noting_peak(leaves)
     }
 
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
@@ -385,7 +399,14 @@ impl GpuCommitter for CudaCommitter {
         check_leaves(leaves)?;
         let _span = tracing::info_span!("cuda.build_tree", leaves = leaves.len()).entered();
         let mut states = self.states();
-        standalone::build_tree(&self.gpus[0], &mut states[0], leaves, hash)
+        let nodes = standalone::build_tree(
+            &self.gpus[0],
+            &mut states[0],
+            leaves,
+            hash,
+            self.pipeline_limit(),
+        );
+        self.noting_peak(nodes)
     }
 
     fn commit_fri(

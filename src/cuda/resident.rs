@@ -48,3 +48,10 @@ pub(super) struct CudaResident {
     /// The shares, in column order.
     pub shares: Vec<ResidentShare>,
 }
+
+impl CudaResident {
+    /// Base columns of the segment, over every share.
+    pub fn num_cols(&self) -> usize {
+        self.shares.iter().map(|s| s.cols.len()).sum()
+    }
+}

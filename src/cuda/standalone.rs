@@ -14,6 +14,7 @@ use super::{
     assemble::download_vec,
     gpu::{Gpu, GpuState},
     hashing::{merkle_levels, HashRowsArgs},
+    memory,
     plan::partition_size,
 };
 use crate::{
@@ -25,21 +26,24 @@ use crate::{
 // SINGLE STAGES
 // ================================================================================================
 
-/// Hashes host rows on `gpu`.
+/// Hashes host rows on `gpu`, its rows and leaves within the budget `limit` (as
+/// [`memory::fit`] counts it).
 pub(super) fn hash_rows(
     gpu: &Gpu,
     state: &mut GpuState,
     lde: &LdeRows,
     row_hashing: RowHashing,
     hash: HashFunction,
+    limit: Option<u64>,
 ) -> Result<Vec<Digest>> {
     let num_rows = lde.num_rows();
     if num_rows == 0 {
         return Ok(Vec::new());
     }
+    memory::fit(gpu, state, (lde.data.len() * 8 + num_rows * 32) as u64, &[], limit)?;
     let bufs = &mut state.buffers;
-    let src = bufs.source.get(&gpu.ctx, lde.data.len() * 8)?;
-    let leaves = bufs.leaves.get(&gpu.ctx, num_rows * 32)?;
+    let src = bufs.source.get(&gpu.alloc, lde.data.len() * 8)?;
+    let leaves = bufs.leaves.get(&gpu.alloc, num_rows * 32)?;
     gpu.upload(&mut state.ring, src, Felt::elements_as_bytes(&lde.data))?;
     let _uploaded = gpu.wait_for_uploads()?;
     let part = partition_size(row_hashing);
@@ -65,17 +69,20 @@ pub(super) fn hash_rows(
     download_vec(gpu, state, leaves, num_rows, &done)
 }
 
-/// Builds the Merkle nodes over host leaves on `gpu`.
+/// Builds the Merkle nodes over host leaves on `gpu`, its leaves and nodes within the budget
+/// `limit` (as [`memory::fit`] counts it).
 pub(super) fn build_tree(
     gpu: &Gpu,
     state: &mut GpuState,
     leaves: &[Digest],
     hash: HashFunction,
+    limit: Option<u64>,
 ) -> Result<Vec<Digest>> {
     let n = leaves.len();
+    memory::fit(gpu, state, (n * 32 * 2) as u64, &[], limit)?;
     let bufs = &mut state.buffers;
-    let leaves_ptr = bufs.leaves.get(&gpu.ctx, n * 32)?;
-    let nodes_ptr = bufs.nodes.get(&gpu.ctx, n * 32)?;
+    let leaves_ptr = bufs.leaves.get(&gpu.alloc, n * 32)?;
+    let nodes_ptr = bufs.nodes.get(&gpu.alloc, n * 32)?;
     gpu.upload(&mut state.ring, leaves_ptr, Digest::slice_as_bytes(leaves))?;
     let _uploaded = gpu.wait_for_uploads()?;
     merkle_levels(gpu, hash, leaves_ptr, nodes_ptr, n, 1, &(0..1))?;

@@ -26,7 +26,7 @@ use miden_gpu::{
     deep::{combine_on_host, CombineRequest, DeepSegment, EvaluateRequest},
     fri::FriRequest,
     Backend, CommitRequest, CpuCommitter, Digest, GpuCommitter, GpuError, GpuHasher, HashFunction,
-    LdeRows, PolyInput, RowHashing, SegmentCommitment,
+    LdeRows, PolyInput, ResidentPolys, RowHashing, SegmentCommitment,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use winter_air::{PartitionOptions, TraceInfo};
@@ -631,53 +631,11 @@ pub fn check_deep(committer: &dyn GpuCommitter, seed: u64, count: usize) {
             host_polys.push((want.polys, degree));
             kept.push(got.resident);
         }
-        let k: Vec<Felt> = (0..host_polys.iter().map(|(p, deg)| p.len() / deg).sum::<usize>() * d)
-            .map(|_| random_felt(&mut rng))
-            .collect();
         let Some(kept) = kept.into_iter().collect::<Option<Vec<_>>>() else {
             assert_eq!(committer.backend(), Backend::Cpu, "{label}: a GPU backend kept nothing");
             return;
         };
-        let segments: Vec<DeepSegment<'_>> = kept
-            .iter()
-            .zip(&host_polys)
-            .map(|(polys, &(_, degree))| DeepSegment { polys, degree })
-            .collect();
-        let request = CombineRequest { segments: &segments, ext_degree: d, coefficients: &k };
-        let got =
-            committer.combine_polys(&request).unwrap_or_else(|e| panic!("{label}: combine: {e}"));
-        let want = match d {
-            1 => host_combination::<Felt>(&host_polys, &k, n),
-            2 => host_combination::<QuadExtension<Felt>>(&host_polys, &k, n),
-            _ => host_combination::<CubeExtension<Felt>>(&host_polys, &k, n),
-        };
-        if let Some(x) = first_difference(&got, &want) {
-            panic!("{label}: element {} (component {}) differs", x / d, x % d);
-        }
-        let points: Vec<Felt> = (0..2 * d).map(|_| random_felt(&mut rng)).collect();
-        let request_at = EvaluateRequest { segments: &segments, ext_degree: d, points: &points };
-        let got = committer
-            .evaluate_polys(&request_at)
-            .unwrap_or_else(|e| panic!("{label}: evaluate: {e}"));
-        let want = match d {
-            1 => host_evaluations::<Felt>(&host_polys, &points),
-            2 => host_evaluations::<QuadExtension<Felt>>(&host_polys, &points),
-            _ => host_evaluations::<CubeExtension<Felt>>(&host_polys, &points),
-        };
-        if let Some(x) = first_difference(&got, &want) {
-            let (column, point) = (x / d / 2, x / d % 2);
-            panic!("{label}: column {column} at point {point} differs (component {})", x % d);
-        }
-        let one_point = EvaluateRequest { points: &points[d..], ..request_at };
-        assert!(matches!(committer.evaluate_polys(&one_point), Err(GpuError::InvalidDeep(_))));
-        // malformed: a coefficient short, a segment degree the columns do not divide into
-        let short = CombineRequest { coefficients: &k[1..], ..request };
-        assert!(matches!(committer.combine_polys(&short), Err(GpuError::InvalidDeep(_))));
-        if d > 1 && main_cols % d != 0 {
-            let odd = [DeepSegment { polys: &kept[0], degree: d }];
-            let odd = CombineRequest { segments: &odd, ext_degree: d, coefficients: &k };
-            assert!(matches!(committer.combine_polys(&odd), Err(GpuError::InvalidDeep(_))));
-        }
+        check_deep_on(committer, &kept, &host_polys, d, &mut rng, &label);
     }
     // the CPU backend keeps nothing: combining its commitments is unsupported
     let columns = [vec![Felt::ONE; 4]];
@@ -691,6 +649,62 @@ pub fn check_deep(committer: &dyn GpuCommitter, seed: u64, count: usize) {
         })
         .expect("CPU commitment");
     assert!(cpu.resident.is_none());
+}
+
+/// The DEEP combination (random coefficients) and the evaluations (two random points of degree
+/// `d`) of the `kept` segments on `committer`, against the host's over `host_polys` (each
+/// segment's polynomials and degree); malformed requests are typed errors.
+pub fn check_deep_on(
+    committer: &dyn GpuCommitter,
+    kept: &[ResidentPolys],
+    host_polys: &[(Vec<Vec<Felt>>, usize)],
+    d: usize,
+    rng: &mut StdRng,
+    label: &str,
+) {
+    let n = host_polys[0].0[0].len();
+    let k: Vec<Felt> = (0..host_polys.iter().map(|(p, deg)| p.len() / deg).sum::<usize>() * d)
+        .map(|_| random_felt(rng))
+        .collect();
+    let segments: Vec<DeepSegment<'_>> = kept
+        .iter()
+        .zip(host_polys)
+        .map(|(polys, &(_, degree))| DeepSegment { polys, degree })
+        .collect();
+    let request = CombineRequest { segments: &segments, ext_degree: d, coefficients: &k };
+    let got = committer.combine_polys(&request).unwrap_or_else(|e| panic!("{label}: combine: {e}"));
+    let want = match d {
+        1 => host_combination::<Felt>(host_polys, &k, n),
+        2 => host_combination::<QuadExtension<Felt>>(host_polys, &k, n),
+        _ => host_combination::<CubeExtension<Felt>>(host_polys, &k, n),
+    };
+    if let Some(x) = first_difference(&got, &want) {
+        panic!("{label}: element {} (component {}) differs", x / d, x % d);
+    }
+    let points: Vec<Felt> = (0..2 * d).map(|_| random_felt(rng)).collect();
+    let request_at = EvaluateRequest { segments: &segments, ext_degree: d, points: &points };
+    let got =
+        committer.evaluate_polys(&request_at).unwrap_or_else(|e| panic!("{label}: evaluate: {e}"));
+    let want = match d {
+        1 => host_evaluations::<Felt>(host_polys, &points),
+        2 => host_evaluations::<QuadExtension<Felt>>(host_polys, &points),
+        _ => host_evaluations::<CubeExtension<Felt>>(host_polys, &points),
+    };
+    if let Some(x) = first_difference(&got, &want) {
+        let (column, point) = (x / d / 2, x / d % 2);
+        panic!("{label}: column {column} at point {point} differs (component {})", x % d);
+    }
+    let one_point = EvaluateRequest { points: &points[d..], ..request_at };
+    assert!(matches!(committer.evaluate_polys(&one_point), Err(GpuError::InvalidDeep(_))));
+    // malformed: a coefficient short, a segment degree the columns do not divide into
+    let short = CombineRequest { coefficients: &k[1..], ..request };
+    assert!(matches!(committer.combine_polys(&short), Err(GpuError::InvalidDeep(_))));
+    let main_cols = host_polys[0].0.len();
+    if d > 1 && !main_cols.is_multiple_of(d) {
+        let odd = [DeepSegment { polys: &kept[0], degree: d }];
+        let odd = CombineRequest { segments: &odd, ext_degree: d, coefficients: &k };
+        assert!(matches!(committer.combine_polys(&odd), Err(GpuError::InvalidDeep(_))));
+    }
 }
 
 /// Every column at both points by `polynom::eval` (main columns in the base field, the others
