@@ -264,10 +264,11 @@ impl CudaCommitterBuilder {
         self
     }
 
-    /// Caps the device memory each GPU's commitment buffers may take, in bytes (default: the
-    /// device's free memory at each call). A commitment whose LDE does not fit is streamed in
-    /// coset groups, as many passes as needed; one that does not fit even one coset at a time
-    /// is [`GpuError::OutOfMemory`]. Results are the same for any cap.
+    /// Caps the device memory the committer's buffers may take on each GPU, in bytes, in every
+    /// call (default: the device's free memory at each call). A commitment whose LDE does not
+    /// fit is streamed in coset groups, as many passes as needed; one that does not fit even one
+    /// coset at a time, or another call whose working buffers do not fit, is
+    /// [`GpuError::OutOfMemory`]. Results are the same for any cap.
     ///
     /// [`GpuError::OutOfMemory`]: crate::GpuError::OutOfMemory
     pub fn memory_limit(mut self, bytes: u64) -> Self {
