@@ -72,7 +72,6 @@ impl Gauge {
 }
 
 /// Where a committer allocates on one GPU: the device's context and the committer's gauge.
-#[derive(Clone)]
 pub(super) struct Allocator {
     pub ctx: Arc<CudaContext>,
     pub gauge: Arc<Gauge>,
