@@ -372,8 +372,7 @@ fn memory_cap_holds_in_every_stage() {
 
 /// Commits `request` on the GPUs `devices` under memory caps from `start` down (`next` gives the
 /// cap after each), every result equal to `want` and the committer never holding more than its
-/// cap,
-/// until a cap is refused with `OutOfMemory`; returns the pass counts seen, in order.
+/// cap, until a cap is refused with `OutOfMemory`; returns the pass counts seen, in order.
 fn passes_as_the_cap_shrinks(
     request: &CommitRequest<'_>,
     want: &miden_gpu::Commitment,
