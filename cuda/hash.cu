@@ -188,17 +188,13 @@ __device__ __forceinline__ void hash_rows_quad_impl(const u64* src, u64 k_stride
                 s[e] = v;
             }
         }
-        permute_quad<HASH>(s, q, mask);
+        permute_quad<HASH>(s, q, mask, pos + 8 >= num_cols);
     }
 
     if (out && q == 0) {
         for (u32 c = num_cols; c < row_width; c++) out[c] = 0;
     }
-#pragma unroll
-    for (int e = 0; e < 3; e++) {
-        const int j = (int)(3 * q) + e - 4;  // digest element j = state element 4+j
-        if (j >= 0 && j < 4) leaves[row * 4 + j] = gl_canonical(s[e]);
-    }
+    leaves[row * 4 + q] = gl_canonical(s[0]);  // the last permutation left digest element q
 }
 
 // At least ROW_QUAD_MIN_BLOCKS resident blocks per SM (8 unless tuned: HASH_MIN_BLOCKS_ENV in
@@ -358,12 +354,8 @@ __device__ __forceinline__ void merkle_level_quad_impl(const u64* children, u64*
         const int j = (int)(3 * q) + e - 4;
         s[e] = j >= 0 ? children[8 * i + j] : 0;
     }
-    permute_quad<HASH>(s, q, mask);
-#pragma unroll
-    for (int e = 0; e < 3; e++) {
-        const int j = (int)(3 * q) + e - 4;
-        if (j >= 0 && j < 4) parents[4 * i + j] = gl_canonical(s[e]);
-    }
+    permute_quad<HASH>(s, q, mask, true);
+    parents[4 * i + q] = gl_canonical(s[0]);  // digest element q
 }
 
 #define MERKLE_QUAD_KERNEL(NAME, HASH)                                                            \

@@ -2,9 +2,9 @@
 // parameters, bindings and dispatch splitting of hash_rows.wgsl (an event is one 8-element
 // block; between dispatches lane q keeps its elements at positions 3q..3q+2 of the inner sponge
 // state). Partitioned rows take `hash_rows`. Lane q absorbs the row elements its state elements
-// take (rate element 4 + j takes element j of each block) and writes the leaf elements it holds.
-// Quads past the last row hash the last row again and write nothing, so that every lane of a
-// subgroup reaches every shuffle.
+// take (rate element 4 + j takes element j of each block) and writes leaf element q. Quads past
+// the last row hash the last row again and write nothing, so that every lane of a subgroup
+// reaches every shuffle.
 //
 // Where `copy_rows` is 1, the first dispatch of a block also copies the workgroup's rows to
 // `row_copies`, a staging buffer the host reads, row-major with zero padding: consecutive
@@ -86,7 +86,7 @@ fn hash_rows_quad(
                 s[k] = value;
             }
         }
-        permute_quad(&s, lane);
+        permute_quad(&s, lane, b + 1u == hash_params.total_events);
     }
 
     if (!valid) {
@@ -97,12 +97,7 @@ fn hash_rows_quad(
             sponges[saved + k] = s[k];
         }
     } else {
-        let out = (hash_params.dst_offset + row) * 4u;
-        for (var k = 0u; k < 3u; k = k + 1u) {
-            let i = 3u * lane.q + k;
-            if (i >= 4u && i < 8u) {
-                leaves[out + i - 4u] = gl_canonical(s[k]);
-            }
-        }
+        // the last permutation left digest element q
+        leaves[(hash_params.dst_offset + row) * 4u + lane.q] = gl_canonical(s[0]);
     }
 }

@@ -1,7 +1,7 @@
 // Merkle levels with RPO or RPX on quads (rescue_quad.wgsl): one quad per parent, with the
-// parameters, bindings and child addressing of merkle.wgsl. Lane q loads and writes the state
-// elements it holds (rate 4..8 the left child, 8..12 the right one, digest 4..8). Quads past the
-// last parent merge the last one again and write nothing, so that every lane of a subgroup
+// parameters, bindings and child addressing of merkle.wgsl. Lane q loads the state elements it
+// holds (rate 4..8 the left child, 8..12 the right one) and writes digest element q. Quads past
+// the last parent merge the last one again and write nothing, so that every lane of a subgroup
 // reaches every shuffle.
 
 @compute @workgroup_size(256)
@@ -29,15 +29,8 @@ fn merge_nodes_quad(
             s[k] = left_nodes[left + i - 4u];
         }
     }
-    permute_quad(&s, lane);
-    if (!valid) {
-        return;
-    }
-    let out = (merge_params.dst_offset + x) * 4u;
-    for (var k = 0u; k < 3u; k = k + 1u) {
-        let i = 3u * lane.q + k;
-        if (i >= 4u && i < 8u) {
-            parents[out + i - 4u] = gl_canonical(s[k]);
-        }
+    permute_quad(&s, lane, true);
+    if (valid) {
+        parents[(merge_params.dst_offset + x) * 4u + lane.q] = gl_canonical(s[0]);
     }
 }

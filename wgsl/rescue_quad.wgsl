@@ -73,12 +73,31 @@ fn apply_inv_sbox_quad(s: ptr<function, Triple>) {
     }
 }
 
-/// One full Rescue round on a quad: RPO's round and RPX's (FB) round.
-fn rescue_round_quad(s: ptr<function, Triple>, round: u32, lane: QuadLane) {
+/// A full Rescue round on a quad up to its inverse S-box: the two MDS layers, the constants and
+/// the forward S-box.
+fn rescue_round_quad_linear(s: ptr<function, Triple>, round: u32, lane: QuadLane) {
     apply_mds_quad(s, lane);
     add_constants_quad(s, 0u, round, lane);
     apply_sbox_quad(s);
     apply_mds_quad(s, lane);
     add_constants_quad(s, 1u, round, lane);
+}
+
+/// One full Rescue round on a quad: RPO's round and RPX's (FB) round.
+fn rescue_round_quad(s: ptr<function, Triple>, round: u32, lane: QuadLane) {
+    rescue_round_quad_linear(s, round, lane);
     apply_inv_sbox_quad(s);
+}
+
+/// Digest element q (state element 4 + q) for lane q: lane 1 holds elements 3..5, lane 2 holds
+/// 6..8, so lanes 0 and 3 take their neighbours' middle elements (4 and 7).
+fn digest_element_quad(s: ptr<function, Triple>, lane: QuadLane) -> vec2<u32> {
+    let middle = subgroupShuffle((*s)[1], lane.base + select(2u, 1u, lane.q == 0u));
+    if (lane.q == 1u) {
+        return (*s)[2];
+    }
+    if (lane.q == 2u) {
+        return (*s)[0];
+    }
+    return middle;
 }

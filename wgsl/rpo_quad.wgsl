@@ -1,7 +1,15 @@
 // The RPO256 permutation on a quad (rescue_quad.wgsl): seven full Rescue rounds.
 
-fn permute_quad(s: ptr<function, Triple>, lane: QuadLane) {
+/// With `digest_only` (uniform), only the digest is kept: on return element 0 of lane q holds
+/// digest element q and the rest is undefined. The last inverse S-box, element by element, then
+/// runs on the four digest elements alone, one per lane instead of three.
+fn permute_quad(s: ptr<function, Triple>, lane: QuadLane, digest_only: bool) {
     for (var round = 0u; round < RESCUE_ROUNDS; round = round + 1u) {
-        rescue_round_quad(s, round, lane);
+        rescue_round_quad_linear(s, round, lane);
+        if (digest_only && round + 1u == RESCUE_ROUNDS) {
+            (*s)[0] = inv_sbox_element(digest_element_quad(s, lane));
+        } else {
+            apply_inv_sbox_quad(s);
+        }
     }
 }

@@ -10,7 +10,9 @@ fn ext_round_quad(s: ptr<function, Triple>, round: u32, lane: QuadLane) {
     (*s)[2] = y.c2;
 }
 
-fn permute_quad(s: ptr<function, Triple>, lane: QuadLane) {
+/// With `digest_only` (uniform), element 0 of lane q holds digest element q on return and the
+/// rest is undefined.
+fn permute_quad(s: ptr<function, Triple>, lane: QuadLane, digest_only: bool) {
     rescue_round_quad(s, 0u, lane);
     ext_round_quad(s, 1u, lane);
     rescue_round_quad(s, 2u, lane);
@@ -19,4 +21,7 @@ fn permute_quad(s: ptr<function, Triple>, lane: QuadLane) {
     ext_round_quad(s, 5u, lane);
     apply_mds_quad(s, lane);
     add_constants_quad(s, 0u, 6u, lane);
+    if (digest_only) {
+        (*s)[0] = digest_element_quad(s, lane);
+    }
 }
