@@ -215,20 +215,18 @@ __device__ __forceinline__ u64 gl_sqr_alu(u64 a) {
 /// Reduces hi·2^32 + lo, with lo and hi below 2^48, into a field element: the tail of a dot
 /// product of field elements with small integer constants (the MDS layer), as miden-crypto's
 /// `apply_mds` folds it. hi·2^32 + lo = k·2^64 + low, with low = lo + (hi mod 2^32)·2^32 mod 2^64
-/// and k = (hi >> 32) + that sum's carry < 2^17; k·2^64 ≡ k·(2^32 - 1) = k·2^32 - k, formed by
-/// a borrow chain on the ALU rather than a wide multiply, which would hold the multiply pipe that
-/// bounds the hashing for two cycles (on the H100: W1's RPO tree 40.76 -> 40.33 ms, its rows
-/// 431.7 -> 431.1 ms); the sum low + k·(2^32 - 1) is folded once more on a carry (adding
-/// 2^32 - 1). Carry chains instead of 64-bit compares and selects: 49 fewer instructions per RPO
-/// round and lane.
+/// and k = (hi >> 32) + that sum's carry < 2^17; k·2^64 ≡ k·(2^32 - 1), a 64-bit product; the
+/// sum low + k·(2^32 - 1) is folded once more on a carry (adding 2^32 - 1). Carry chains
+/// instead of 64-bit compares and selects: 49 fewer instructions per RPO round and lane.
 __device__ __forceinline__ u64 gl_reduce_small_dot(u64 lo, u64 hi) {
     u32 r0, r1;
     asm("{\n\t"
         ".reg .u32 low1, k, e0, e1, c;\n\t"
+        ".reg .u64 ke;\n\t"
         "add.cc.u32 low1, %3, %4;\n\t"       // low = lo + (hi mod 2^32)·2^32, carry
         "addc.u32 k, %5, 0;\n\t"             // k = (hi >> 32) + carry
-        "sub.cc.u32 e0, 0, k;\n\t"           // k·(2^32 - 1): low word 2^32 - k, borrow k > 0,
-        "subc.u32 e1, k, 0;\n\t"             // high word k - 1 (both 0 for k = 0)
+        "mul.wide.u32 ke, k, 0xFFFFFFFF;\n\t"
+        "mov.b64 {e0, e1}, ke;\n\t"
         "add.cc.u32 %0, %2, e0;\n\t"         // low + k·(2^32 - 1), carry c
         "addc.cc.u32 %1, low1, e1;\n\t"
         "addc.u32 c, 0, 0;\n\t"
