@@ -78,12 +78,18 @@ __device__ __forceinline__ u64 gl_canonical(u64 a) {
 /// a = xl + (xl << 32) with carry e, b = a - (a >> 32) - e, r = xh - b, and on a borrow
 /// r -= 2^32 - 1. On limbs, with e the carry of t0 + t1 and A = t0 + t1 + e mod 2^32, that r is
 /// (t3:t2) + t1 + e - A·2^32, and its borrow is that of the high word: T = t3 + k < A, where k is
-/// the carry of r's low word t2 + t1 + e. A = r0 + t0 - t2 mod 2^32 reuses that sum. Neither T nor
-/// A overflows 32 bits: A = t0 + t1 + e - 2^32·e with t0 + t1 ≤ 2^33 - 2, and t3 = 2^32 - 1 only
-/// for a product of two words above 2^64 - 2^32, whose low half then leaves k = 0. Eight sm_90
-/// instructions where the transcription of `mont_red_cst` took nine, one fewer on the integer ALU
-/// (on the H200: RPO leaf hashing 171.5 -> 187.7 M permutations/s, RPX 315.6 -> 346.5, with
-/// the squaring forms mixed as `square_n` says).
+/// the carry of r's low word t2 + t1 + e. Neither T nor A overflows 32 bits:
+/// A = t0 + t1 + e - 2^32·e with t0 + t1 ≤ 2^33 - 2, and t3 = 2^32 - 1 only for a product of two
+/// words above 2^64 - 2^32, whose low half then leaves k = 0. Eight sm_90 instructions where the
+/// transcription of `mont_red_cst` took nine, one fewer on the integer ALU (on the H200: RPO leaf
+/// hashing 171.5 -> 187.7 M permutations/s, RPX 315.6 -> 346.5, with the squaring forms mixed as
+/// `square_n` says).
+///
+/// A = (t0 + t1) + e is one `addc` without `.cc`, which reads the carry e and leaves it for r0's
+/// sum: ptxas keeps e in a predicate for both. Forming A as r0 - t2 + t0 instead kept t0 alive
+/// past the sum, and under the 64-register cap of the row kernels ptxas recomputed a0² on the
+/// multiply pipe to get it back (on the H100, RPO leaf hashing 192.3 -> 201.1 M permutations/s,
+/// its Merkle nodes 206.4 -> 214.8, RPX leaves 372.1 -> 380.2, in a test bench of these kernels).
 ///
 /// Carry chains never mix an addition's carry into a subtraction (ptxas lowers PTX's borrow as an
 /// inverted carry, so such a mix computes the wrong value: seen in the sm_90 SASS): the sums
@@ -93,10 +99,9 @@ __device__ __forceinline__ u64 gl_mont_reduce(u32 t0, u32 t1, u32 t2, u32 t3) {
     asm("{\n\t"
         ".reg .u32 x, T, A, m;\n\t"
         "add.cc.u32 x, %2, %3;\n\t"       // carry e of t0 + t1
+        "addc.u32 A, x, 0;\n\t"           // A = t0 + t1 + e (the carry flag stays e)
         "addc.cc.u32 %0, %4, %3;\n\t"     // r0 = t2 + t1 + e, carry k
         "addc.u32 T, %5, 0;\n\t"          // T = t3 + k
-        "sub.u32 A, %0, %4;\n\t"
-        "add.u32 A, A, %2;\n\t"           // A = r0 - t2 + t0 = t0 + t1 + e
         "sub.cc.u32 %1, T, A;\n\t"        // r1, borrow c
         "subc.u32 m, 0, 0;\n\t"           // m = -c
         "sub.cc.u32 %0, %0, m;\n\t"       // r - c·(2^32 - 1): r0 + c ...
