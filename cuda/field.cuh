@@ -88,8 +88,8 @@ __device__ __forceinline__ u64 gl_canonical(u64 a) {
 /// A = (t0 + t1) + e is one `addc` without `.cc`, which reads the carry e and leaves it for r0's
 /// sum: ptxas keeps e in a predicate for both. Forming A as r0 - t2 + t0 instead kept t0 alive
 /// past the sum, and under the 64-register cap of the row kernels ptxas recomputed a0² on the
-/// multiply pipe to get it back (on the H100, RPO leaf hashing 192.3 -> 201.1 M permutations/s,
-/// its Merkle nodes 206.4 -> 214.8, RPX leaves 372.1 -> 380.2, in a test bench of these kernels).
+/// multiply pipe to get it back (on the H100, W1's RPO rows 430.2 -> 419.6 ms, 195.0 -> 199.9 M
+/// permutations/s; its tree 40.78 -> 39.15 ms; RPX rows 228.2 -> 221.9 ms).
 ///
 /// Carry chains never mix an addition's carry into a subtraction (ptxas lowers PTX's borrow as an
 /// inverted carry, so such a mix computes the wrong value: seen in the sm_90 SASS): the sums
