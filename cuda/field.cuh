@@ -81,9 +81,8 @@ __device__ __forceinline__ u64 gl_canonical(u64 a) {
 /// the carry of r's low word t2 + t1 + e. Neither T nor A overflows 32 bits:
 /// A = t0 + t1 + e - 2^32·e with t0 + t1 ≤ 2^33 - 2, and t3 = 2^32 - 1 only for a product of two
 /// words above 2^64 - 2^32, whose low half then leaves k = 0. Eight sm_90 instructions where the
-/// transcription of `mont_red_cst` took nine, one fewer on the integer ALU (on the H200: RPO leaf
-/// hashing 171.5 -> 187.7 M permutations/s, RPX 315.6 -> 346.5, with the squaring forms mixed as
-/// `square_n` says).
+/// transcription of `mont_red_cst` took nine (on the H200: RPO leaf hashing 171.5 -> 187.7 M
+/// permutations/s, RPX 315.6 -> 346.5, with the squaring forms mixed as `square_n` says).
 ///
 /// A = (t0 + t1) + e is one `addc` without `.cc`, which reads the carry e and leaves it for r0's
 /// sum: ptxas keeps e in a predicate for both. Forming A as r0 - t2 + t0 instead kept t0 alive

@@ -244,11 +244,10 @@ __device__ __forceinline__ void rescue_round_quad_linear(u64 s[3], int r, u32 q,
     add_constants<3>(s, &ARK2[r * STATE_WIDTH + 3 * q]);
 }
 
-/// A full round on a quad, the inverse S-box's squaring loops unrolled `UNROLL` times.
-template <int UNROLL>
+/// A full round on a quad (RPX's FB round; its squaring loops are not unrolled).
 __device__ __forceinline__ void rescue_round_quad(u64 s[3], int r, u32 q, unsigned mask) {
     rescue_round_quad_linear(s, r, q, mask);
-    apply_inv_sbox<3, UNROLL>(s);
+    apply_inv_sbox<3, 1>(s);
 }
 
 /// Digest element q (state element 4 + q) for lane q of the quad: lane 1 holds elements 3..5,
@@ -287,7 +286,7 @@ __device__ __forceinline__ void permute_quad<HASH_RPX>(u64 s[3], u32 q, unsigned
                                                        bool digest_only) {
 #pragma unroll 1
     for (int r = 0; r < NUM_ROUNDS - 1; r += 2) {
-        rescue_round_quad<1>(s, r, q, mask);                          // FB(r)
+        rescue_round_quad(s, r, q, mask);                             // FB(r)
         add_constants<3>(s, &ARK1[(r + 1) * STATE_WIDTH + 3 * q]);  // E(r + 1)
         ext_sbox(s);
     }
