@@ -102,8 +102,8 @@ __device__ __forceinline__ void square_n(u64 x[N], int count) {
     }
 }
 
-/// x^10540996611094048183 = x^(1/7), with miden-crypto's addition chain (72 multiplications);
-/// the squaring loops unrolled `UNROLL` times.
+/// x^10540996611094048183 = x^(1/7), with miden-crypto's addition chain (72 multiplications), so
+/// with its very words; the squaring loops unrolled `UNROLL` times.
 template <int N = STATE_WIDTH, int UNROLL = 1>
 __device__ __forceinline__ void apply_inv_sbox(u64 s[N]) {
     u64 t2[N], t3[N], acc[N], keep[N];
@@ -144,6 +144,50 @@ __device__ __forceinline__ void apply_inv_sbox(u64 s[N]) {
     }
 }
 
+/// x^(1/7) for RPO, in 71 multiplications, 62 of them squarings: one squaring fewer than
+/// `apply_inv_sbox`. The element is the same but its word may
+/// not be (a non-canonical word now and then), which RPO's later operations (multiplications,
+/// the MDS layer, additions of canonical constants) and its canonical digests never see; RPX's
+/// extension S-box adds such words, so RPX keeps miden-crypto's chain. In octal the exponent is
+/// 1111111111 0 66666666667, that is R10·(2^36 + 48) + 7 with R10 = (8^10 - 1)/7: z = x^R10 is
+/// built from x^9 = x^7·x^2 (x^7, the tail factor, on the way with two squarings), and
+/// x^(1/7) = (z^(2^32)·z^3)^16 · x^7. The squaring loops are unrolled `UNROLL` times, the last
+/// (4 squarings) fully.
+template <int N = STATE_WIDTH, int UNROLL = 1>
+__device__ __forceinline__ void apply_inv_sbox_rpo(u64 s[N]) {
+    u64 r2[N], acc[N], keep[N];
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const u64 x2 = gl_sqr(s[i]);
+        const u64 x7 = gl_mul(gl_sqr(gl_mul(x2, s[i])), s[i]);  // (x^3)^2 · x
+        r2[i] = gl_mul(x7, x2);                                 // x^R2 = x^9
+        s[i] = x7;
+        acc[i] = r2[i];
+    }
+    square_n<N, UNROLL>(acc, 6);  // x^R4 = (x^R2)^(2^6) · x^R2
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        acc[i] = gl_mul(acc[i], r2[i]);
+        keep[i] = acc[i];
+    }
+    square_n<N, UNROLL>(acc, 12);  // x^R8 = (x^R4)^(2^12) · x^R4
+#pragma unroll
+    for (int i = 0; i < N; i++) acc[i] = gl_mul(acc[i], keep[i]);
+    square_n<N, UNROLL>(acc, 6);  // z = x^R10 = (x^R8)^(2^6) · x^R2
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        const u64 z = gl_mul(acc[i], r2[i]);
+        acc[i] = gl_sqr(z);
+        keep[i] = gl_mul(acc[i], z);  // z^3
+    }
+    square_n<N, UNROLL>(acc, 31);  // z^(2^32)
+#pragma unroll
+    for (int i = 0; i < N; i++) acc[i] = gl_mul(acc[i], keep[i]);
+    square_n<N, 4>(acc, 4);  // (z^(2^32 + 3))^16
+#pragma unroll
+    for (int i = 0; i < N; i++) s[i] = gl_mul(acc[i], s[i]);
+}
+
 /// x^7 in the cubic extension of one triple.
 __device__ __forceinline__ void ext_sbox(u64 s[3]) {
     const u64 x[3] = {s[0], s[1], s[2]};
@@ -163,18 +207,23 @@ __device__ __forceinline__ void apply_ext_sbox(u64 s[STATE_WIDTH]) {
 // PERMUTATIONS
 // ================================================================================================
 
+#define HASH_RPO 0
+#define HASH_RPX 1
+
 /// One full Rescue round (RPO's round; RPX's FB round).
+template <int HASH>
 __device__ __forceinline__ void rescue_round(u64 s[STATE_WIDTH], int r) {
     apply_mds(s);
     add_constants(s, &ARK1[r * STATE_WIDTH]);
     apply_sbox(s);
     apply_mds(s);
     add_constants(s, &ARK2[r * STATE_WIDTH]);
-    apply_inv_sbox(s);
+    if (HASH == HASH_RPO) {
+        apply_inv_sbox_rpo(s);
+    } else {
+        apply_inv_sbox(s);
+    }
 }
-
-#define HASH_RPO 0
-#define HASH_RPX 1
 
 template <int HASH>
 __device__ __forceinline__ void permute(u64 s[STATE_WIDTH]);
@@ -182,14 +231,14 @@ __device__ __forceinline__ void permute(u64 s[STATE_WIDTH]);
 template <>
 __device__ __forceinline__ void permute<HASH_RPO>(u64 s[STATE_WIDTH]) {
 #pragma unroll 1
-    for (int r = 0; r < NUM_ROUNDS; r++) rescue_round(s, r);
+    for (int r = 0; r < NUM_ROUNDS; r++) rescue_round<HASH_RPO>(s, r);
 }
 
 template <>
 __device__ __forceinline__ void permute<HASH_RPX>(u64 s[STATE_WIDTH]) {
 #pragma unroll 1
     for (int r = 0; r < NUM_ROUNDS - 1; r += 2) {
-        rescue_round(s, r);                            // FB(r)
+        rescue_round<HASH_RPX>(s, r);                  // FB(r)
         add_constants(s, &ARK1[(r + 1) * STATE_WIDTH]);  // E(r + 1)
         apply_ext_sbox(s);
     }
@@ -274,9 +323,9 @@ __device__ __forceinline__ void permute_quad<HASH_RPO>(u64 s[3], u32 q, unsigned
         rescue_round_quad_linear(s, r, q, mask);
         if (digest_only && r == NUM_ROUNDS - 1) {
             s[0] = digest_element_quad(s, q, mask);
-            apply_inv_sbox<1, 3>(s);
+            apply_inv_sbox_rpo<1, 3>(s);
         } else {
-            apply_inv_sbox<3, 3>(s);
+            apply_inv_sbox_rpo<3, 3>(s);
         }
     }
 }

@@ -86,7 +86,8 @@ fn square12(x: vec2<u32>) -> vec2<u32> {
     return square6(square6(x));
 }
 
-/// x^10540996611094048183 = x^(1/7), with miden-crypto's addition chain (72 multiplications).
+/// x^10540996611094048183 = x^(1/7), with miden-crypto's addition chain (72 multiplications), so
+/// with its very words.
 fn inv_sbox_element(x: vec2<u32>) -> vec2<u32> {
     let t1 = gl_square(x);
     let t2 = gl_square(t1);
@@ -107,12 +108,19 @@ fn apply_inv_sbox(state: ptr<function, State>) {
     }
 }
 
-/// One full Rescue round: RPO's round and RPX's (FB) round.
-fn rescue_round(state: ptr<function, State>, round: u32) {
+/// A full Rescue round up to its inverse S-box: the two MDS layers, the constants and the
+/// forward S-box.
+fn rescue_round_linear(state: ptr<function, State>, round: u32) {
     apply_mds(state);
     add_constants(state, 0u, round);
     apply_sbox(state);
     apply_mds(state);
     add_constants(state, 1u, round);
+}
+
+/// One full Rescue round with miden-crypto's inverse S-box: RPX's (FB) round (RPO's round has a
+/// shorter inverse S-box, rpo.wgsl).
+fn rescue_round(state: ptr<function, State>, round: u32) {
+    rescue_round_linear(state, round);
     apply_inv_sbox(state);
 }

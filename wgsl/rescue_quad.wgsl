@@ -83,7 +83,7 @@ fn rescue_round_quad_linear(s: ptr<function, Triple>, round: u32, lane: QuadLane
     add_constants_quad(s, 1u, round, lane);
 }
 
-/// One full Rescue round on a quad: RPO's round and RPX's (FB) round.
+/// One full Rescue round on a quad with miden-crypto's inverse S-box: RPX's (FB) round.
 fn rescue_round_quad(s: ptr<function, Triple>, round: u32, lane: QuadLane) {
     rescue_round_quad_linear(s, round, lane);
     apply_inv_sbox_quad(s);

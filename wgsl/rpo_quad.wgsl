@@ -7,9 +7,11 @@ fn permute_quad(s: ptr<function, Triple>, lane: QuadLane, digest_only: bool) {
     for (var round = 0u; round < RESCUE_ROUNDS; round = round + 1u) {
         rescue_round_quad_linear(s, round, lane);
         if (digest_only && round + 1u == RESCUE_ROUNDS) {
-            (*s)[0] = inv_sbox_element(digest_element_quad(s, lane));
+            (*s)[0] = inv_sbox_element_rpo(digest_element_quad(s, lane));
         } else {
-            apply_inv_sbox_quad(s);
+            for (var k = 0u; k < 3u; k = k + 1u) {
+                (*s)[k] = inv_sbox_element_rpo((*s)[k]);
+            }
         }
     }
 }
