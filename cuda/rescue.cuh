@@ -145,14 +145,13 @@ __device__ __forceinline__ void apply_inv_sbox(u64 s[N]) {
 }
 
 /// x^(1/7) for RPO, in 71 multiplications, 62 of them squarings: one squaring fewer than
-/// `apply_inv_sbox`. The element is the same but its word may
-/// not be (a non-canonical word now and then), which RPO's later operations (multiplications,
-/// the MDS layer, additions of canonical constants) and its canonical digests never see; RPX's
-/// extension S-box adds such words, so RPX keeps miden-crypto's chain. In octal the exponent is
-/// 1111111111 0 66666666667, that is R10·(2^36 + 48) + 7 with R10 = (8^10 - 1)/7: z = x^R10 is
-/// built from x^9 = x^7·x^2 (x^7, the tail factor, on the way with two squarings), and
-/// x^(1/7) = (z^(2^32)·z^3)^16 · x^7. The squaring loops are unrolled `UNROLL` times, the last
-/// (4 squarings) fully.
+/// `apply_inv_sbox`. The element is the same but its word may not be (a non-canonical word now
+/// and then), which RPO's later operations (multiplications, the MDS layer, additions of
+/// canonical constants) and its canonical digests never see; RPX's extension S-box adds such
+/// words, so RPX keeps miden-crypto's chain. In octal the exponent is 1111111111 0 66666666667,
+/// that is R10·(2^36 + 48) + 7 with R10 = (8^10 - 1)/7: z = x^R10 is built from x^9 = x^7·x^2
+/// (x^7, the tail factor, on the way with two squarings), and x^(1/7) = (z^(2^32)·z^3)^16 · x^7.
+/// The squaring loops are unrolled `UNROLL` times, the last (4 squarings) fully.
 template <int N = STATE_WIDTH, int UNROLL = 1>
 __device__ __forceinline__ void apply_inv_sbox_rpo(u64 s[N]) {
     u64 r2[N], acc[N], keep[N];
