@@ -103,8 +103,9 @@ __device__ __forceinline__ void square_n(u64 x[N], int count) {
 }
 
 /// x^10540996611094048183 = x^(1/7), with miden-crypto's addition chain (72 multiplications), so
-/// with its very words; the squaring loops unrolled `UNROLL` times.
-template <int N = STATE_WIDTH, int UNROLL = 1>
+/// with its very words: RPX's inverse S-box. Its squaring loops are not unrolled (RPX's kernels
+/// lose with any unrolling).
+template <int N = STATE_WIDTH>
 __device__ __forceinline__ void apply_inv_sbox(u64 s[N]) {
     u64 t2[N], t3[N], acc[N], keep[N];
 #pragma unroll
@@ -114,28 +115,28 @@ __device__ __forceinline__ void apply_inv_sbox(u64 s[N]) {
         s[i] = gl_mul(gl_mul(t1, t2[i]), s[i]);  // the tail factor x^111, computed early
         acc[i] = t2[i];
     }
-    square_n<N, UNROLL>(acc, 3);  // t3 = t2^(2^3) * t2
+    square_n<N, 1>(acc, 3);  // t3 = t2^(2^3) * t2
 #pragma unroll
     for (int i = 0; i < N; i++) {
         t3[i] = gl_mul(acc[i], t2[i]);
         acc[i] = t3[i];
     }
-    square_n<N, UNROLL>(acc, 6);  // t4 = t3^(2^6) * t3
+    square_n<N, 1>(acc, 6);  // t4 = t3^(2^6) * t3
 #pragma unroll
     for (int i = 0; i < N; i++) {
         acc[i] = gl_mul(acc[i], t3[i]);
         keep[i] = acc[i];
     }
-    square_n<N, UNROLL>(acc, 12);  // t5 = t4^(2^12) * t4
+    square_n<N, 1>(acc, 12);  // t5 = t4^(2^12) * t4
 #pragma unroll
     for (int i = 0; i < N; i++) acc[i] = gl_mul(acc[i], keep[i]);
-    square_n<N, UNROLL>(acc, 6);  // t6 = t5^(2^6) * t3
+    square_n<N, 1>(acc, 6);  // t6 = t5^(2^6) * t3
 #pragma unroll
     for (int i = 0; i < N; i++) {
         acc[i] = gl_mul(acc[i], t3[i]);
         keep[i] = acc[i];
     }
-    square_n<N, UNROLL>(acc, 31);  // t7 = t6^(2^31) * t6
+    square_n<N, 1>(acc, 31);  // t7 = t6^(2^31) * t6
 #pragma unroll
     for (int i = 0; i < N; i++) {
         const u64 t7 = gl_mul(acc[i], keep[i]);
@@ -295,7 +296,7 @@ __device__ __forceinline__ void rescue_round_quad_linear(u64 s[3], int r, u32 q,
 /// A full round on a quad (RPX's FB round; its squaring loops are not unrolled).
 __device__ __forceinline__ void rescue_round_quad(u64 s[3], int r, u32 q, unsigned mask) {
     rescue_round_quad_linear(s, r, q, mask);
-    apply_inv_sbox<3, 1>(s);
+    apply_inv_sbox<3>(s);
 }
 
 /// Digest element q (state element 4 + q) for lane q of the quad: lane 1 holds elements 3..5,
