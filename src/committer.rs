@@ -20,6 +20,7 @@ use crate::{
     hash::{Digest, HashFunction},
     host,
     resident::ResidentPolys,
+    stage_times::StageTimes,
 };
 
 /// Width of one segment of Winterfell's `RowMatrix` (`DEFAULT_SEGMENT_WIDTH`): LDE rows are
@@ -291,6 +292,13 @@ pub trait GpuCommitter: Send + Sync {
     /// DEEP composition, FRI layers kept for the queries) is allocated when a call ends.
     fn peak_memory_in_use(&self) -> Option<u64> {
         None
+    }
+
+    /// Device times of the stages of the last [`Self::commit`], one entry per device; empty
+    /// where the backend cannot time its stages (the CPU, a device without timers) or before the
+    /// first commitment.
+    fn last_stage_times(&self) -> Vec<StageTimes> {
+        Vec::new()
     }
 }
 

@@ -41,15 +41,18 @@ pub mod progress;
 pub mod prover;
 pub mod resident;
 pub mod select;
+pub mod stage_times;
 pub mod timing;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 
 pub use backend::Backend;
 pub use committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput, RowHashing};
-pub use cpu::CpuCommitter;
+pub use cpu::{CpuCommitter, CpuOptions};
 pub use error::{GpuError, Result};
-pub use hash::{Digest, GpuHasher, HashFunction};
+pub use hash::{Digest, GpuHasher, HashFunction, RescueLanes};
+pub use host::HostOptions;
+pub use stage_times::StageTimes;
 pub use miden_crypto::Felt;
 pub use prover::{
     commit_composition, commit_trace_segment, compare_proofs, FriPlacement,

@@ -24,17 +24,37 @@ use crate::{
     error::Result,
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{Digest, HashFunction},
-    host::reserve_host,
+    host::{reserve_host, HostOptions},
 };
+
+// OPTIONS
+// ================================================================================================
+
+/// Options of the CPU backend.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CpuOptions {
+    /// How result vectors are reserved.
+    pub host: HostOptions,
+}
+
+// COMMITTER
+// ================================================================================================
 
 /// The multi-threaded CPU backend.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct CpuCommitter;
+pub struct CpuCommitter {
+    options: CpuOptions,
+}
 
 impl CpuCommitter {
-    /// Creates the CPU backend; it cannot fail.
+    /// Creates the CPU backend with the default options; it cannot fail.
     pub fn new() -> Self {
-        Self
+        Self::default()
+    }
+
+    /// Creates the CPU backend with `options`; it cannot fail.
+    pub fn with_options(options: CpuOptions) -> Self {
+        Self { options }
     }
 }
 
@@ -52,7 +72,7 @@ impl GpuCommitter for CpuCommitter {
         let polys = info_span!("cpu.interpolate", cols = shape.num_cols, rows = shape.poly_len)
             .in_scope(|| request.input.interpolate_on_host());
         let lde = info_span!("cpu.lde", lde_rows = shape.lde_len)
-            .in_scope(|| extend(polys.clone(), &shape, request.blowup))?;
+            .in_scope(|| extend(polys.clone(), &shape, request.blowup, &self.options.host))?;
         let leaves = info_span!("cpu.hash_leaves", hash = %request.hash)
             .in_scope(|| hash_rows(&lde, request.row_hashing, request.hash));
         let nodes = info_span!("cpu.tree").in_scope(|| build_tree(&leaves, request.hash));
@@ -89,8 +109,13 @@ impl GpuCommitter for CpuCommitter {
 
 /// Evaluates the polynomials over the LDE domain into `RowMatrix` layout, with Winterfell's own
 /// `RowMatrix::evaluate_polys_over`.
-fn extend(polys: Vec<Vec<Felt>>, shape: &Shape, blowup: usize) -> Result<LdeRows> {
-    let mut data = reserve_host::<Felt>(shape.lde_len * shape.row_width)?;
+fn extend(
+    polys: Vec<Vec<Felt>>,
+    shape: &Shape,
+    blowup: usize,
+    host: &HostOptions,
+) -> Result<LdeRows> {
+    let mut data = reserve_host::<Felt>(shape.lde_len * shape.row_width, host)?;
     let domain = StarkDomain::from_twiddles(
         fft::get_twiddles::<Felt>(shape.poly_len),
         blowup,

@@ -161,3 +161,25 @@ impl FromStr for HashFunction {
         }
     }
 }
+
+// RESCUE LANES
+// ================================================================================================
+
+/// How many GPU threads share one RPO/RPX permutation in whole-row hashing and Merkle trees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RescueLanes {
+    /// Four threads (a quad of a warp or subgroup), each holding a triple of the state.
+    Quad,
+    /// The whole state in one thread.
+    Single,
+}
+
+impl RescueLanes {
+    /// Threads per permutation: 4 or 1.
+    pub const fn count(self) -> u32 {
+        match self {
+            Self::Quad => 4,
+            Self::Single => 1,
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! Host memory for a backend's results: reserved fallibly, so that a result too large for the
 //! host is a typed error.
 
+use super::HostOptions;
 use crate::error::{GpuError, Result};
 
 /// An empty vector with room for `len` elements, or [`GpuError::OutOfMemory`] if the host cannot
@@ -10,11 +11,13 @@ use crate::error::{GpuError, Result};
 /// A request larger than the machine's memory and swap is refused before it is tried: where the
 /// kernel overcommits, such a reservation succeeds and the process is killed once its pages are
 /// written.
-pub fn reserve_host<T>(len: usize) -> Result<Vec<T>> {
+pub fn reserve_host<T>(len: usize, options: &HostOptions) -> Result<Vec<T>> {
     let needed = check_host_room::<T>(len)?;
     let mut vec = Vec::<T>::new();
     vec.try_reserve_exact(len).map_err(|_| host_out_of_memory(needed))?;
-    advise_huge_pages(&mut vec);
+    if options.huge_pages {
+        advise_huge_pages(&mut vec);
+    }
     Ok(vec)
 }
 
@@ -39,7 +42,7 @@ unsafe impl ZeroBytes for crate::hash::Digest {}
 /// page faults happen where the results are first written, in parallel. Large vectors ask for
 /// huge pages as [`advise_huge_pages`] says.
 #[cfg(feature = "wgpu")]
-pub(crate) fn zeroed_host<T: ZeroBytes>(len: usize) -> Result<Vec<T>> {
+pub(crate) fn zeroed_host<T: ZeroBytes>(len: usize, options: &HostOptions) -> Result<Vec<T>> {
     let needed = check_host_room::<T>(len)?;
     if len == 0 || core::mem::size_of::<T>() == 0 {
         return Ok(Vec::new());
@@ -50,7 +53,7 @@ pub(crate) fn zeroed_host<T: ZeroBytes>(len: usize) -> Result<Vec<T>> {
     if ptr.is_null() {
         return Err(host_out_of_memory(needed));
     }
-    if layout.size() >= HUGE_PAGES_FROM && huge_pages_enabled() {
+    if layout.size() >= HUGE_PAGES_FROM && options.huge_pages {
         advise(ptr as usize, layout.size());
     }
     // SAFETY: allocated by the global allocator with the layout of `len` values of `T`, every
@@ -93,25 +96,15 @@ fn host_out_of_memory(needed: u64) -> GpuError {
 /// Reservations of at least this many bytes ask for transparent huge pages.
 const HUGE_PAGES_FROM: usize = 32 << 20;
 
-/// The environment variable that, set to `0`, stops large result vectors from asking Linux for
-/// transparent huge pages.
-pub const HUGE_PAGES_ENV: &str = "MIDEN_GPU_HUGE_PAGES";
-
-/// Whether [`HUGE_PAGES_ENV`] leaves the advice on (read once).
-fn huge_pages_enabled() -> bool {
-    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ENABLED.get_or_init(|| std::env::var(HUGE_PAGES_ENV).map_or(true, |v| v.trim() != "0"))
-}
-
 /// Asks the kernel to back the spare capacity of `vec` with transparent huge pages where it is
 /// large ([`HUGE_PAGES_FROM`]; Linux, which in its common `madvise` mode gives them only when
-/// asked), unless [`HUGE_PAGES_ENV`] is `0`. A backend's results are gigabytes of fresh memory:
+/// asked). A backend's results are gigabytes of fresh memory:
 /// faulted in 2 MiB at a time instead of 4 KiB, the downloads that fill them spend far less time
 /// in the kernel.
 fn advise_huge_pages<T>(vec: &mut Vec<T>) {
     let spare = vec.spare_capacity_mut();
     let (start, len) = (spare.as_mut_ptr() as usize, std::mem::size_of_val(spare));
-    if len >= HUGE_PAGES_FROM && huge_pages_enabled() {
+    if len >= HUGE_PAGES_FROM {
         advise(start, len);
     }
 }
@@ -153,10 +146,10 @@ mod tests {
     fn zeroed_host_holds_zeros_of_the_length_asked() {
         // empty, small (heap) and large (fresh pages with the huge-page advice)
         for len in [0, 1, 1000, (HUGE_PAGES_FROM / 8) + 3] {
-            let felts: Vec<Felt> = zeroed_host(len).expect("fits");
+            let felts: Vec<Felt> = zeroed_host(len, &HostOptions::default()).expect("fits");
             assert_eq!(felts.len(), len);
             assert!(felts.iter().all(|x| *x == Felt::ZERO));
-            let digests: Vec<Digest> = zeroed_host(len / 4).expect("fits");
+            let digests: Vec<Digest> = zeroed_host(len / 4, &HostOptions::default()).expect("fits");
             assert_eq!(digests.len(), len / 4);
             assert!(digests.iter().all(|d| *d == Digest::ZERO));
         }
@@ -164,7 +157,7 @@ mod tests {
 
     #[test]
     fn zeroed_host_beyond_memory_is_out_of_memory() {
-        match zeroed_host::<Felt>(usize::MAX / 16) {
+        match zeroed_host::<Felt>(usize::MAX / 16, &HostOptions::default()) {
             Err(GpuError::OutOfMemory { memory: "host", .. }) => {},
             other => panic!("expected OutOfMemory, got {:?}", other.map(|v| v.len())),
         }

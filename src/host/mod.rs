@@ -1,5 +1,6 @@
 //! Host-side helpers that every backend shares: polynomial interpolation on the CPU (for inputs
-//! a device cannot transform, and for the CPU backend itself) and host memory for results.
+//! a device cannot transform, and for the CPU backend itself) and host memory for results, with
+//! its options ([`HostOptions`]).
 //!
 //! Nothing here knows of the committer trait or any backend.
 
@@ -7,6 +8,7 @@
 mod copy;
 mod interpolate;
 mod memory;
+mod options;
 #[cfg(feature = "cuda")]
 mod prefault;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
@@ -19,9 +21,10 @@ pub(crate) use copy::{par_copy, par_scatter};
 pub(crate) use interpolate::{interpolate_columns, interpolate_composition};
 #[cfg(feature = "wgpu")]
 pub(crate) use memory::zeroed_host;
-pub use memory::{reserve_host, HUGE_PAGES_ENV};
+pub use memory::reserve_host;
+pub use options::HostOptions;
 #[cfg(feature = "cuda")]
-pub use prefault::PREFAULT_THREADS_ENV;
+pub use prefault::default_prefault_threads;
 #[cfg(feature = "cuda")]
 pub(crate) use prefault::{prefault, spare_bytes};
 #[cfg(any(feature = "cuda", feature = "wgpu"))]

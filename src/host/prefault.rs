@@ -7,17 +7,9 @@ pub(crate) fn spare_bytes<T>(vec: &mut Vec<T>) -> (usize, usize) {
     (spare.as_mut_ptr() as usize, std::mem::size_of_val(spare))
 }
 
-/// The environment variable that sets how many host threads fault in the CUDA backend's result
-/// vectors while the GPUs compute (0: none).
-pub const PREFAULT_THREADS_ENV: &str = "MIDEN_GPU_PREFAULT_THREADS";
-
-/// Threads of [`prefault`] unless [`PREFAULT_THREADS_ENV`] says otherwise: a quarter of the
-/// host's cores, at most 4. The commitment starts them once its inputs are staged: beside the
-/// upload's copies they had slowed a Miden proof's main-trace upload tenfold (on an H100, 43 ms
-/// -> 400-500 ms). Started after it, 4 threads took W1 on an H200 from 0.47-0.48 s to
-/// 0.37-0.38 s with RPX (the host copies of the LDE rows bound it) and from 0.61 to 0.60 s with
-/// RPO, and the trace commitment of a Miden proof of 2^20 cycles from 1.06-1.15 s to 0.99-1.07 s.
-fn default_prefault_threads() -> usize {
+/// The default thread count of [`prefault`]: a quarter of the host's cores, at most 4, so that
+/// the faulting leaves the host copies and the CPU phases of a proof their cores.
+pub fn default_prefault_threads() -> usize {
     std::thread::available_parallelism().map_or(0, |cores| (cores.get() / 4).min(4))
 }
 
@@ -32,20 +24,17 @@ impl Drop for Prefault {
     }
 }
 
-/// Starts faulting in the byte `ranges` (of freshly reserved result vectors) from background
-/// threads, front first, with Linux's `MADV_POPULATE_WRITE`: the kernel maps zeroed pages and
-/// no byte is written from user space, so copies into the ranges may run meanwhile.
+/// Starts faulting in the byte `ranges` (of freshly reserved result vectors) from `threads`
+/// background threads (none for 0), front first, with Linux's `MADV_POPULATE_WRITE`: the kernel
+/// maps zeroed pages and no byte is written from user space, so copies into the ranges may run
+/// meanwhile.
 ///
 /// A GPU backend's results (gigabytes of LDE rows) reach the host through copies whose speed is
 /// bound by the page faults and zeroing of fresh memory; done while the GPUs compute, they
-/// leave the copies at memory speed: W1 on two H200s went from 0.48-0.53 s to 0.44-0.45 s.
+/// leave the copies at memory speed.
 /// The guard must be dropped before the vectors are freed.
-pub(crate) fn prefault(ranges: &[(usize, usize)]) -> Prefault {
+pub(crate) fn prefault(ranges: &[(usize, usize)], threads: usize) -> Prefault {
     const STEP: usize = 64 << 20;
-    let threads = std::env::var(PREFAULT_THREADS_ENV)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(default_prefault_threads);
     let steps: Vec<(usize, usize)> = ranges
         .iter()
         .flat_map(|&(start, len)| {

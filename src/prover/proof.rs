@@ -360,7 +360,7 @@ where
         };
         let committer = match self.fri_placement {
             FriPlacement::Backend => self.committer.committer.as_ref(),
-            FriPlacement::Cpu => &CpuCommitter,
+            FriPlacement::Cpu => &CpuCommitter::new(),
         };
         let error = match committer.commit_fri(&request, &mut draw) {
             Ok(layers) => return Ok((layers, drawn)),
@@ -451,7 +451,7 @@ fn replay_on_cpu(
     let request = FriRequest { keep_layers: false, ..*request };
     let mut replay = drawn.clone().into_iter();
     let mut diverged = None;
-    let layers = CpuCommitter.commit_fri(&request, &mut |root| match replay.next() {
+    let layers = CpuCommitter::new().commit_fri(&request, &mut |root| match replay.next() {
         Some((sent, alpha)) => {
             if sent != root {
                 diverged = Some(GpuError::InvalidFri(format!(

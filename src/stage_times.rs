@@ -1,0 +1,52 @@
+//! Device times of a commitment's stages, in one form for every backend.
+//!
+//! CUDA times each stage per GPU with events on its compute stream; wgpu times the compute
+//! passes of each stage with timestamp queries. Both count kernel time and both have the
+//! interpolation, LDE, hash and tree stages; the fields a backend does not have are `None`.
+
+/// Device times of one commitment's stages on one device, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StageTimes {
+    /// The device, as its backend names it: `cuda:<ordinal>`, or `wgpu`.
+    pub device: String,
+    /// Passes over the LDE: 1, or more where the LDE was streamed in coset groups to fit the
+    /// device memory budget.
+    pub passes: usize,
+    /// Inverse NTTs and scaling into coefficients (0 where the columns were interpolated on the
+    /// host).
+    pub interpolate_ms: f32,
+    /// Coset scaling and forward NTTs of every coset (all passes).
+    pub lde_ms: f32,
+    /// Row hashing into the leaves, with the row-major copy of the LDE where the backend does
+    /// not time it apart ([`Self::rows_ms`]).
+    pub hash_ms: f32,
+    /// Every Merkle level.
+    pub tree_ms: f32,
+    /// The transposition of each coset's evaluations into rows, where timed apart from the
+    /// hashing.
+    pub rows_ms: Option<f32>,
+    /// Wall time of the upload, the interpolation and the first pass's LDE, which overlap, where
+    /// the backend times it.
+    pub upload_lde_ms: Option<f32>,
+    /// Gathering all columns of this device's rows from the other devices, where several split
+    /// a commitment.
+    pub exchange_ms: Option<f32>,
+}
+
+impl StageTimes {
+    /// The stages timed, by name, in pipeline order.
+    pub fn stages(&self) -> Vec<(&'static str, f32)> {
+        [
+            ("upload+LDE wall", self.upload_lde_ms),
+            ("interpolate", Some(self.interpolate_ms)),
+            ("LDE", Some(self.lde_ms)),
+            ("rows", self.rows_ms),
+            ("exchange", self.exchange_ms),
+            ("hash", Some(self.hash_ms)),
+            ("tree", Some(self.tree_ms)),
+        ]
+        .into_iter()
+        .filter_map(|(name, ms)| Some((name, ms?)))
+        .collect()
+    }
+}

@@ -1,0 +1,65 @@
+//! The options of the wgpu backend, as a value; [`WgpuOptions::from_env`] is the one place the
+//! backend reads the environment.
+
+use super::Arithmetic;
+use crate::{hash::RescueLanes, host::HostOptions};
+
+/// How a [`super::WgpuCommitter`] picks its adapter and builds its kernels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WgpuOptions {
+    /// The graphics APIs to look for adapters on (default: Vulkan, Metal and DX12, the compute
+    /// APIs; OpenGL only when asked for).
+    pub backends: ::wgpu::Backends,
+    /// Open the adapter whose name contains this text (any case), instead of the
+    /// high-performance one.
+    pub adapter_name: Option<String>,
+    /// The kernels' integer arithmetic; `None` (the default) takes [`Arithmetic::U64`] where the
+    /// adapter has `SHADER_INT64`, else [`Arithmetic::U32`]. [`Arithmetic::U64`] on an adapter
+    /// without 64-bit integers is [`crate::GpuError::BackendUnavailable`].
+    pub arithmetic: Option<Arithmetic>,
+    /// Invocations per RPO/RPX permutation in whole-row hashing and Merkle trees; `None` (the
+    /// default) takes [`RescueLanes::Quad`] where the adapter has subgroup operations, else
+    /// [`RescueLanes::Single`]. Quads on an adapter without them are
+    /// [`crate::GpuError::BackendUnavailable`].
+    pub rescue_lanes: Option<RescueLanes>,
+    /// Time each commitment's stages with timestamp queries where the adapter has
+    /// `TIMESTAMP_QUERY` (default `true`).
+    pub timestamps: bool,
+    /// Let kernels write the staging buffers of downloads where the adapter allows it (Vulkan
+    /// and Metal with `MAPPABLE_PRIMARY_BUFFERS`; default `true`): the row-hashing kernels then
+    /// write the rows they read there, and the LDE rows need no copy on the device's queue.
+    pub kernel_downloads: bool,
+    /// Split device arrays into parts of at most this many bytes (rounded down to a power of
+    /// two, at least 256) instead of the adapter's binding limit; makes tests run the
+    /// multi-part paths on small inputs.
+    pub max_chunk_bytes: Option<u64>,
+    /// How result vectors are reserved on the host.
+    pub host: HostOptions,
+}
+
+impl Default for WgpuOptions {
+    fn default() -> Self {
+        Self {
+            backends: ::wgpu::Backends::PRIMARY,
+            adapter_name: None,
+            arithmetic: None,
+            rescue_lanes: None,
+            timestamps: true,
+            kernel_downloads: true,
+            max_chunk_bytes: None,
+            host: HostOptions::default(),
+        }
+    }
+}
+
+impl WgpuOptions {
+    /// The defaults, with wgpu's own variables where set: `WGPU_BACKEND` (the APIs, e.g.
+    /// `vulkan`) and `WGPU_ADAPTER_NAME` (part of the adapter's name).
+    pub fn from_env() -> Self {
+        Self {
+            backends: ::wgpu::Backends::from_env().unwrap_or(::wgpu::Backends::PRIMARY),
+            adapter_name: std::env::var("WGPU_ADAPTER_NAME").ok().filter(|n| !n.trim().is_empty()),
+            ..Self::default()
+        }
+    }
+}
