@@ -23,8 +23,9 @@ use miden_crypto::hash::{
 use miden_gpu::{
     compare_proofs,
     progress::ProofProgress,
-    timing::{self, stages, Row, StageTimes},
-    Backend, GpuCommitter, GpuHasher, GpuProver,
+    prover::spans,
+    timing::{self, Row, SpanTimes},
+    Backend, BackendOptions, GpuCommitter, GpuHasher, GpuProver,
 };
 use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer};
 use winter_air::{BatchingMethod, FieldExtension, ProofOptions};
@@ -39,8 +40,8 @@ const CPU_LOG_STEPS: u32 = 14;
 
 /// The stages of the timing table (the rest of the proof is in its total).
 const COMMITMENT_ROWS: [Row; 2] = [
-    Row { label: "trace commitment", spans: &[stages::MAIN_TRACE, stages::AUX_TRACE] },
-    Row { label: "constraint commitment", spans: &[stages::CONSTRAINTS] },
+    Row { label: "trace commitment", spans: &[spans::MAIN_TRACE, spans::AUX_TRACE] },
+    Row { label: "constraint commitment", spans: &[spans::CONSTRAINTS] },
 ];
 
 #[derive(Parser)]
@@ -88,7 +89,7 @@ fn main() {
     #[cfg(feature = "wgpu")]
     miden_gpu::wgpu::prepare_headless_vulkan();
     let args = Args::parse();
-    let times = StageTimes::new();
+    let times = SpanTimes::new();
     let spinner = spinner();
     let on_step = spinner.clone();
     // Tracing lines only where RUST_LOG asks for them; a spinner shows the proof step otherwise.
@@ -121,14 +122,14 @@ fn spinner() -> ProgressBar {
     spinner
 }
 
-fn run(args: Args, times: &StageTimes, spinner: &ProgressBar) -> Result<(), String> {
-    let backend = match &args.backend {
-        Some(name) => name.parse().map_err(|e| format!("{e}"))?,
-        None => Backend::from_env().map_err(|e| format!("{e}"))?,
-    };
+fn run(args: Args, times: &SpanTimes, spinner: &ProgressBar) -> Result<(), String> {
+    let mut options = BackendOptions::from_env().map_err(|e| format!("{e}"))?;
+    if let Some(name) = &args.backend {
+        options.backend = name.parse().map_err(|e| format!("{e}"))?;
+    }
     spinner.set_prefix("set-up");
-    spinner.set_message(format!("opening the {backend} backend"));
-    let committer = backend.create().map_err(|e| format!("{e}"))?;
+    spinner.set_message(format!("opening the {} backend", options.backend));
+    let committer = options.create().map_err(|e| format!("{e}"))?;
     let on_gpu = committer.backend() != Backend::Cpu;
     let log_steps = args.log_steps.unwrap_or(if on_gpu { GPU_LOG_STEPS } else { CPU_LOG_STEPS });
     if !on_gpu {
@@ -174,7 +175,7 @@ fn prove<H: GpuHasher>(
     options: ProofOptions,
     log_steps: u32,
     pairs: usize,
-    times: &StageTimes,
+    times: &SpanTimes,
     spinner: &ProgressBar,
 ) -> Result<(), String> {
     let steps = 1usize << log_steps;

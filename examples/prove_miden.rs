@@ -22,8 +22,8 @@ use miden_assembly::Assembler;
 use miden_gpu::{
     compare_proofs,
     miden::{self as gpu_miden, programs},
-    timing::{self, RunTimes, StageTimes},
-    Backend, Felt, GpuCommitter,
+    timing::{self, RunTimes, SpanTimes},
+    Backend, BackendOptions, Felt, GpuCommitter,
 };
 use miden_processor::{
     AdviceInputs, DefaultHost, ExecutionOptions, Program, StackInputs, StackOutputs, NUM_RAND_ROWS,
@@ -92,7 +92,7 @@ impl Args {
 fn main() -> ExitCode {
     let args = Args::parse();
     // span totals for the timing tables, and log lines as RUST_LOG says
-    let times = StageTimes::new();
+    let times = SpanTimes::new();
     let log_filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     tracing_subscriber::registry()
         .with(times.clone())
@@ -108,7 +108,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: &Args, times: &StageTimes) -> Result<(), String> {
+fn run(args: &Args, times: &SpanTimes) -> Result<(), String> {
     let source = match args.program {
         Workload::Fib => programs::FIBONACCI,
         Workload::HashMem => programs::HASH_MEMORY,
@@ -124,14 +124,16 @@ fn run(args: &Args, times: &StageTimes) -> Result<(), String> {
     );
 
     // the backends, created once and warmed up on a small program
+    let from_env = BackendOptions::from_env().map_err(|e| e.to_string())?;
     let backends = match &args.backend {
         Some(list) => list.clone(),
-        None => vec![Backend::from_env().map_err(|e| e.to_string())?],
+        None => vec![from_env.backend],
     };
     let mut committers = Vec::new();
     for backend in backends {
         let start = Instant::now();
-        let committer = backend.create().map_err(|e| e.to_string())?;
+        let options = BackendOptions { backend, ..from_env.clone() };
+        let committer = options.create().map_err(|e| e.to_string())?;
         prove(&program, iterations_for(&program, 12)?, &options, committer.clone())?;
         println!(
             "backend {} on {}: created and warmed up in {:.1?}",

@@ -12,15 +12,27 @@
 //! ## Architecture
 //! Imports run one way, from the foundations up:
 //! - Foundations: [`error`], [`backend`] (the [`Backend`] names), [`hash`], [`host`] (host
-//!   interpolation and result memory shared by the backends).
+//!   interpolation and result memory shared by the backends, [`HostOptions`]).
 //! - [`GpuCommitter`] ([`committer`]): the one interface every backend implements, over base
 //!   field columns: evaluations in, polynomials + LDE rows + leaves + Merkle nodes out.
-//! - Backends: [`CpuCommitter`] (rayon; the oracle), `wgpu::WgpuCommitter` (WGSL kernels, feature
-//!   `wgpu`), `cuda::CudaCommitter` (CUDA kernels through NVRTC, feature `cuda`).
-//! - Selection ([`select`]): [`Backend::create`] makes the chosen one, also from
-//!   `MIDEN_GPU_BACKEND`; `Auto` decides before opening any device.
-//! - Prover integration ([`GpuProver`], [`GpuTraceLde`], [`GpuConstraintCommitment`]): knows
-//!   nothing of any backend's internals.
+//! - Backends, each with its options as a value: [`CpuCommitter`] ([`CpuOptions`]; rayon, the
+//!   oracle), `wgpu::WgpuCommitter` (`WgpuOptions`; WGSL kernels, feature `wgpu`),
+//!   `cuda::CudaCommitter` (`CudaOptions`; CUDA kernels through NVRTC, feature `cuda`).
+//! - Selection ([`options`], [`select`]): [`BackendOptions`] names the backend and holds every
+//!   backend's options; [`BackendOptions::create`] makes the committer, and `Auto` decides
+//!   before opening any device.
+//! - Prover integration ([`GpuProver`], [`ProverOptions`], [`GpuTraceLde`],
+//!   [`GpuConstraintCommitment`]): knows nothing of any backend's internals.
+//!
+//! ## Configuration
+//! Every option is a value. The library reads the environment only in the `from_env`
+//! constructors ([`BackendOptions::from_env`], [`ProverOptions::from_env`] and those of the GPU
+//! backends' options), which the command line and the examples call.
+//!
+//! ## Features
+//! `wgpu` and `concurrent` (default), `cuda`, `miden` (the Miden VM prover and the `miden-gpu`
+//! command line) and `tools` (default; stage timing, progress and fault-injection tooling over
+//! `tracing-subscriber`, for the command line, examples, benchmarks and tests).
 
 #![warn(missing_docs)]
 
@@ -31,17 +43,21 @@ pub mod cpu;
 pub mod cuda;
 pub mod deep;
 pub mod error;
+#[cfg(feature = "tools")]
 pub mod faults;
 pub mod fri;
 pub mod hash;
 pub mod host;
 #[cfg(feature = "miden")]
 pub mod miden;
+pub mod options;
+#[cfg(feature = "tools")]
 pub mod progress;
 pub mod prover;
 pub mod resident;
 pub mod select;
 pub mod stage_times;
+#[cfg(feature = "tools")]
 pub mod timing;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
@@ -52,11 +68,12 @@ pub use cpu::{CpuCommitter, CpuOptions};
 pub use error::{GpuError, Result};
 pub use hash::{Digest, GpuHasher, HashFunction, RescueLanes};
 pub use host::HostOptions;
-pub use stage_times::StageTimes;
 pub use miden_crypto::Felt;
+pub use options::{BackendOptions, BACKEND_ENV};
 pub use prover::{
     commit_composition, commit_trace_segment, compare_proofs, FriPlacement,
-    GpuConstraintCommitment, GpuProver, GpuTraceLde, ProofMatch, SegmentCommitment, SegmentLde,
+    GpuConstraintCommitment, GpuProver, GpuTraceLde, ProofMatch, ProverOptions, SegmentCommitment,
+    SegmentLde,
 };
 pub use resident::ResidentPolys;
-pub use select::BACKEND_ENV;
+pub use stage_times::StageTimes;

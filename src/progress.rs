@@ -9,20 +9,20 @@ use std::sync::Arc;
 use tracing::{span, Subscriber};
 use tracing_subscriber::{layer::Context, registry::LookupSpan, Layer};
 
-use crate::timing::stages;
+use crate::prover::spans;
 
 /// Winterfell's proof steps, by span name, with what a progress display calls them.
 pub const PROOF_STEPS: &[(&str, &str)] = &[
-    (stages::MAIN_TRACE, "committing to the main trace"),
-    (stages::AUX_TRACE_BUILD, "building the auxiliary trace"),
-    (stages::AUX_TRACE, "committing to the auxiliary trace"),
-    (stages::CONSTRAINT_EVALUATION, "evaluating the constraints"),
-    (stages::CONSTRAINTS, "committing to the constraint evaluations"),
-    (stages::DEEP_BUILD, "building the DEEP composition polynomial"),
-    (stages::DEEP_EVALUATION, "evaluating the DEEP composition polynomial"),
-    (stages::FRI_LAYERS, "computing the FRI layers"),
-    (stages::QUERY_POSITIONS, "grinding and drawing the queries"),
-    (stages::PROOF_OBJECT, "assembling the proof"),
+    (spans::MAIN_TRACE, "committing to the main trace"),
+    (spans::AUX_TRACE_BUILD, "building the auxiliary trace"),
+    (spans::AUX_TRACE, "committing to the auxiliary trace"),
+    (spans::CONSTRAINT_EVALUATION, "evaluating the constraints"),
+    (spans::CONSTRAINTS, "committing to the constraint evaluations"),
+    (spans::DEEP_BUILD, "building the DEEP composition polynomial"),
+    (spans::DEEP_EVALUATION, "evaluating the DEEP composition polynomial"),
+    (spans::FRI_LAYERS, "computing the FRI layers"),
+    (spans::QUERY_POSITIONS, "grinding and drawing the queries"),
+    (spans::PROOF_OBJECT, "assembling the proof"),
 ];
 
 /// A layer that reports each of [`PROOF_STEPS`] as it starts.

@@ -1,4 +1,4 @@
-//! Backend selection: explicit, from `MIDEN_GPU_BACKEND`, or automatic.
+//! Backend selection: the committer of a [`BackendOptions`], explicit or automatic.
 //!
 //! This sits above every backend: it names them, asks which are usable and creates the chosen
 //! one. [`Backend::Auto`] decides from what the system reports (a CUDA driver and device, a
@@ -13,42 +13,39 @@ use tracing::{info, warn};
 use crate::{
     backend::Backend,
     committer::GpuCommitter,
-    cpu::CpuCommitter,
+    cpu::{CpuCommitter, CpuOptions},
     error::{GpuError, Result},
+    options::BackendOptions,
 };
 
-/// The environment variable that overrides [`Backend::Auto`]: `auto`, `cpu`, `wgpu` or `cuda`.
-pub const BACKEND_ENV: &str = "MIDEN_GPU_BACKEND";
-
 impl Backend {
-    /// Reads [`BACKEND_ENV`]; unset or empty means [`Backend::Auto`], an unknown name is an
-    /// error.
-    pub fn from_env() -> Result<Self> {
-        match std::env::var(BACKEND_ENV) {
-            Ok(value) if !value.trim().is_empty() => value.parse(),
-            _ => Ok(Self::Auto),
-        }
+    /// Creates the committer for this backend with every backend's default options (see
+    /// [`BackendOptions::create`]).
+    pub fn create(self) -> Result<Arc<dyn GpuCommitter>> {
+        BackendOptions::new(self).create()
     }
+}
 
-    /// Creates the committer for this backend.
+impl BackendOptions {
+    /// Creates the committer of [`Self::backend`] with its options.
     ///
     /// An explicit backend that cannot be used is [`GpuError::BackendUnavailable`]; only
     /// [`Backend::Auto`] falls back, and it logs what it chose and why.
-    pub fn create(self) -> Result<Arc<dyn GpuCommitter>> {
-        match self {
-            Self::Cpu => Ok(Arc::new(CpuCommitter::new())),
-            Self::Wgpu => create_wgpu(),
-            Self::Cuda => create_cuda(),
-            Self::Auto => {
-                let committer = create_cuda()
+    pub fn create(&self) -> Result<Arc<dyn GpuCommitter>> {
+        match self.backend {
+            Backend::Cpu => Ok(Arc::new(CpuCommitter::with_options(self.cpu))),
+            Backend::Wgpu => create_wgpu(self),
+            Backend::Cuda => create_cuda(self),
+            Backend::Auto => {
+                let committer = create_cuda(self)
                     .or_else(|cuda| {
                         info!(reason = %cuda, "CUDA backend not used");
-                        create_hardware_wgpu()
+                        create_hardware_wgpu(self)
                     })
                     .or_else(|wgpu| {
                         info!(reason = %wgpu, "wgpu backend not used");
                         warn!("no GPU backend available; committing on the CPU");
-                        Ok::<_, GpuError>(Arc::new(CpuCommitter::new()) as Arc<dyn GpuCommitter>)
+                        Ok::<_, GpuError>(cpu_committer(self.cpu))
                     })?;
                 info!(
                     backend = %committer.backend(),
@@ -59,6 +56,10 @@ impl Backend {
             },
         }
     }
+}
+
+fn cpu_committer(options: CpuOptions) -> Arc<dyn GpuCommitter> {
+    Arc::new(CpuCommitter::with_options(options))
 }
 
 impl FromStr for Backend {
@@ -77,42 +78,42 @@ impl FromStr for Backend {
 // ================================================================================================
 
 #[cfg(feature = "cuda")]
-fn create_cuda() -> Result<Arc<dyn GpuCommitter>> {
-    Ok(Arc::new(crate::cuda::CudaCommitter::new()?))
+fn create_cuda(options: &BackendOptions) -> Result<Arc<dyn GpuCommitter>> {
+    Ok(Arc::new(crate::cuda::CudaCommitter::with_options(options.cuda.clone())?))
 }
 
 #[cfg(not(feature = "cuda"))]
-fn create_cuda() -> Result<Arc<dyn GpuCommitter>> {
+fn create_cuda(_: &BackendOptions) -> Result<Arc<dyn GpuCommitter>> {
     Err(not_compiled(Backend::Cuda, "cuda"))
 }
 
 #[cfg(feature = "wgpu")]
-fn create_wgpu() -> Result<Arc<dyn GpuCommitter>> {
-    Ok(Arc::new(crate::wgpu::WgpuCommitter::new()?))
+fn create_wgpu(options: &BackendOptions) -> Result<Arc<dyn GpuCommitter>> {
+    Ok(Arc::new(crate::wgpu::WgpuCommitter::with_options(options.wgpu.clone())?))
 }
 
 #[cfg(not(feature = "wgpu"))]
-fn create_wgpu() -> Result<Arc<dyn GpuCommitter>> {
+fn create_wgpu(_: &BackendOptions) -> Result<Arc<dyn GpuCommitter>> {
     Err(not_compiled(Backend::Wgpu, "wgpu"))
 }
 
 /// `Auto` takes wgpu only on a hardware adapter: a software rasterizer (lavapipe, WARP) is
 /// slower than the CPU backend. The adapter's type is read before a device is opened.
 #[cfg(feature = "wgpu")]
-fn create_hardware_wgpu() -> Result<Arc<dyn GpuCommitter>> {
-    let adapter = crate::wgpu::AdapterSummary::find()?;
+fn create_hardware_wgpu(options: &BackendOptions) -> Result<Arc<dyn GpuCommitter>> {
+    let adapter = crate::wgpu::AdapterSummary::find(&options.wgpu)?;
     if adapter.software {
         return Err(GpuError::BackendUnavailable {
             backend: Backend::Wgpu,
             reason: format!("only a software adapter is present ({})", adapter.name),
         });
     }
-    create_wgpu()
+    create_wgpu(options)
 }
 
 #[cfg(not(feature = "wgpu"))]
-fn create_hardware_wgpu() -> Result<Arc<dyn GpuCommitter>> {
-    create_wgpu()
+fn create_hardware_wgpu(options: &BackendOptions) -> Result<Arc<dyn GpuCommitter>> {
+    create_wgpu(options)
 }
 
 #[cfg(not(all(feature = "cuda", feature = "wgpu")))]

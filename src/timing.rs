@@ -2,11 +2,11 @@
 //!
 //! Winterfell wraps each proof step in a span (`commit_to_main_trace_segment`,
 //! `commit_to_aux_trace_segment`, `commit_to_constraint_evaluations`, ...) and every backend of
-//! this crate wraps its stages in spans too. [`StageTimes`] is a `tracing-subscriber` layer that
+//! this crate wraps its stages in spans too. [`SpanTimes`] is a `tracing-subscriber` layer that
 //! adds up how long each span name was entered, so one run can report a breakdown of a plain
 //! Winterfell proof and of a GPU proof side by side.
 //!
-//! [`StageTimes::time`] times one run (a proof) into [`RunTimes`]; [`stage_table`] prints runs
+//! [`SpanTimes::time`] times one run (a proof) into [`RunTimes`]; [`stage_table`] prints runs
 //! side by side, one line per [`Row`] of stages (such as [`PROOF_ROWS`]), and [`span_table`]
 //! every span's total.
 
@@ -20,41 +20,15 @@ use std::{
 use tracing::{span, Subscriber};
 use tracing_subscriber::{layer::Context, registry::LookupSpan, Layer};
 
-/// Span names of the steps of a proof: Winterfell's, and the Miden VM's around them.
-pub mod stages {
-    /// Main trace segment: interpolate, extend, hash, tree.
-    pub const MAIN_TRACE: &str = "commit_to_main_trace_segment";
-    /// Auxiliary trace segment (includes building the aux trace, except for Miden's bus columns:
-    /// [`AUX_TRACE_BUILD`]).
-    pub const AUX_TRACE: &str = "commit_to_aux_trace_segment";
-    /// Constraint commitment: composition polynomial, extend, hash, tree.
-    pub const CONSTRAINTS: &str = "commit_to_constraint_evaluations";
-    /// Evaluation of the constraints over the constraint-evaluation domain.
-    pub const CONSTRAINT_EVALUATION: &str = "evaluate_constraints";
-    /// Miden VM: execution of the program (`miden_processor::execute`).
-    pub const EXECUTION: &str = "execute_program";
-    /// Miden VM: building the auxiliary (bus) columns (`miden_prover` and this crate's `miden`
-    /// module), outside Winterfell's [`AUX_TRACE`] span.
-    pub const AUX_TRACE_BUILD: &str = "build_aux_trace";
-    /// Building the DEEP composition polynomial.
-    pub const DEEP_BUILD: &str = "build_deep_composition_poly";
-    /// Evaluating the DEEP composition polynomial over the LDE domain.
-    pub const DEEP_EVALUATION: &str = "evaluate_deep_composition_poly";
-    /// Folding and committing to the FRI layers.
-    pub const FRI_LAYERS: &str = "compute_fri_layers";
-    /// Grinding and drawing the query positions.
-    pub const QUERY_POSITIONS: &str = "determine_query_positions";
-    /// Assembling the proof object.
-    pub const PROOF_OBJECT: &str = "build_proof_object";
-}
+use crate::prover::spans;
 
 /// Accumulated time per span name; cheap to clone (shared).
 #[derive(Clone, Default)]
-pub struct StageTimes {
+pub struct SpanTimes {
     totals: Arc<Mutex<BTreeMap<&'static str, Duration>>>,
 }
 
-impl StageTimes {
+impl SpanTimes {
     /// A new, empty recorder.
     pub fn new() -> Self {
         Self::default()
@@ -88,7 +62,7 @@ impl StageTimes {
 /// When a span was last entered (kept in the span's extensions).
 struct EnteredAt(Instant);
 
-impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for StageTimes {
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for SpanTimes {
     fn on_enter(&self, id: &span::Id, ctx: Context<'_, S>) {
         if let Some(span) = ctx.span(id) {
             span.extensions_mut().replace(EnteredAt(Instant::now()));
@@ -155,16 +129,16 @@ pub struct Row {
 /// composition, the FRI commit phase (which, on a GPU backend, includes evaluating the DEEP
 /// polynomial over the LDE domain), grinding, queries and the proof object, and the rest.
 pub const PROOF_ROWS: [Row; 9] = [
-    Row { label: "execution", spans: &[stages::EXECUTION] },
-    Row { label: "trace commitment", spans: &[stages::MAIN_TRACE, stages::AUX_TRACE] },
-    Row { label: "aux trace build", spans: &[stages::AUX_TRACE_BUILD] },
-    Row { label: "constraint evaluation", spans: &[stages::CONSTRAINT_EVALUATION] },
-    Row { label: "constraint commitment", spans: &[stages::CONSTRAINTS] },
-    Row { label: "DEEP composition", spans: &[stages::DEEP_BUILD, stages::DEEP_EVALUATION] },
-    Row { label: "FRI commit phase", spans: &[stages::FRI_LAYERS] },
+    Row { label: "execution", spans: &[spans::EXECUTION] },
+    Row { label: "trace commitment", spans: &[spans::MAIN_TRACE, spans::AUX_TRACE] },
+    Row { label: "aux trace build", spans: &[spans::AUX_TRACE_BUILD] },
+    Row { label: "constraint evaluation", spans: &[spans::CONSTRAINT_EVALUATION] },
+    Row { label: "constraint commitment", spans: &[spans::CONSTRAINTS] },
+    Row { label: "DEEP composition", spans: &[spans::DEEP_BUILD, spans::DEEP_EVALUATION] },
+    Row { label: "FRI commit phase", spans: &[spans::FRI_LAYERS] },
     Row {
         label: "grinding, queries, proof",
-        spans: &[stages::QUERY_POSITIONS, stages::PROOF_OBJECT],
+        spans: &[spans::QUERY_POSITIONS, spans::PROOF_OBJECT],
     },
     Row { label: "rest", spans: &[] },
 ];
@@ -240,7 +214,7 @@ mod tests {
         let run = run(
             "cpu",
             100,
-            &[(stages::MAIN_TRACE, 30), (stages::AUX_TRACE, 10), (stages::CONSTRAINTS, 20)],
+            &[(spans::MAIN_TRACE, 30), (spans::AUX_TRACE, 10), (spans::CONSTRAINTS, 20)],
         );
         let times: Vec<Duration> = PROOF_ROWS.iter().map(|row| run.row(row, &PROOF_ROWS)).collect();
         assert_eq!(times[1], Duration::from_millis(40));
@@ -251,10 +225,10 @@ mod tests {
     #[test]
     fn tables_show_every_run_and_the_ratios_to_the_first() {
         let runs = [
-            run("winterfell", 100, &[(stages::CONSTRAINTS, 40)]),
-            run("miden-gpu", 50, &[(stages::CONSTRAINTS, 10), ("cuda.commit", 8)]),
+            run("winterfell", 100, &[(spans::CONSTRAINTS, 40)]),
+            run("miden-gpu", 50, &[(spans::CONSTRAINTS, 10), ("cuda.commit", 8)]),
         ];
-        let rows = [Row { label: "constraint commitment", spans: &[stages::CONSTRAINTS] }];
+        let rows = [Row { label: "constraint commitment", spans: &[spans::CONSTRAINTS] }];
         let table = stage_table(&runs, &rows);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines.len(), 3);

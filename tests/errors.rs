@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use miden_crypto::hash::rpo::Rpo256;
 use miden_gpu::{
-    commit_composition, Backend, CommitRequest, CpuCommitter, Digest, Felt, GpuCommitter, GpuError,
-    GpuTraceLde, HashFunction, LdeRows, PolyInput, RowHashing,
+    commit_composition, Backend, BackendOptions, CommitRequest, CpuCommitter, Digest, Felt,
+    GpuCommitter, GpuError, GpuTraceLde, HashFunction, LdeRows, PolyInput, RowHashing,
 };
 use winter_air::{PartitionOptions, TraceInfo};
 use winter_math::{fft, fields::QuadExtension, FieldElement, StarkField};
@@ -159,11 +159,11 @@ fn unknown_backend_name_and_environment_value() {
     assert_eq!(" CUDA ".parse::<Backend>().unwrap(), Backend::Cuda);
     // The only test that touches the variable, so no other test races with it.
     std::env::set_var(miden_gpu::BACKEND_ENV, "opencl");
-    assert_eq!(Backend::from_env().unwrap_err(), GpuError::UnknownBackend("opencl".into()));
+    assert_eq!(BackendOptions::from_env().unwrap_err(), GpuError::UnknownBackend("opencl".into()));
     std::env::set_var(miden_gpu::BACKEND_ENV, "cpu");
-    assert_eq!(Backend::from_env().unwrap(), Backend::Cpu);
+    assert_eq!(BackendOptions::from_env().unwrap().backend, Backend::Cpu);
     std::env::remove_var(miden_gpu::BACKEND_ENV);
-    assert_eq!(Backend::from_env().unwrap(), Backend::Auto);
+    assert_eq!(BackendOptions::from_env().unwrap().backend, Backend::Auto);
 }
 
 #[test]

@@ -6,11 +6,11 @@
 mod common;
 
 use common::Case;
-use miden_gpu::{Backend, GpuCommitter, HashFunction};
+use miden_gpu::{Backend, BackendOptions, GpuCommitter, HashFunction};
 use proptest::prelude::*;
 
 fn committer() -> std::sync::Arc<dyn GpuCommitter> {
-    match Backend::from_env().expect("MIDEN_GPU_BACKEND") {
+    match BackendOptions::from_env().expect("MIDEN_GPU_BACKEND").backend {
         Backend::Auto => Backend::Cpu.create(),
         backend => backend.create(),
     }
@@ -19,7 +19,7 @@ fn committer() -> std::sync::Arc<dyn GpuCommitter> {
 
 /// The hash functions of the backend under test: all of them on the CPU.
 fn hashes() -> Vec<HashFunction> {
-    match Backend::from_env().expect("MIDEN_GPU_BACKEND") {
+    match BackendOptions::from_env().expect("MIDEN_GPU_BACKEND").backend {
         Backend::Auto | Backend::Cpu => HashFunction::ALL.to_vec(),
         _ => common::GPU_HASHES.to_vec(),
     }

@@ -46,11 +46,13 @@ impl HostResults {
         let n = shape.poly_len;
         let lde_len = shape.lde_len;
         let poly_cols = if with_polys { shape.num_cols } else { 0 };
-        let polys: Vec<Vec<Felt>> =
-            (0..poly_cols).map(|_| reserve_host(n)).collect::<Result<_>>()?;
-        let rows: Vec<Felt> = reserve_host(lde_len * shape.row_width)?;
-        let leaves: Vec<Digest> = reserve_host(lde_len)?;
-        let nodes: Vec<Digest> = reserve_host(lde_len)?;
+        let polys: Vec<Vec<Felt>> = (0..poly_cols)
+            .map(|_| reserve_host(n, &crate::host::HostOptions::default()))
+            .collect::<Result<_>>()?;
+        let rows: Vec<Felt> =
+            reserve_host(lde_len * shape.row_width, &crate::host::HostOptions::default())?;
+        let leaves: Vec<Digest> = reserve_host(lde_len, &crate::host::HostOptions::default())?;
+        let nodes: Vec<Digest> = reserve_host(lde_len, &crate::host::HostOptions::default())?;
         Ok(Self { polys, rows, leaves, nodes })
     }
 
@@ -218,7 +220,7 @@ pub(super) fn download_vec<T>(
     count: usize,
     ready: &Event,
 ) -> Result<Vec<T>> {
-    let mut out: Vec<T> = reserve_host(count)?;
+    let mut out: Vec<T> = reserve_host(count, &crate::host::HostOptions::default())?;
     let job = Download { src, dst: spare(&mut out, 0, count), ready: Some(ready) };
     download(&[gpu], &mut [state], vec![vec![job]])?;
     // SAFETY: the download wrote all `count` values.

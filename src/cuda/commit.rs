@@ -109,7 +109,7 @@ pub(super) fn commit(
     // the page faults of the large results happen while the GPUs compute, once the host has
     // staged the inputs (faulting beside the upload's copies slowed them tenfold); joined on
     // drop, before the vectors are freed
-    let _prefault = prefault(&host.large_spare_bytes());
+    let _prefault = prefault(&host.large_spare_bytes(), crate::host::default_prefault_threads());
     let mut interpolated = Vec::with_capacity(g_count);
     let mut lde_done = Vec::with_capacity(g_count);
     for ((gpu, upload), timeline) in gpus.iter().zip(uploads).zip(&mut timelines) {

@@ -22,12 +22,15 @@ mod constraint_commitment;
 mod deep;
 mod fri_proof;
 mod host_polys;
+mod options;
 mod proof;
 mod segment;
+pub mod spans;
 mod trace_lde;
 
 pub use compare::{compare_proofs, ProofMatch};
 pub use constraint_commitment::GpuConstraintCommitment;
+pub use options::ProverOptions;
 pub use proof::FriPlacement;
 use segment::CommitterHandle;
 pub use segment::{commit_composition, commit_trace_segment, SegmentCommitment, SegmentLde};
@@ -57,10 +60,18 @@ where
     P: Prover<BaseField = Felt>,
     P::HashFn: GpuHasher,
 {
-    /// Wraps `inner`, committing on `backend` (see [`Backend::create`]). A backend failure
-    /// during a proof falls back to the CPU with a warning; see [`Self::with_cpu_fallback`].
+    /// Wraps `inner`, committing on `backend` with its default options (see
+    /// [`Backend::create`]). A backend failure during a proof falls back to the CPU with a
+    /// warning; see [`Self::with_cpu_fallback`].
     pub fn new(inner: P, backend: Backend) -> Result<Self> {
         Ok(Self::with_committer(inner, backend.create()?))
+    }
+
+    /// Wraps `inner`, creating the committer of `options.backend` and taking the other options.
+    pub fn with_options(inner: P, options: &ProverOptions) -> Result<Self> {
+        Ok(Self::with_committer(inner, options.backend.create()?)
+            .with_fri_placement(options.fri_placement)
+            .with_cpu_fallback(options.cpu_fallback))
     }
 
     /// Wraps `inner`, committing on the given committer.

@@ -31,7 +31,7 @@ use super::{
     fri_proof::{build_fri_proof, remainder_poly},
     host_polys::{HostPolys, TracePolys},
     segment::base_components,
-    GpuConstraintCommitment, GpuProver, GpuTraceLde,
+    spans, GpuConstraintCommitment, GpuProver, GpuTraceLde,
 };
 use crate::{
     committer::GpuCommitter,
@@ -40,7 +40,6 @@ use crate::{
     error::{GpuError, Result},
     fri::{FriLayers, FriRequest},
     hash::{Digest, GpuHasher},
-    timing::stages,
 };
 
 /// Where a [`GpuProver`] runs the DEEP composition and the FRI commit phase.
@@ -88,7 +87,7 @@ where
         let trace_length = air.trace_length();
         let domain = info_span!("build_domain", trace_length, lde_domain_size)
             .in_scope(|| StarkDomain::new(&air));
-        let (mut trace_lde, main_polys) = info_span!(stages::MAIN_TRACE).in_scope(|| {
+        let (mut trace_lde, main_polys) = info_span!(spans::MAIN_TRACE).in_scope(|| {
             let (lde, polys) = GpuTraceLde::<E, P::HashFn>::build(
                 trace.info(),
                 trace.main_segment(),
@@ -107,7 +106,7 @@ where
                 .get_aux_rand_elements(channel.public_coin())
                 .expect("failed to draw random elements for the auxiliary trace segment");
             let segment = self.build_aux_trace(&trace, &rand_elements);
-            let _span = info_span!(stages::AUX_TRACE).entered();
+            let _span = info_span!(spans::AUX_TRACE).entered();
             let (polys, aux_root) = trace_lde
                 .commit_aux_segment(&segment, &domain)
                 .unwrap_or_else(|error| panic!("auxiliary segment commitment failed: {error}"));
@@ -126,7 +125,7 @@ where
 
         // 3 ----- constraint commitment ----------------------------------------------------------
         let num_quotient_columns = air.context().num_constraint_composition_columns();
-        let (mut constraint_commitment, composition_polys) = info_span!(stages::CONSTRAINTS)
+        let (mut constraint_commitment, composition_polys) = info_span!(spans::CONSTRAINTS)
             .in_scope(|| {
                 let (commitment, polys) = GpuConstraintCommitment::<E, P::HashFn>::build(
                     composition_trace,
@@ -151,7 +150,7 @@ where
             &domain,
         );
         let main_width = trace_lde.main_segment().num_cols();
-        let deep_poly = info_span!(stages::DEEP_BUILD).in_scope(|| {
+        let deep_poly = info_span!(spans::DEEP_BUILD).in_scope(|| {
             let z = channel.get_ood_point();
             let segments = self.resident_segments(&trace_lde, &constraint_commitment);
             let (ood_trace, ood_quotients) = info_span!("deep.ood_frame").in_scope(|| {
@@ -186,25 +185,24 @@ where
         let fri_options = air.options().to_fri_options();
         let num_layers = fri_options.num_fri_layers(lde_domain_size);
         let folding_factor = fri_options.folding_factor();
-        let (layers, drawn, remainder) =
-            info_span!(stages::FRI_LAYERS, num_layers).in_scope(|| {
-                let (layers, drawn) = self
-                    .commit_fri_layers::<E>(&deep_poly, num_layers, &mut channel)
-                    .unwrap_or_else(|error| panic!("FRI layer commitment failed: {error}"));
-                let remainder = E::slice_from_base_elements(&layers.remainder);
-                let remainder = remainder_poly(remainder, fri_options.blowup_factor());
-                channel.commit_fri_layer(<P::HashFn as ElementHasher>::hash_elements(&remainder));
-                (layers, drawn, remainder)
-            });
+        let (layers, drawn, remainder) = info_span!(spans::FRI_LAYERS, num_layers).in_scope(|| {
+            let (layers, drawn) = self
+                .commit_fri_layers::<E>(&deep_poly, num_layers, &mut channel)
+                .unwrap_or_else(|error| panic!("FRI layer commitment failed: {error}"));
+            let remainder = E::slice_from_base_elements(&layers.remainder);
+            let remainder = remainder_poly(remainder, fri_options.blowup_factor());
+            channel.commit_fri_layer(<P::HashFn as ElementHasher>::hash_elements(&remainder));
+            (layers, drawn, remainder)
+        });
 
         // 7 ----- query positions ----------------------------------------------------------------
-        let query_positions = info_span!(stages::QUERY_POSITIONS).in_scope(|| {
+        let query_positions = info_span!(spans::QUERY_POSITIONS).in_scope(|| {
             channel.grind_query_seed();
             channel.get_query_positions()
         });
 
         // 8 ----- proof object -------------------------------------------------------------------
-        let _span = info_span!(stages::PROOF_OBJECT).entered();
+        let _span = info_span!(spans::PROOF_OBJECT).entered();
         let layer_rows: Vec<usize> =
             (1..=num_layers as u32).map(|l| lde_domain_size / folding_factor.pow(l)).collect();
         let fri_proof = self.open_fri_layers(

@@ -331,9 +331,11 @@ fn commit_sinks(shape: &Shape, with_polys: bool, layout: Layout) -> Result<Sinks
     if with_polys {
         sinks.reserve_columns(shape.num_cols, shape.poly_len)?;
     }
-    sinks.felts.push(zeroed_host(shape.lde_len * shape.row_width)?);
-    sinks.digests.push(zeroed_host(shape.lde_len)?);
-    sinks.digests.push(zeroed_host(shape.lde_len)?);
+    sinks
+        .felts
+        .push(zeroed_host(shape.lde_len * shape.row_width, &crate::host::HostOptions::default())?);
+    sinks.digests.push(zeroed_host(shape.lde_len, &crate::host::HostOptions::default())?);
+    sinks.digests.push(zeroed_host(shape.lde_len, &crate::host::HostOptions::default())?);
     let (groups, group_len) = (layout.groups as usize, layout.group_len as usize);
     sinks.records.push(RecordSink {
         store: Store::Felts(0),

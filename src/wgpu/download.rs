@@ -83,7 +83,9 @@ impl Sinks {
     /// the downloads overwrite (recycled heap memory, which the allocator must clear) cost a
     /// commitment tens of milliseconds on the thread the first delivery waits for.
     pub fn reserve_columns(&mut self, count: usize, len: usize) -> Result<()> {
-        self.columns = (0..count).map(|_| reserve_host(len)).collect::<Result<_>>()?;
+        self.columns = (0..count)
+            .map(|_| reserve_host(len, &crate::host::HostOptions::default()))
+            .collect::<Result<_>>()?;
         self.column_len = len;
         Ok(())
     }

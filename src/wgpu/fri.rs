@@ -265,7 +265,7 @@ fn commit_layer(
 
 /// Column-major `columns` of [`FriLayer`] from `num_rows` row-major rows of `width` elements.
 fn transpose(rows: &[Felt], num_rows: usize, width: usize) -> Result<Vec<Felt>> {
-    let mut columns = zeroed_host(rows.len())?;
+    let mut columns = zeroed_host(rows.len(), &crate::host::HostOptions::default())?;
     columns.par_chunks_mut(num_rows).enumerate().for_each(|(c, column)| {
         for (i, value) in column.iter_mut().enumerate() {
             *value = rows[i * width + c];
@@ -286,13 +286,13 @@ fn layer_stream<'e>(engine: &'e Engine<'e>, layer: &Layer, keep: bool) -> Stream
         Box::new(move || {
             let mut sinks = Sinks::default();
             if keep {
-                sinks.digests.push(zeroed_host(1)?);
+                sinks.digests.push(zeroed_host(1, &crate::host::HostOptions::default())?);
                 sinks.records.push(natural_sink(Store::Digests(0), 4, 1));
                 return Ok(sinks);
             }
-            sinks.felts.push(zeroed_host(rows * width)?);
-            sinks.digests.push(zeroed_host(rows)?);
-            sinks.digests.push(zeroed_host(rows)?);
+            sinks.felts.push(zeroed_host(rows * width, &crate::host::HostOptions::default())?);
+            sinks.digests.push(zeroed_host(rows, &crate::host::HostOptions::default())?);
+            sinks.digests.push(zeroed_host(rows, &crate::host::HostOptions::default())?);
             sinks.records.push(natural_sink(Store::Felts(0), width, rows));
             sinks.records.push(natural_sink(Store::Digests(0), 4, rows));
             push_level_sinks(&mut sinks, Store::Digests(1), rows, Layout::new(rows as u64, 1));
@@ -308,7 +308,7 @@ fn remainder_stream<'e>(engine: &'e Engine<'e>, layer: &Layer) -> Stream<'e, 'st
         engine,
         Box::new(move || {
             let mut sinks = Sinks::default();
-            sinks.felts.push(zeroed_host(rows * width)?);
+            sinks.felts.push(zeroed_host(rows * width, &crate::host::HostOptions::default())?);
             sinks.records.push(natural_sink(Store::Felts(0), width, rows));
             Ok(sinks)
         }),

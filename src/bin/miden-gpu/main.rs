@@ -22,7 +22,7 @@ use std::{
 };
 
 use clap::{Parser, Subcommand};
-use miden_gpu::timing::StageTimes;
+use miden_gpu::timing::SpanTimes;
 use tracing_subscriber::{
     filter::filter_fn, layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer,
 };
@@ -67,7 +67,7 @@ fn main() -> ExitCode {
     miden_gpu::wgpu::prepare_headless_vulkan();
     let cli = Cli::parse();
     let progress = Progress::new();
-    let times = StageTimes::new();
+    let times = SpanTimes::new();
     init_tracing(&progress, &times);
 
     let result = match &cli.command {
@@ -87,7 +87,7 @@ fn main() -> ExitCode {
 /// Log lines as `RUST_LOG` asks (default: this crate's warnings, such as a fallback to the CPU),
 /// written around the spinner; the spinner's proof steps and the stage times see every span and
 /// no event.
-fn init_tracing(progress: &Progress, times: &StageTimes) {
+fn init_tracing(progress: &Progress, times: &SpanTimes) {
     let log_filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("miden_gpu=warn"));
     let log = tracing_subscriber::fmt::layer()

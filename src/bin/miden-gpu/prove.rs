@@ -3,7 +3,7 @@
 use std::{path::PathBuf, time::Instant};
 
 use clap::Args;
-use miden_gpu::{miden::prove_with_committer, timing::StageTimes, Backend};
+use miden_gpu::{miden::prove_with_committer, timing::SpanTimes, Backend, BackendOptions};
 use miden_processor::ExecutionOptions;
 use miden_prover::{HashFunction, ProvingOptions};
 
@@ -96,7 +96,7 @@ fn parse_security(level: &str) -> Result<u32, String> {
 impl ProveCmd {
     /// Assembles, executes and proves the program, writes the proof and outputs files and prints
     /// the outputs, the program hash, the backend and the timings.
-    pub fn execute(&self, progress: &Progress, times: &StageTimes) -> Result<(), CliError> {
+    pub fn execute(&self, progress: &Progress, times: &SpanTimes) -> Result<(), CliError> {
         let start = Instant::now();
         let options = self.proving_options()?;
 
@@ -107,9 +107,12 @@ impl ProveCmd {
         let mut host = loaded.host()?;
         let assembled = start.elapsed();
 
-        let backend = self.backend.map_or_else(Backend::from_env, Ok)?;
-        progress.stage(format!("starting the {backend} backend"));
-        let committer = backend.create()?;
+        let mut options = BackendOptions::from_env()?;
+        if let Some(backend) = self.backend {
+            options.backend = backend;
+        }
+        progress.stage(format!("starting the {} backend", options.backend));
+        let committer = options.create()?;
         let started = start.elapsed();
 
         progress.stage("executing the program");

@@ -1,0 +1,34 @@
+//! The prover's own options, as a value: [`ProverOptions`].
+
+use super::FriPlacement;
+use crate::{error::Result, options::BackendOptions};
+
+/// How a [`super::GpuProver`] proves: the backend it commits on and what it does around it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProverOptions {
+    /// The backend and its options.
+    pub backend: BackendOptions,
+    /// Whether a backend failure mid-proof is recomputed on the CPU (default `true`) or panics
+    /// with the typed error (Winterfell's prover methods cannot return errors).
+    pub cpu_fallback: bool,
+    /// Where the DEEP composition and the FRI commit phase run (default on the backend).
+    pub fri_placement: FriPlacement,
+}
+
+impl Default for ProverOptions {
+    fn default() -> Self {
+        Self {
+            backend: BackendOptions::default(),
+            cpu_fallback: true,
+            fri_placement: FriPlacement::Backend,
+        }
+    }
+}
+
+impl ProverOptions {
+    /// The defaults, with the backend options the environment sets
+    /// ([`BackendOptions::from_env`]).
+    pub fn from_env() -> Result<Self> {
+        Ok(Self { backend: BackendOptions::from_env()?, ..Self::default() })
+    }
+}
