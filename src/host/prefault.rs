@@ -12,11 +12,11 @@ pub(crate) fn spare_bytes<T>(vec: &mut Vec<T>) -> (usize, usize) {
 pub const PREFAULT_THREADS_ENV: &str = "MIDEN_GPU_PREFAULT_THREADS";
 
 /// Threads of [`prefault`] unless [`PREFAULT_THREADS_ENV`] says otherwise: a quarter of the
-/// host's cores, at most 4. The commitment starts them once its inputs are staged: beside the
-/// upload's copies they had slowed a Miden proof's main-trace upload tenfold (on an H100, 43 ms
-/// -> 400-500 ms). Started after it, 4 threads took W1 on an H200 from 0.47-0.48 s to
-/// 0.37-0.38 s with RPX (the host copies of the LDE rows bound it) and from 0.61 to 0.60 s with
-/// RPO, and the trace commitment of a Miden proof of 2^20 cycles from 1.06-1.15 s to 0.99-1.07 s.
+/// host's cores, at most 4: more threads fault no faster and contend with the copies out of
+/// pinned staging. The commitment starts them once its inputs are staged: beside the upload's
+/// copies they compete for the same memory and slow the upload many times over. Started after
+/// it, they fault pages in while the GPUs compute, which shortens most the commitments whose host
+/// copies of the LDE rows bound them (RPX's, whose hashing is short).
 fn default_prefault_threads() -> usize {
     std::thread::available_parallelism().map_or(0, |cores| (cores.get() / 4).min(4))
 }
@@ -38,7 +38,7 @@ impl Drop for Prefault {
 ///
 /// A GPU backend's results (gigabytes of LDE rows) reach the host through copies whose speed is
 /// bound by the page faults and zeroing of fresh memory; done while the GPUs compute, they
-/// leave the copies at memory speed: W1 on two H200s went from 0.48-0.53 s to 0.44-0.45 s.
+/// leave the copies at memory speed, which matters most where several GPUs download at once.
 /// The guard must be dropped before the vectors are freed.
 pub(crate) fn prefault(ranges: &[(usize, usize)]) -> Prefault {
     const STEP: usize = 64 << 20;
