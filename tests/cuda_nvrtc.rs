@@ -1,6 +1,5 @@
-//! Compiles every CUDA kernel with NVRTC, with no GPU needed: for Hopper (`sm_90`, what the
-//! backend uses on H100/H200) and an older architecture (`sm_80`). Any NVRTC or ptxas
-//! diagnostic, warnings included, fails the test.
+//! Compiles every CUDA kernel with NVRTC, with no GPU needed: for Hopper (`sm_90`) and an older
+//! architecture (`sm_80`). Any NVRTC or ptxas diagnostic, warnings included, fails the test.
 //!
 //! Needs `libnvrtc` on the loader path (`scripts/test.sh` fetches it from the
 //! `nvidia-cuda-nvrtc-cu12` wheel on Linux); without it the compilation is reported as ignored,

@@ -66,8 +66,8 @@ pub(crate) fn zeroed_host<T: ZeroBytes>(len: usize, options: &HostOptions) -> Re
 /// process is killed once its pages are written.
 ///
 /// Below the machine's memory alone a request always fits: only above it is `/proc/meminfo` read
-/// again for the swap, which can change (a commitment reserves dozens of vectors: reading the
-/// file for each took 1.5 ms in all).
+/// again for the swap, which can change (a commitment reserves dozens of vectors, and reading
+/// the file for each delayed the first upload).
 fn check_host_room<T>(len: usize) -> Result<u64> {
     let needed = (len as u64).saturating_mul(core::mem::size_of::<T>() as u64);
     if needed > host_memory()

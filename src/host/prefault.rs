@@ -7,8 +7,12 @@ pub(crate) fn spare_bytes<T>(vec: &mut Vec<T>) -> (usize, usize) {
     (spare.as_mut_ptr() as usize, std::mem::size_of_val(spare))
 }
 
-/// The default thread count of [`prefault`]: a quarter of the host's cores, at most 4, so that
-/// the faulting leaves the host copies and the CPU phases of a proof their cores.
+/// The default thread count of [`prefault`]: a quarter of the host's cores, at most 4: more
+/// threads fault no faster and contend with the copies out of pinned staging. The commitment
+/// starts them once its inputs are staged: beside the upload's copies they compete for the same
+/// memory and slow the upload many times over. Started after it, they fault pages in while the
+/// GPUs compute, which shortens most the commitments whose host copies of the LDE rows bound
+/// them (RPX's, whose hashing is short).
 pub fn default_prefault_threads() -> usize {
     std::thread::available_parallelism().map_or(0, |cores| (cores.get() / 4).min(4))
 }
@@ -31,7 +35,7 @@ impl Drop for Prefault {
 ///
 /// A GPU backend's results (gigabytes of LDE rows) reach the host through copies whose speed is
 /// bound by the page faults and zeroing of fresh memory; done while the GPUs compute, they
-/// leave the copies at memory speed.
+/// leave the copies at memory speed, which matters most where several GPUs download at once.
 /// The guard must be dropped before the vectors are freed.
 pub(crate) fn prefault(ranges: &[(usize, usize)], threads: usize) -> Prefault {
     const STEP: usize = 64 << 20;
