@@ -24,7 +24,8 @@ fn gpu_prover_matches_winterfell_on_cpu_backend() {
 /// the proof's layout), which the exact `=0.13.1` pins in Cargo.toml hold still. A new winter
 /// release that changes the transcript changes this digest: the mirrored code must then be
 /// checked against the new release before the pins move.
-const PINNED_PROOF_DIGEST: &str = "PLACEHOLDER";
+const PINNED_PROOF_DIGEST: &str =
+    "0xb3744d667a64c1c91eb52cdc1f3a6e78630adb8a412578e6e22131a296a64a14";
 
 #[test]
 fn winterfell_transcript_is_the_pinned_releases() {
