@@ -23,7 +23,7 @@ use miden_crypto::hash::{
 use miden_gpu::{
     compare_proofs,
     progress::ProofProgress,
-    prover::spans,
+    spans,
     timing::{self, Row, SpanTimes},
     Backend, BackendOptions, GpuCommitter, GpuHasher, GpuProver,
 };

@@ -159,7 +159,7 @@ fn check_columns(columns: &[&[Felt]]) -> Result<usize> {
 // ================================================================================================
 
 /// LDE rows in Winterfell's `RowMatrix` layout: row-major base elements, each row padded with
-/// zeros to `row_width` (a multiple of [`SEGMENT_WIDTH`]); the first `num_cols` are the row.
+/// zeros to `row_width` (a multiple of Winterfell's segment width, 8); the first `num_cols` are the row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LdeRows {
     /// `num_rows · row_width` base elements.
@@ -303,7 +303,8 @@ pub trait GpuCommitter: Send + Sync {
 }
 
 /// [`GpuError::UnsupportedHasher`] unless `hash` is among `supported` (a backend's kernels).
-pub fn check_hash(hash: HashFunction, supported: &[HashFunction]) -> Result<()> {
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub(crate) fn check_hash(hash: HashFunction, supported: &[HashFunction]) -> Result<()> {
     if supported.contains(&hash) {
         Ok(())
     } else {
@@ -312,7 +313,7 @@ pub fn check_hash(hash: HashFunction, supported: &[HashFunction]) -> Result<()> 
 }
 
 /// Checks the leaf count of a Merkle tree request.
-pub fn check_leaves(leaves: &[Digest]) -> Result<()> {
+pub(crate) fn check_leaves(leaves: &[Digest]) -> Result<()> {
     if leaves.len() < 2 || !leaves.len().is_power_of_two() {
         return Err(GpuError::TraceLengthNotPowerOfTwo(leaves.len()));
     }
@@ -320,7 +321,7 @@ pub fn check_leaves(leaves: &[Digest]) -> Result<()> {
 }
 
 /// Checks an [`LdeRows`] handed to [`GpuCommitter::hash_rows`].
-pub fn check_lde_rows(lde: &LdeRows, row_hashing: RowHashing) -> Result<()> {
+pub(crate) fn check_lde_rows(lde: &LdeRows, row_hashing: RowHashing) -> Result<()> {
     if lde.num_cols == 0 {
         return Err(GpuError::ZeroColumns);
     }

@@ -11,14 +11,14 @@
 //!
 //! ## Architecture
 //! Imports run one way, from the foundations up:
-//! - Foundations: [`error`], [`backend`] (the [`Backend`] names), [`hash`], [`host`] (host
-//!   interpolation and result memory shared by the backends, [`HostOptions`]).
-//! - [`GpuCommitter`] ([`committer`]): the one interface every backend implements, over base
+//! - Foundations: errors ([`GpuError`]), the [`Backend`] names, hashing ([`HashFunction`]), and
+//!   host interpolation and result memory shared by the backends ([`HostOptions`]).
+//! - [`GpuCommitter`]: the one interface every backend implements, over base
 //!   field columns: evaluations in, polynomials + LDE rows + leaves + Merkle nodes out.
 //! - Backends, each with its options as a value: [`CpuCommitter`] ([`CpuOptions`]; rayon, the
 //!   oracle), `wgpu::WgpuCommitter` (`WgpuOptions`; WGSL kernels, feature `wgpu`),
 //!   `cuda::CudaCommitter` (`CudaOptions`; CUDA kernels through NVRTC, feature `cuda`).
-//! - Selection ([`options`], [`select`]): [`BackendOptions`] names the backend and holds every
+//! - Selection: [`BackendOptions`] names the backend and holds every
 //!   backend's options; [`BackendOptions::create`] makes the committer, and `Auto` decides
 //!   before opening any device.
 //! - Prover integration ([`GpuProver`], [`ProverOptions`], [`GpuTraceLde`],
@@ -36,27 +36,27 @@
 
 #![warn(missing_docs)]
 
-pub mod backend;
-pub mod committer;
-pub mod cpu;
+mod backend;
+mod committer;
+mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod deep;
-pub mod error;
+mod error;
 #[cfg(feature = "tools")]
 pub mod faults;
 pub mod fri;
-pub mod hash;
-pub mod host;
+mod hash;
+mod host;
 #[cfg(feature = "miden")]
 pub mod miden;
-pub mod options;
+mod options;
 #[cfg(feature = "tools")]
 pub mod progress;
-pub mod prover;
-pub mod resident;
-pub mod select;
-pub mod stage_times;
+mod prover;
+mod resident;
+mod select;
+mod stage_times;
 #[cfg(feature = "tools")]
 pub mod timing;
 #[cfg(feature = "wgpu")]
@@ -66,12 +66,12 @@ pub use backend::Backend;
 pub use committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput, RowHashing};
 pub use cpu::{CpuCommitter, CpuOptions};
 pub use error::{GpuError, Result};
-pub use hash::{Digest, GpuHasher, HashFunction, RescueLanes};
+pub use hash::{Digest, GpuHasher, HashFunction, RescueLanes, DIGEST_BYTES};
 pub use host::HostOptions;
 pub use miden_crypto::Felt;
 pub use options::{BackendOptions, BACKEND_ENV};
 pub use prover::{
-    commit_composition, commit_trace_segment, compare_proofs, FriPlacement,
+    commit_composition, commit_trace_segment, compare_proofs, spans, FriPlacement,
     GpuConstraintCommitment, GpuProver, GpuTraceLde, ProofMatch, ProverOptions, SegmentCommitment,
     SegmentLde,
 };
