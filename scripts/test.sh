@@ -72,7 +72,16 @@ cargo fmt --all -- --check
 cargo clippy --release --all-targets --features "$features" -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --features "$features"
 
-# 3. The suite, then fuzzed parity on the wgpu backend (lavapipe without a GPU) in bounded time
+# 3. The dependency tree's licences and banned crates (deny.toml); cargo-deny is built once where
+# missing. Its advisory check needs the RustSec database from the network: see the README.
+if ! command -v cargo-deny >/dev/null 2>&1; then
+  say "installing cargo-deny for the licence and bans check"
+  cargo install --locked --quiet cargo-deny
+fi
+say "checking the dependencies' licences and bans"
+cargo deny --log-level error check licenses bans
+
+# 4. The suite, then fuzzed parity on the wgpu backend (lavapipe without a GPU) in bounded time
 log=target/test-log.txt
 mkdir -p target
 status=0
@@ -82,7 +91,7 @@ if [ "$status" -eq 0 ]; then
     tee -a "$log" || status=$?
 fi
 
-# 4. Summary: what passed, and what did not run here and why
+# 5. Summary: what passed, and what did not run here and why
 passed=$(grep -oE '^test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
 failed=$(grep -oE '[0-9]+ failed' "$log" | awk '{s += $1} END {print s + 0}')
 echo
