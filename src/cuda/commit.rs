@@ -3,10 +3,10 @@
 //! Work split: the output columns are divided between the GPUs for interpolation and LDE
 //! (uneven splits allowed); the LDE rows are divided into contiguous, power-of-two aligned
 //! blocks for hashing and the Merkle subtrees. With several GPUs each one gathers all columns of
-//! its own rows from every GPU's LDE (peer copies over NVLink, about 1/G of the LDE per GPU,
-//! a few milliseconds) and then hashes only its rows, so every GPU hashes 1/G of the rows with
-//! the whole permutation in registers, and downloads its rows, leaves and subtrees over its own
-//! PCIe link. The top levels above the subtrees (at most a few hundred nodes) are merged on the
+//! its own rows from every GPU's LDE (peer copies over NVLink, about 1/G of the LDE per GPU)
+//! and then hashes only its rows, so every GPU hashes 1/G of the rows with the whole
+//! permutation in registers, and downloads its rows, leaves and subtrees over its own PCIe
+//! link. The top levels above the subtrees (at most a few hundred nodes) are merged on the
 //! host. Results do not depend on the split: they equal one GPU's and the CPU's bit for bit.
 //!
 //! Per GPU, on its compute stream: interpolation (DIF, inverse twiddles) of the uploaded
@@ -67,7 +67,7 @@ pub(super) fn column_shares(gpus: usize, shape: &Shape) -> Vec<Range<usize>> {
 }
 
 /// Commits `request` on `gpus` (with their states), within `memory_limit` bytes per GPU if given
-/// (else within each device's free memory), the host's side as `host` says; returns the
+/// (else within each device's free memory), the host's side as `host_work` says; returns the
 /// commitment (its polynomials downloaded if `download_polys`, else left in the GPUs' `polys`
 /// buffers) and per-GPU times.
 pub(super) fn commit(
@@ -116,12 +116,12 @@ pub(super) fn commit(
         }
     }
     // results on the host, reserved once the GPUs have the inputs' transforms queued, so that
-    // allocating them (dozens of vectors, a fraction of a millisecond) delays no kernel; on an
-    // error here the queued work finishes on its own, in buffers the GPU states keep
+    // allocating them (dozens of vectors) delays no kernel; on an error here the queued work
+    // finishes on its own, in buffers the GPU states keep
     let mut host = HostResults::reserve(&shape, download_polys, &host_work.options)?;
     // the page faults of the large results happen while the GPUs compute, once the host has
-    // staged the inputs (faulting beside the upload's copies slowed them tenfold); joined on
-    // drop, before the vectors are freed
+    // staged the inputs (faulting beside the upload's copies slowed them many times over);
+    // joined on drop, before the vectors are freed
     let _prefault = prefault(&host.large_spare_bytes(), host_work.prefault_threads);
     let mut interpolated = Vec::with_capacity(g_count);
     let mut lde_done = Vec::with_capacity(g_count);

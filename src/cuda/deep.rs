@@ -2,10 +2,11 @@
 //! evaluations and the linear combination.
 //!
 //! Evaluations: each run of columns on one GPU (see below) is one launch writing its blocks'
-//! values, which come back to be joined on the host. Combination: `S` accumulates on the GPU that holds the columns being added, in column order: each run of
-//! columns on one GPU is one launch, and when the next run is on another GPU the accumulator
-//! moves there (a peer copy of `S`, a few megabytes). A segment of extension columns whose
-//! components are split between GPUs is first gathered on one of them. Only `S` comes back.
+//! values, which come back to be joined on the host. Combination: `S` accumulates on the GPU
+//! that holds the columns being added, in column order: each run of columns on one GPU is one
+//! launch, and when the next run is on another GPU the accumulator moves there (a peer copy of
+//! `S`, a few megabytes). A segment of extension columns whose components are split between
+//! GPUs is first gathered on one of them. Only `S` comes back.
 
 use miden_crypto::Felt;
 

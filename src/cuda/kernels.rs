@@ -506,14 +506,20 @@ mod tests {
 
     #[test]
     fn the_parser_reads_macros_launch_bounds_and_drift() {
-        let source = "// a comment: extern \"C\" __global__ void ignored(u32 x)\n\
-            extern \"C\" __global__ void __launch_bounds__(256)\n    plain(u64* out, const u32* in,\n\
-            u32 n) {}\n\
-            #define KERNEL(NAME, D) \\\n    extern \"C\" __global__ void NAME(const u64* a, \\\n\
-            u64 n) { body<D>(a, n); }\n\
-            KERNEL(made_one, 1)\nKERNEL(made_two, 2)\n\
-            extern \"C\" __global__ void odd(float x) {}\n";
-        let found = definitions(source);
+        let source = [
+            "// a comment: extern \"C\" __global__ void ignored(u32 x)",
+            "extern \"C\" __global__ void __launch_bounds__(256)",
+            "    plain(u64* out, const u32* in,",
+            "          u32 n) {}",
+            "#define KERNEL(NAME, D) \\",
+            "    extern \"C\" __global__ void NAME(const u64* a, \\",
+            "                                    u64 n) { body<D>(a, n); }",
+            "KERNEL(made_one, 1)",
+            "KERNEL(made_two, 2)",
+            "extern \"C\" __global__ void odd(float x) {}",
+        ]
+        .join("\n");
+        let found = definitions(&source);
         let get = |name: &str| found.iter().find(|(n, _)| n == name).map(|(_, p)| p.clone());
         assert_eq!(
             get("plain"),

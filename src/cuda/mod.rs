@@ -11,7 +11,8 @@
 //! [`CudaOptions`]: the backend reads no environment variable of its own.
 //!
 //! Module layout, one job each (the CUDA sources live in `cuda/` at the crate root):
-//! - `options`: [`CudaOptions`], and the one place the environment is read ([`CudaOptions::from_env`]);
+//! - `options`: [`CudaOptions`], and the one place the environment is read
+//!   ([`CudaOptions::from_env`]);
 //! - `driver`: RAII over the driver API (status, pinned memory, streams, events, copies);
 //! - `buffer`: typed device memory (buffers of a known element type, length and GPU, and their
 //!   bounds-checked slices);
