@@ -5,7 +5,7 @@
 //!
 //! Each signature is also a marker type (in [`sig`]) that the kernels loaded with it carry
 //! ([`Kernel<S>`]), listing the kernels that have it ([`Signature::KERNELS`]) and its parameters
-//! ([`Signature::PARAMS`], derived from the same list as the function's). A unit test parses the
+//! (`Signature::PARAMS`, derived from the same list as the function's). A unit test parses the
 //! `extern "C" __global__` definitions in `cuda/*.cu` and checks every kernel's parameters
 //! against its signature's, so a drift between the Rust and CUDA sides fails without a GPU.
 //!
