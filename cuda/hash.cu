@@ -204,8 +204,8 @@ __device__ __forceinline__ void hash_rows_quad_impl(const u64* src, u64 k_stride
     }
 }
 
-// At least ROW_QUAD_MIN_BLOCKS resident blocks per SM (8 unless tuned: HASH_MIN_BLOCKS_ENV in
-// src/cuda/program.rs says why).
+// At least ROW_QUAD_MIN_BLOCKS resident blocks per SM (8 unless `CudaOptions::hash_min_blocks`
+// tunes it: ROW_QUAD_MIN_BLOCKS in src/cuda/program.rs says why).
 #define HASH_ROWS_QUAD_KERNEL(NAME, HASH)                                                         \
     extern "C" __global__ void __launch_bounds__(HASH_BLOCK, ROW_QUAD_MIN_BLOCKS) NAME(          \
         const u64* src, u64 k_stride, u64 t_stride, u64 c_stride, u32 num_cols, u32 part,         \
