@@ -126,10 +126,13 @@ fn lde(c: &mut Criterion) {
     }
 
     #[cfg(feature = "cuda")]
-    match miden_gpu::cuda::CudaCommitter::new() {
+    match miden_gpu::cuda::CudaOptions::from_env()
+        .and_then(miden_gpu::cuda::CudaCommitter::with_options)
+    {
         // GPUs work side by side: the stage takes as long as the slowest one.
         Ok(cuda) => device_lde(c, "cuda", rows, &cuda, || {
-            cuda.last_stage_times().iter().map(|t| t.interpolate_ms + t.lde_ms).fold(0.0, f32::max)
+            let times = miden_gpu::GpuCommitter::last_stage_times(&cuda);
+            times.iter().map(|t| t.interpolate_ms + t.lde_ms).fold(0.0, f32::max)
         }),
         Err(error) => eprintln!("skipping lde/cuda: {error}"),
     }

@@ -13,8 +13,8 @@
 // (additions and subtractions only, no multiplication). The 128-bit product is the same integer
 // whichever way its partial products are formed, so every form below returns the same word.
 // RPO, whose digests depend on elements only, could run in the standard form with a reduction of
-// fewer instructions; on Hopper that ran 6.6 % slower (BENCHMARKS.md): the Montgomery form's mix
-// of multiply-pipe and ALU instructions suits the two pipes better.
+// fewer instructions; that measured slower: the Montgomery form's mix of multiply-pipe and ALU
+// instructions suits the two pipes better.
 
 typedef unsigned long long u64;
 typedef unsigned int u32;
@@ -81,14 +81,13 @@ __device__ __forceinline__ u64 gl_canonical(u64 a) {
 /// the carry of r's low word t2 + t1 + e. Neither T nor A overflows 32 bits:
 /// A = t0 + t1 + e - 2^32·e with t0 + t1 ≤ 2^33 - 2, and t3 = 2^32 - 1 only for a product of two
 /// words above 2^64 - 2^32, whose low half then leaves k = 0. Eight sm_90 instructions where the
-/// transcription of `mont_red_cst` took nine (on the H200: RPO leaf hashing 171.5 -> 187.7 M
-/// permutations/s, RPX 315.6 -> 346.5, with the squaring forms mixed as `square_n` says).
+/// transcription of `mont_red_cst` took nine, which made RPO and RPX leaf hashing markedly faster
+/// (with the squaring forms mixed as `square_n` says).
 ///
 /// A = (t0 + t1) + e is one `addc` without `.cc`, which reads the carry e and leaves it for r0's
 /// sum: ptxas keeps e in a predicate for both. Forming A as r0 - t2 + t0 instead kept t0 alive
 /// past the sum, and under the 64-register cap of the row kernels ptxas recomputed a0² on the
-/// multiply pipe to get it back (on the H100, W1's RPO rows 430.2 -> 419.6 ms, 195.0 -> 199.9 M
-/// permutations/s; its tree 40.78 -> 39.15 ms; RPX rows 228.2 -> 221.9 ms).
+/// multiply pipe to get it back, which slowed the RPO and RPX rows and trees.
 ///
 /// Carry chains never mix an addition's carry into a subtraction (ptxas lowers PTX's borrow as an
 /// inverted carry, so such a mix computes the wrong value: seen in the sm_90 SASS): the sums

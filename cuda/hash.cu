@@ -189,8 +189,8 @@ __device__ __forceinline__ void hash_rows_quad_impl(const u64* src, u64 k_stride
             }
         }
         // The full state even for the row's last permutation: its digest-only form (see
-        // permute_quad) would save 1 % of the work here but costs more in code (the H100 hashed
-        // W1's RPO rows in 431.8 ms with it against 430.4 without).
+        // permute_quad) would save a sliver of the work here but costs more in code, and the
+        // rows hashed no faster with it.
         permute_quad<HASH>(s, q, mask, false);
     }
 
@@ -204,8 +204,8 @@ __device__ __forceinline__ void hash_rows_quad_impl(const u64* src, u64 k_stride
     }
 }
 
-// At least ROW_QUAD_MIN_BLOCKS resident blocks per SM (8 unless tuned: HASH_MIN_BLOCKS_ENV in
-// src/cuda/program.rs says why).
+// At least ROW_QUAD_MIN_BLOCKS resident blocks per SM (8 unless `CudaOptions::hash_min_blocks`
+// tunes it: ROW_QUAD_MIN_BLOCKS in src/cuda/program.rs says why).
 #define HASH_ROWS_QUAD_KERNEL(NAME, HASH)                                                         \
     extern "C" __global__ void __launch_bounds__(HASH_BLOCK, ROW_QUAD_MIN_BLOCKS) NAME(          \
         const u64* src, u64 k_stride, u64 t_stride, u64 c_stride, u32 num_cols, u32 part,         \

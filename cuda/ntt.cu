@@ -17,8 +17,8 @@
 #define NTT_TILE_LOG 12
 
 // The butterflies multiply with `gl_mul_fma`, which moves the product's carries from the integer
-// ALU, which bounds these passes, to the multiply pipe (on the H200, W1's coset LDE took 15.7 ->
-// 14.4 ms, its interpolation 3.2 -> 3.05 ms).
+// ALU, which bounds these passes, to the multiply pipe: both the coset LDE and the interpolation
+// ran faster for it.
 
 /// Cooley-Tukey butterfly (DIT): (x, y) <- (x + y·w, x - y·w).
 __device__ __forceinline__ void ntt_butterfly_dit(u64& x, u64& y, u64 w) {

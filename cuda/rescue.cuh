@@ -16,10 +16,9 @@
 // products run on the FP64 pipe, which the permutation otherwise leaves idle: a 32-bit half w,
 // zero-extended to 64 bits, is the subnormal double w·2^-1074, and every product and partial sum
 // is an integer multiple of 2^-1074 below 2^41 of them, so the sums are exact in any order and
-// their bits are the integer sums. On the H100 the FP64 dot products lifted RPO leaf hashing
-// 164.8 -> 166.5 M permutations/s and RPX 300.6 -> 308.0; reading the halves as subnormals (no
-// bias to add and remove, and a zero high word that shuffles need not move) lifted them on the
-// H200 from 190.3 to 191.7 and from 360.5 to 364.5.
+// their bits are the integer sums. The FP64 dot products lifted RPO and RPX leaf hashing, and
+// reading the halves as subnormals (no bias to add and remove, and a zero high word that shuffles
+// need not move) lifted them again.
 
 #define STATE_WIDTH 12
 #define NUM_ROUNDS 7
@@ -89,10 +88,9 @@ __device__ __forceinline__ void apply_sbox(u64 s[N]) {
 
 /// Squares every element `count` times: a loop (the bodies are the hot part of the permutation)
 /// unrolled `UNROLL` times. Two elements of three square with `gl_sqr` (mostly multiply pipe), the
-/// third with `gl_sqr_alu` (mostly integer ALU), so the two pipes share the work. On the H200,
-/// the H100's processor, RPO leaf hashing runs 187.7 M permutations/s and RPX 346.5 so; 187.1
-/// and 340.2 with the shares reversed, 184.5 and 341.8 with `gl_sqr_alu` alone, 180.4 and 334.4
-/// with `gl_sqr` alone.
+/// third with `gl_sqr_alu` (mostly integer ALU), so the two pipes share the work. RPO and RPX
+/// leaf hashing measured fastest with this split: the shares reversed, or either form alone, were
+/// slower.
 template <int N, int UNROLL>
 __device__ __forceinline__ void square_n(u64 x[N], int count) {
 #pragma unroll UNROLL
@@ -256,9 +254,9 @@ __device__ __forceinline__ void permute<HASH_RPX>(u64 s[STATE_WIDTH]) {
 // chains. The MDS layer gathers the other lanes' elements (as doubles) with shuffles; since the
 // matrix is circulant, lane q reads them rotated by 3q and every product has a constant
 // coefficient. Each lane applies exactly the operations the one-thread permutation applies to its
-// elements, so the words are the same. RPO's squaring loops are unrolled three times (on the
-// H200: RPO leaf hashing 189.7 -> 189.8 M permutations/s and its tree 187.3 -> 190.5 against
-// twice; four times lost 3 %; RPX's lose with any unrolling).
+// elements, so the words are the same. RPO's squaring loops are unrolled three times, which
+// measured at least as fast as twice for its leaves and faster for its tree; four times was
+// slower, and RPX's loops lose with any unrolling.
 
 static_assert(4 * 3 == STATE_WIDTH, "a quad holds the 12-element state in triples");
 
@@ -311,7 +309,7 @@ __device__ __forceinline__ u64 digest_element_quad(const u64 s[3], u32 q, unsign
 /// lane q holds digest element q and the rest of the state is undefined. RPO then runs its last
 /// inverse S-box, which acts element by element, on the four digest elements alone, one per lane
 /// instead of three: two thirds of one of its seven inverse S-boxes are saved, a tenth of a
-/// Merkle node's work (on the H100, W1's RPO tree 43.93 -> 40.77 ms).
+/// Merkle node's work, which makes the RPO tree correspondingly faster.
 template <int HASH>
 __device__ __forceinline__ void permute_quad(u64 s[3], u32 q, unsigned mask, bool digest_only);
 

@@ -13,15 +13,18 @@ use cudarc::{
     nvrtc::{compile_ptx_with_opts, CompileOptions},
 };
 use miden_gpu::{
-    cuda::{device_count, kernel_source, CudaCommitter},
-    CommitRequest, CpuCommitter, Felt, GpuCommitter, GpuError, HashFunction, PolyInput, RowHashing,
+    cuda::{device_count, kernel_source, CudaCommitter, CudaOptions},
+    CommitRequest, CpuCommitter, Felt, GpuCommitter, GpuError, HashFunction, PolyInput,
+    RescueLanes, RowHashing,
 };
 use rand::{rngs::StdRng, SeedableRng};
 use winter_math::FieldElement;
 
-/// The committer on all visible GPUs (the device is known to be present).
+/// The committer on the GPUs `MIDEN_GPU_DEVICES` names, else all visible GPUs (the device is
+/// known to be present).
 fn committer() -> CudaCommitter {
-    let committer = CudaCommitter::new().expect("CUDA backend");
+    let options = CudaOptions::from_env().expect("CUDA options");
+    let committer = CudaCommitter::with_options(options).expect("CUDA backend");
     eprintln!("CUDA backend on {}", committer.device_name());
     committer
 }
@@ -35,6 +38,8 @@ fn main() {
             cuda_fri_layers_match_cpu,
             cuda_field_arithmetic_matches_felt,
             cuda_multi_chunk_commitment_matches_cpu,
+            tuning_options_keep_the_results,
+            invalid_options_are_rejected,
             invalid_device_lists_are_rejected,
             gpu_sets_agree,
             memory_cap_streams_the_lde_in_coset_groups,
@@ -166,15 +171,69 @@ fn cuda_multi_chunk_commitment_matches_cpu() {
     }
 }
 
+// OPTIONS
+// ================================================================================================
+
+/// The committer on the GPUs `devices` with `options` otherwise.
+fn committer_on(devices: &[usize], options: CudaOptions) -> Result<CudaCommitter, GpuError> {
+    CudaCommitter::with_options(CudaOptions { devices: Some(devices.to_vec()), ..options })
+}
+
+/// One permutation per thread instead of per quad, other hashing blocks per SM and a
+/// synchronization after every launch: each compiles its own kernels, with the CPU's results.
+fn tuning_options_keep_the_results() {
+    let device = committer().devices()[0];
+    let mut rng = StdRng::seed_from_u64(5);
+    let columns = random_columns(&mut rng, 11, 1 << 12);
+    let refs: Vec<&[Felt]> = columns.iter().map(|c| c.as_slice()).collect();
+    let variants = [
+        CudaOptions { rescue_lanes: RescueLanes::Single, ..CudaOptions::default() },
+        CudaOptions { hash_min_blocks: Some(2), ..CudaOptions::default() },
+        CudaOptions { sync_each_launch: true, prefault_threads: Some(0), ..CudaOptions::default() },
+    ];
+    for options in variants {
+        let what = format!("{options:?}");
+        let c = committer_on(&[device], options).expect("committer with tuning options");
+        for (hash, row_hashing) in [
+            (HashFunction::Rpo256, RowHashing::WholeRow),
+            (HashFunction::Rpx256, RowHashing::WholeRow),
+            (HashFunction::Poseidon2, RowHashing::Partitioned(4)),
+        ] {
+            let request = CommitRequest {
+                input: PolyInput::Trace { columns: &refs },
+                blowup: 4,
+                row_hashing,
+                hash,
+            };
+            let want = CpuCommitter::new().commit(&request).unwrap();
+            let got = c.commit(&request).unwrap();
+            assert_same(&got, &want, &format!("{what}: {hash} {row_hashing:?}"));
+        }
+        let leaves: Vec<_> =
+            (0..64).map(|_| common::random_digest(&mut rng, HashFunction::Rpo256)).collect();
+        let want = CpuCommitter::new().build_tree(&leaves, HashFunction::Rpo256).unwrap();
+        assert!(c.build_tree(&leaves, HashFunction::Rpo256).unwrap() == want, "{what}: tree");
+    }
+}
+
+/// Options out of range are typed errors when the committer is built.
+fn invalid_options_are_rejected() {
+    for blocks in [0, 17] {
+        let options = CudaOptions { hash_min_blocks: Some(blocks), ..CudaOptions::default() };
+        let err = CudaCommitter::with_options(options).err();
+        assert!(matches!(err, Some(GpuError::BackendUnavailable { .. })), "{blocks}: {err:?}");
+    }
+}
+
 // MULTI-GPU
 // ================================================================================================
 
 fn invalid_device_lists_are_rejected() {
     let c = committer();
     let count = c.devices().len();
-    let err = CudaCommitter::builder().devices(&[count + 7]).build().err();
+    let err = committer_on(&[count + 7], CudaOptions::default()).err();
     assert!(matches!(err, Some(GpuError::InvalidDeviceList { .. })), "{err:?}");
-    let err = CudaCommitter::builder().devices(&[]).build().err();
+    let err = committer_on(&[], CudaOptions::default()).err();
     assert!(matches!(err, Some(GpuError::InvalidDeviceList { .. })), "{err:?}");
 }
 
@@ -220,12 +279,20 @@ fn gpu_sets_agree() {
     for request in &requests {
         let want = CpuCommitter::new().commit(request).unwrap();
         for set in &sets {
-            let c = CudaCommitter::builder()
-                .devices(set)
-                .build()
-                .expect("committer on a device subset");
+            let c =
+                committer_on(set, CudaOptions::default()).expect("committer on a device subset");
             let got = c.commit(request).unwrap();
             assert_same(&got, &want, &format!("devices {set:?}"));
+            // one entry per GPU, each named by its ordinal; the exchange only between GPUs
+            let times = c.last_stage_times();
+            let names: Vec<String> = times.iter().map(|t| t.device.clone()).collect();
+            let want_names: Vec<String> = set.iter().map(|d| format!("cuda:{d}")).collect();
+            assert_eq!(names, want_names, "devices {set:?}: stage times");
+            for t in &times {
+                assert_eq!(t.passes, 1, "{t:?}");
+                assert!(t.upload_lde_ms.is_some() && t.rows_ms.is_none(), "{t:?}");
+                assert_eq!(t.exchange_ms.is_some(), set.len() > 1, "{t:?}");
+            }
         }
     }
 }
@@ -329,7 +396,8 @@ fn memory_cap_holds_in_every_stage() {
     let want_nodes = cpu.build_tree(main_leaves, HashFunction::Rpo256).unwrap();
     let (mut cap, mut single_stages_refused) = (96u64 << 20, false);
     loop {
-        let c = CudaCommitter::builder().devices(&[device]).memory_limit(cap).build().unwrap();
+        let options = CudaOptions { memory_limit: Some(cap), ..CudaOptions::default() };
+        let c = committer_on(&[device], options).unwrap();
         let what = format!("cap {cap} B");
         let mut kept = Vec::new();
         for (request, want) in requests.iter().zip(&wants) {
@@ -383,11 +451,8 @@ fn passes_as_the_cap_shrinks(
     let mut limit = start;
     let mut passes_seen = Vec::new();
     loop {
-        let c = CudaCommitter::builder()
-            .devices(devices)
-            .memory_limit(limit)
-            .build()
-            .expect("committer");
+        let options = CudaOptions { memory_limit: Some(limit), ..CudaOptions::default() };
+        let c = committer_on(devices, options).expect("committer");
         match c.commit(request) {
             Ok(got) => {
                 let passes = c.last_stage_times()[0].passes;

@@ -42,16 +42,16 @@ pub struct DeviceTimes {
 }
 
 #[cfg(feature = "cuda")]
-impl From<miden_gpu::cuda::StageTimes> for DeviceTimes {
-    fn from(t: miden_gpu::cuda::StageTimes) -> Self {
+impl From<miden_gpu::StageTimes> for DeviceTimes {
+    fn from(t: miden_gpu::StageTimes) -> Self {
         Self {
-            gpu: format!("cuda:{}", t.device),
+            gpu: t.device,
             interpolate_ms: t.interpolate_ms.into(),
             lde_ms: t.lde_ms.into(),
             hash_ms: t.hash_ms.into(),
             tree_ms: t.tree_ms.into(),
-            upload_lde_ms: Some(t.upload_lde_ms.into()),
-            exchange_ms: Some(t.exchange_ms.into()),
+            upload_lde_ms: t.upload_lde_ms.map(Into::into),
+            exchange_ms: Some(t.exchange_ms.unwrap_or(0.0).into()),
             passes: Some(t.passes),
             ..Self::default()
         }

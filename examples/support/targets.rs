@@ -89,12 +89,13 @@ fn open(backend: Backend, set: Option<&[usize]>) -> Result<Opened> {
         )),
         #[cfg(feature = "cuda")]
         Backend::Cuda => {
-            let builder = miden_gpu::cuda::CudaCommitter::builder();
-            let builder = match set {
-                Some(set) => builder.devices(set),
-                None => builder,
-            };
-            Ok(with_reader(builder.build()?, miden_gpu::cuda::CudaCommitter::last_stage_times))
+            use miden_gpu::cuda::{CudaCommitter, CudaOptions};
+            let mut options = CudaOptions::from_env()?;
+            if let Some(set) = set {
+                options.devices = Some(set.to_vec());
+            }
+            let committer = CudaCommitter::with_options(options)?;
+            Ok(with_reader(committer, <CudaCommitter as GpuCommitter>::last_stage_times))
         },
         // the CPU backend, and backends this build does not have (the error of `create` says so)
         _ => Ok((backend.create()?, Box::new(Vec::new))),

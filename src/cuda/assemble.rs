@@ -9,17 +9,18 @@
 use miden_crypto::Felt;
 
 use super::{
+    buffer::{DeviceElement, DeviceSlice},
     driver::{DriverResult, Event},
-    gpu::{Gpu, GpuState},
+    gpu::{Buffers, Gpu},
     hashing::{rows_half, EarlyLevels, HashedChunks},
     plan::{Passes, Plan, Share},
-    transfer::{self, Download, HostDst, Lane},
+    transfer::{self, Download, HostDst, Lane, Ring},
 };
 use crate::{
     committer::{Commitment, LdeRows, Shape},
     error::Result,
     hash::Digest,
-    host::{reserve_host, spare_bytes},
+    host::{reserve_host, spare_bytes, HostOptions},
 };
 
 // HOST RESULTS
@@ -41,18 +42,17 @@ pub(super) struct HostResults {
 }
 
 impl HostResults {
-    /// Reserves the results of a commitment of `shape`, the polynomials only `with_polys`.
-    pub(super) fn reserve(shape: &Shape, with_polys: bool) -> Result<Self> {
+    /// Reserves the results of a commitment of `shape` as `host` says, the polynomials only
+    /// `with_polys`.
+    pub(super) fn reserve(shape: &Shape, with_polys: bool, host: &HostOptions) -> Result<Self> {
         let n = shape.poly_len;
         let lde_len = shape.lde_len;
         let poly_cols = if with_polys { shape.num_cols } else { 0 };
-        let polys: Vec<Vec<Felt>> = (0..poly_cols)
-            .map(|_| reserve_host(n, &crate::host::HostOptions::default()))
-            .collect::<Result<_>>()?;
-        let rows: Vec<Felt> =
-            reserve_host(lde_len * shape.row_width, &crate::host::HostOptions::default())?;
-        let leaves: Vec<Digest> = reserve_host(lde_len, &crate::host::HostOptions::default())?;
-        let nodes: Vec<Digest> = reserve_host(lde_len, &crate::host::HostOptions::default())?;
+        let polys: Vec<Vec<Felt>> =
+            (0..poly_cols).map(|_| reserve_host(n, host)).collect::<Result<_>>()?;
+        let rows: Vec<Felt> = reserve_host(lde_len * shape.row_width, host)?;
+        let leaves: Vec<Digest> = reserve_host(lde_len, host)?;
+        let nodes: Vec<Digest> = reserve_host(lde_len, host)?;
         Ok(Self { polys, rows, leaves, nodes })
     }
 
@@ -68,8 +68,7 @@ impl HostResults {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn final_downloads<'a>(
         &mut self,
-        gpu: &Gpu,
-        state: &mut GpuState,
+        buffers: &'a Buffers,
         plan: &Plan<'_>,
         share: &Share,
         passes: &Passes,
@@ -81,45 +80,33 @@ impl HostResults {
     ) -> DriverResult<Vec<Download<'a>>> {
         let (n, lde_len) = (plan.shape.poly_len, plan.shape.lde_len);
         // the polynomials are ready first: they download while the last pass hashes
-        let polys_ptr = state.buffers.polys.get(&gpu.alloc, 0)?;
-        let poly_cols = if self.polys.is_empty() { 0..0 } else { share.cols.clone() };
-        let mut list: Vec<Download<'_>> = poly_cols
-            .enumerate()
-            .map(|(local, c)| Download {
-                src: polys_ptr + (local * n * 8) as u64,
-                dst: spare(&mut self.polys[c], 0, n),
-                ready: Some(interpolated),
-            })
-            .collect();
-        list.extend(row_downloads(gpu, state, plan, share, passes, last, &mut self.rows)?);
-        let bufs = &mut state.buffers;
+        let mut list: Vec<Download<'_>> = Vec::new();
+        if !self.polys.is_empty() {
+            let polys = buffers.polys.current()?;
+            for (local, c) in share.cols.clone().enumerate() {
+                let src = polys.slice(local * n..(local + 1) * n)?;
+                list.push(Download::new(src, spare(&mut self.polys[c], 0, n), Some(interpolated))?);
+            }
+        }
+        list.extend(row_downloads(buffers, plan, share, passes, last, &mut self.rows)?);
         // the leaves are final after the last hash chunk: their download overlaps the tree
         if let Some((_, last_chunk)) = last.chunks.last() {
             let (r0, r1) = (share.t.start << plan.log_blowup, share.t.end << plan.log_blowup);
-            list.push(Download {
-                src: bufs.leaves.get(&gpu.alloc, 0)? + (r0 * 32) as u64,
-                dst: spare(&mut self.leaves, r0, r1 - r0),
-                ready: Some(last_chunk),
-            });
+            let src = buffers.leaves.current()?.slice(r0..r1)?;
+            list.push(Download::new(src, spare(&mut self.leaves, r0, r1 - r0), Some(last_chunk))?);
         }
-        let nodes_ptr = bufs.nodes.get(&gpu.alloc, 0)?;
+        let nodes = buffers.nodes.current()?;
         let mine = &share.blocks;
         for (count, done) in &early.0 {
             let per_block = count / blocks;
             let (start, end) = (count + mine.start * per_block, count + mine.end * per_block);
-            list.push(Download {
-                src: nodes_ptr + (start * 32) as u64,
-                dst: spare(&mut self.nodes, start, end - start),
-                ready: Some(done),
-            });
+            let dst = spare(&mut self.nodes, start, end - start);
+            list.push(Download::new(nodes.slice(start..end)?, dst, Some(done))?);
         }
         let below = early.0.last().map_or(lde_len, |&(count, _)| count);
         for (start, end) in subtree_ranges(below, blocks, mine) {
-            list.push(Download {
-                src: nodes_ptr + (start * 32) as u64,
-                dst: spare(&mut self.nodes, start, end - start),
-                ready: Some(tree_done),
-            });
+            let dst = spare(&mut self.nodes, start, end - start);
+            list.push(Download::new(nodes.slice(start..end)?, dst, Some(tree_done))?);
         }
         Ok(list)
     }
@@ -159,17 +146,14 @@ impl HostResults {
 // DOWNLOADS
 // ================================================================================================
 
-/// Runs the downloads of every GPU (one list per GPU) through their rings.
+/// Runs the downloads of every GPU (one list per GPU) through their rings (one per GPU).
 pub(super) fn download(
     gpus: &[&Gpu],
-    states: &mut [&mut GpuState],
+    rings: &mut [&mut Ring],
     jobs: Vec<Vec<Download<'_>>>,
 ) -> DriverResult<()> {
-    let mut lanes: Vec<Lane<'_>> = gpus
-        .iter()
-        .zip(states.iter_mut())
-        .map(|(gpu, state)| gpu.copy_lane(&mut state.ring))
-        .collect();
+    let mut lanes: Vec<Lane<'_>> =
+        gpus.iter().zip(rings.iter_mut()).map(|(gpu, ring)| gpu.copy_lane(ring)).collect();
     let stats = transfer::download(&mut lanes, jobs)?;
     tracing::info!(
         bytes = stats.bytes,
@@ -184,8 +168,7 @@ pub(super) fn download(
 /// `(t1 - t0) · cosets` rows of the pass's rows buffer go to rows t·blowup + k0 .. + cosets
 /// (contiguous when the pass holds every coset).
 pub(super) fn row_downloads<'a>(
-    gpu: &Gpu,
-    state: &mut GpuState,
+    buffers: &'a Buffers,
     plan: &Plan<'_>,
     share: &Share,
     passes: &Passes,
@@ -193,36 +176,37 @@ pub(super) fn row_downloads<'a>(
     rows: &mut Vec<Felt>,
 ) -> DriverResult<Vec<Download<'a>>> {
     let rw = plan.shape.row_width;
-    let half = rows_half(gpu, state, plan, share, passes, hashed.pass)?;
+    let half = buffers.rows.current()?.slice(rows_half(plan, share, passes, hashed.pass))?;
     let k0 = passes.k0(hashed.pass);
-    Ok(hashed
+    hashed
         .chunks
         .iter()
-        .map(|(range, event)| Download {
-            src: half + (((range.start - share.t.start) << passes.log_cosets) * rw * 8) as u64,
-            dst: spare_strided(
+        .map(|(range, event)| {
+            let first = ((range.start - share.t.start) << passes.log_cosets) * rw;
+            let src = half.slice(first..first + (range.len() << passes.log_cosets) * rw)?;
+            let dst = spare_strided(
                 rows,
                 ((range.start << plan.log_blowup) + k0) * rw,
                 rw << passes.log_cosets,
                 rw << plan.log_blowup,
                 range.len(),
-            ),
-            ready: Some(event),
+            );
+            Download::new(src, dst, Some(event))
         })
-        .collect())
+        .collect()
 }
 
-/// Downloads `count` values of `T` from `src` on `gpu` once `ready` fires.
-pub(super) fn download_vec<T>(
+/// Downloads `src` from `gpu` through `ring` once `ready` fires.
+pub(super) fn download_vec<T: DeviceElement>(
     gpu: &Gpu,
-    state: &mut GpuState,
-    src: u64,
-    count: usize,
+    ring: &mut Ring,
+    src: DeviceSlice<'_, T>,
     ready: &Event,
 ) -> Result<Vec<T>> {
-    let mut out: Vec<T> = reserve_host(count, &crate::host::HostOptions::default())?;
-    let job = Download { src, dst: spare(&mut out, 0, count), ready: Some(ready) };
-    download(&[gpu], &mut [state], vec![vec![job]])?;
+    let count = src.len();
+    let mut out: Vec<T> = reserve_host(count, &gpu.host)?;
+    let job = Download::new(src, spare(&mut out, 0, count), Some(ready))?;
+    download(&[gpu], &mut [ring], vec![vec![job]])?;
     // SAFETY: the download wrote all `count` values.
     unsafe { out.set_len(count) };
     Ok(out)

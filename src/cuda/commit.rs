@@ -3,10 +3,10 @@
 //! Work split: the output columns are divided between the GPUs for interpolation and LDE
 //! (uneven splits allowed); the LDE rows are divided into contiguous, power-of-two aligned
 //! blocks for hashing and the Merkle subtrees. With several GPUs each one gathers all columns of
-//! its own rows from every GPU's LDE (peer copies over NVLink, about 1/G of the LDE per GPU,
-//! a few milliseconds) and then hashes only its rows, so every GPU hashes 1/G of the rows with
-//! the whole permutation in registers, and downloads its rows, leaves and subtrees over its own
-//! PCIe link. The top levels above the subtrees (at most a few hundred nodes) are merged on the
+//! its own rows from every GPU's LDE (peer copies over NVLink, about 1/G of the LDE per GPU)
+//! and then hashes only its rows, so every GPU hashes 1/G of the rows with the whole
+//! permutation in registers, and downloads its rows, leaves and subtrees over its own PCIe
+//! link. The top levels above the subtrees (at most a few hundred nodes) are merged on the
 //! host. Results do not depend on the split: they equal one GPU's and the CPU's bit for bit.
 //!
 //! Per GPU, on its compute stream: interpolation (DIF, inverse twiddles) of the uploaded
@@ -27,19 +27,30 @@ use std::ops::Range;
 
 use super::{
     assemble::{download, row_downloads, HostResults},
+    buffer::Scratch,
     driver::{DriverResult, Event},
-    gpu::{Gpu, GpuState},
+    gpu::{Buffers, Gpu, GpuState},
     hashing::{enqueue_hash, enqueue_tree, HashedChunks},
     lde::{enqueue_pass_lde, Upload},
     memory::{self, Footprint},
     plan::{log_blocks, Passes, Plan, Share},
-    timeline::{Stage, StageTimes, Timeline},
+    timeline::{Stage, Timeline},
+    transfer::Ring,
 };
 use crate::{
     committer::{CommitRequest, Commitment, Shape},
     error::Result,
-    host::prefault,
+    host::{prefault, HostOptions},
+    stage_times::StageTimes,
 };
+
+/// The host's part in a commitment: how its result vectors are reserved, and how many threads
+/// fault them in while the GPUs compute.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct HostWork {
+    pub options: HostOptions,
+    pub prefault_threads: usize,
+}
 
 // COMMITMENT
 // ================================================================================================
@@ -56,8 +67,9 @@ pub(super) fn column_shares(gpus: usize, shape: &Shape) -> Vec<Range<usize>> {
 }
 
 /// Commits `request` on `gpus` (with their states), within `memory_limit` bytes per GPU if given
-/// (else within each device's free memory); returns the commitment (its polynomials downloaded
-/// if `download_polys`, else left in the GPUs' `polys` buffers) and per-GPU times.
+/// (else within each device's free memory), the host's side as `host_work` says; returns the
+/// commitment (its polynomials downloaded if `download_polys`, else left in the GPUs' `polys`
+/// buffers) and per-GPU times.
 pub(super) fn commit(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
@@ -65,6 +77,7 @@ pub(super) fn commit(
     shape: Shape,
     memory_limit: Option<u64>,
     download_polys: bool,
+    host_work: HostWork,
 ) -> Result<(Commitment, Vec<StageTimes>)> {
     let plan = Plan::new(request, shape);
     let g_count = gpus.len().min(shape.num_cols).max(1);
@@ -103,13 +116,13 @@ pub(super) fn commit(
         }
     }
     // results on the host, reserved once the GPUs have the inputs' transforms queued, so that
-    // allocating them (dozens of vectors, a fraction of a millisecond) delays no kernel; on an
-    // error here the queued work finishes on its own, in buffers the GPU states keep
-    let mut host = HostResults::reserve(&shape, download_polys)?;
+    // allocating them (dozens of vectors) delays no kernel; on an error here the queued work
+    // finishes on its own, in buffers the GPU states keep
+    let mut host = HostResults::reserve(&shape, download_polys, &host_work.options)?;
     // the page faults of the large results happen while the GPUs compute, once the host has
-    // staged the inputs (faulting beside the upload's copies slowed them tenfold); joined on
-    // drop, before the vectors are freed
-    let _prefault = prefault(&host.large_spare_bytes(), crate::host::default_prefault_threads());
+    // staged the inputs (faulting beside the upload's copies slowed them many times over);
+    // joined on drop, before the vectors are freed
+    let _prefault = prefault(&host.large_spare_bytes(), host_work.prefault_threads);
     let mut interpolated = Vec::with_capacity(g_count);
     let mut lde_done = Vec::with_capacity(g_count);
     for ((gpu, upload), timeline) in gpus.iter().zip(uploads).zip(&mut timelines) {
@@ -117,11 +130,6 @@ pub(super) fn commit(
         interpolated.push(upload.polys_ready);
         lde_done.push(gpu.completion()?);
     }
-    let lde_ptrs: Vec<u64> = gpus
-        .iter()
-        .zip(states.iter_mut())
-        .map(|(gpu, state)| state.buffers.lde.get(&gpu.alloc, 0))
-        .collect::<DriverResult<_>>()?;
 
     // 2. per pass: LDE (the first one is enqueued), gather, hash; the last pass builds the
     //    subtrees. The rows of one pass download while the next pass runs.
@@ -153,15 +161,14 @@ pub(super) fn commit(
         }
         let mut hashed = Vec::with_capacity(g_count);
         let mut gathered = Vec::with_capacity(g_count);
-        for (g, ((gpu, state), share)) in
-            gpus.iter().zip(states.iter_mut()).zip(&shares).enumerate()
-        {
+        for (g, (gpu, share)) in gpus.iter().zip(&shares).enumerate() {
             let _span = tracing::info_span!("cuda.enqueue_hash", gpu = gpu.ordinal, pass).entered();
             if g_count > 1 {
-                let slab_words = shape.num_cols * (share.t.len() << passes.log_cosets);
-                let slab = state.buffers.slab.get(&gpu.alloc, slab_words * 8)?;
-                gather(gpus, &lde_ptrs, slab, g, &shares, &lde_done, &plan, &passes)?;
+                let slab_len = shape.num_cols * (share.t.len() << passes.log_cosets);
+                states[g].buffers.slab.get(&gpu.alloc, slab_len)?;
+                gather(gpus, states, g, &shares, &lde_done, &plan, &passes)?;
             }
+            let state = &mut *states[g];
             timelines[g].mark(gpu, Stage::Exchange)?;
             gathered.push(gpu.completion()?);
             hashed.push(enqueue_hash(gpu, state, &plan, share, g_count > 1, &passes, pass)?);
@@ -176,16 +183,16 @@ pub(super) fn commit(
         lde_done = gathered;
         if let Some(chunks) = previous.take() {
             let _span = tracing::info_span!("cuda.download_rows", pass = pass - 1).entered();
-            let jobs = gpus
+            let (buffers, mut rings) = buffers_and_rings(states);
+            let jobs = buffers
                 .iter()
-                .zip(states.iter_mut())
                 .zip(&shares)
                 .zip(&chunks)
-                .map(|(((gpu, state), share), chunks)| {
-                    row_downloads(gpu, state, &plan, share, &passes, chunks, &mut host.rows)
+                .map(|((buffers, share), chunks)| {
+                    row_downloads(buffers, &plan, share, &passes, chunks, &mut host.rows)
                 })
                 .collect::<DriverResult<Vec<_>>>()?;
-            download(gpus, states, jobs)?;
+            download(gpus, &mut rings, jobs)?;
         }
         previous = Some(hashed);
     }
@@ -194,13 +201,11 @@ pub(super) fn commit(
     {
         let _span = tracing::info_span!("cuda.download", gpus = g_count).entered();
         let last = previous.expect("at least one pass");
+        let (buffers, mut rings) = buffers_and_rings(states);
         let mut jobs = Vec::with_capacity(g_count);
-        for (g, ((gpu, state), share)) in
-            gpus.iter().zip(states.iter_mut()).zip(&shares).enumerate()
-        {
+        for (g, (buffers, share)) in buffers.iter().zip(&shares).enumerate() {
             jobs.push(host.final_downloads(
-                gpu,
-                state,
+                buffers,
                 &plan,
                 share,
                 &passes,
@@ -211,7 +216,7 @@ pub(super) fn commit(
                 &tree_done[g],
             )?);
         }
-        download(gpus, states, jobs)?;
+        download(gpus, &mut rings, jobs)?;
     }
 
     // 4. the nodes above the subtrees (none with one GPU), then the unused node 0
@@ -222,7 +227,7 @@ pub(super) fn commit(
     let times = gpus
         .iter()
         .zip(&timelines)
-        .map(|(gpu, timeline)| timeline.stage_times(gpu.ordinal, passes.count))
+        .map(|(gpu, timeline)| timeline.stage_times(gpu.ordinal, passes.count, g_count > 1))
         .collect::<DriverResult<Vec<_>>>()?;
     for t in &times {
         tracing::info!(
@@ -243,14 +248,24 @@ pub(super) fn commit(
 // EXCHANGE
 // ================================================================================================
 
+/// Each GPU's buffers, to read, and its ring, to transfer through (for downloads).
+fn buffers_and_rings<'s>(states: &'s mut [&mut GpuState]) -> (Vec<&'s Buffers>, Vec<&'s mut Ring>) {
+    states
+        .iter_mut()
+        .map(|state| {
+            let state = &mut **state;
+            (&state.buffers, &mut state.ring)
+        })
+        .unzip()
+}
+
 /// Copies every column of GPU `me`'s rows over the pass's cosets from every GPU's LDE into its
-/// slab (several GPUs): for each source GPU, once its LDE is done, one peer copy per (column,
-/// coset) of the rows' t-range, which is contiguous in the coset-major layout.
+/// slab (several GPUs, the slab sized): for each source GPU, once its LDE is done, one peer copy
+/// per (column, coset) of the rows' t-range, which is contiguous in the coset-major layout.
 #[allow(clippy::too_many_arguments)]
 fn gather(
     gpus: &[&Gpu],
-    lde_ptrs: &[u64],
-    slab: u64,
+    states: &mut [&mut GpuState],
     me: usize,
     shares: &[Share],
     lde_done: &[Event],
@@ -260,13 +275,25 @@ fn gather(
     let (n, cosets) = (plan.shape.poly_len, passes.cosets);
     let t = &shares[me].t;
     let gpu = gpus[me];
-    for (h, (source, share)) in gpus.iter().zip(shares).enumerate() {
+    let (ldes, mut slabs): (Vec<&Scratch<_>>, Vec<&mut Scratch<_>>) = states
+        .iter_mut()
+        .map(|state| {
+            let buffers = &mut state.buffers;
+            (&buffers.lde, &mut buffers.slab)
+        })
+        .unzip();
+    let slab = slabs[me].current_mut()?;
+    for (h, (lde, share)) in ldes.iter().zip(shares).enumerate() {
         gpu.compute.wait(&lde_done[h])?;
+        let lde = lde.current()?;
         for (local, c) in share.cols.clone().enumerate() {
             for k in 0..cosets {
-                let src = lde_ptrs[h] + (((local * cosets + k) * n + t.start) * 8) as u64;
-                let dst = slab + (((c * cosets + k) * t.len()) * 8) as u64;
-                gpu.compute.copy_peer(dst, &gpu.ctx, src, &source.ctx, t.len() * 8)?;
+                let src = ((local * cosets + k) * n) + t.start;
+                let dst = (c * cosets + k) * t.len();
+                gpu.compute.copy_peer(
+                    slab.slice_mut(dst..dst + t.len())?,
+                    lde.slice(src..src + t.len())?,
+                )?;
             }
         }
     }

@@ -2,18 +2,19 @@
 //! evaluations and the linear combination.
 //!
 //! Evaluations: each run of columns on one GPU (see below) is one launch writing its blocks'
-//! values, which come back to be joined on the host. Combination: `S` accumulates on the GPU that holds the columns being added, in column order: each run of
-//! columns on one GPU is one launch, and when the next run is on another GPU the accumulator
-//! moves there (a peer copy of `S`, a few megabytes). A segment of extension columns whose
-//! components are split between GPUs is first gathered on one of them. Only `S` comes back.
+//! values, which come back to be joined on the host. Combination: `S` accumulates on the GPU
+//! that holds the columns being added, in column order: each run of columns on one GPU is one
+//! launch, and when the next run is on another GPU the accumulator moves there (a peer copy of
+//! `S`, a few megabytes). A segment of extension columns whose components are split between
+//! GPUs is first gathered on one of them. Only `S` comes back.
 
 use miden_crypto::Felt;
 
 use super::{
     assemble::download_vec,
-    driver::DeviceBuffer,
+    buffer::{DeviceBuffer, DeviceSlice},
     gpu::{Gpu, GpuState},
-    launch::kernel_args,
+    kernels::{self, Grid},
     memory,
     resident::CudaResident,
 };
@@ -26,10 +27,10 @@ use crate::{
 const DEEP_BLOCK: u32 = 256;
 
 /// Columns of one segment on one GPU, ready for a launch.
-struct Run {
+struct Run<'a> {
     gpu: usize,
-    /// The first base column's coefficients.
-    polys: u64,
+    /// The base columns' coefficients, one column after another.
+    polys: DeviceSlice<'a, Felt>,
     /// Columns of the segment's degree.
     num_cols: usize,
 }
@@ -55,32 +56,35 @@ pub(super) fn evaluate(
     let points: Vec<u64> = request.points.iter().map(|x| x.inner()).collect();
     let mut partials = Vec::new();
     for segment in request.segments {
-        let (runs, _gathered) =
-            runs(gpus, resident(segment, committer)?, segment.degree, poly_len)?;
-        for run in runs {
+        let held = resident(segment, committer)?;
+        let gathered = gather(gpus, held, segment.degree, poly_len)?;
+        for run in runs(held, gathered.as_ref(), segment.degree) {
             let gpu = &gpus[run.gpu];
             let table = gpu.upload_table(&points)?;
             let words = run.num_cols * blocks * 2 * d;
-            let out = DeviceBuffer::new(&gpu.alloc, words * 8)?;
-            let (mut out_ptr, mut polys, mut x, mut n) =
-                (out.ptr(), run.polys, table.ptr(), poly_len as u64);
-            let (mut cols, mut degree, mut block) =
-                (run.num_cols as u32, segment.degree as u32, block_len as u32);
-            let mut args = kernel_args!(out_ptr, polys, x, n, cols, degree, block);
-            let grid = (run.num_cols * blocks).div_ceil(DEEP_BLOCK as usize) as u32;
-            // SAFETY: arguments match `deep_evaluate_*` of degree `d`: `out` holds
-            // num_cols·blocks·2·d words, `polys` num_cols·degree columns of poly_len, `x` 2·d.
-            unsafe {
-                gpu.kernels.deep_evaluate(d).launch(&gpu.compute, grid, DEEP_BLOCK, &mut args)?
+            let mut out = DeviceBuffer::<Felt>::new(&gpu.alloc, words)?;
+            let grid = Grid {
+                blocks: (run.num_cols * blocks).div_ceil(DEEP_BLOCK as usize) as u32,
+                threads_per_block: DEEP_BLOCK,
             };
+            // SAFETY: `out` holds num_cols·blocks·2·d elements, `polys` num_cols·degree columns
+            // of poly_len, the points table 2·d words.
+            unsafe {
+                kernels::deep_evaluate(
+                    gpu.kernels.deep_evaluate(d),
+                    &gpu.compute,
+                    grid,
+                    out.as_slice_mut(),
+                    run.polys,
+                    table.as_slice(),
+                    poly_len as u64,
+                    run.num_cols as u32,
+                    segment.degree as u32,
+                    block_len as u32,
+                )?;
+            }
             let done = gpu.completion()?;
-            partials.extend(download_vec::<Felt>(
-                gpu,
-                &mut states[run.gpu],
-                out.ptr(),
-                words,
-                &done,
-            )?);
+            partials.extend(download_vec(gpu, &mut states[run.gpu].ring, out.as_slice(), &done)?);
         }
     }
     Ok(join_blocks(&partials, request.points, poly_len, block_len, d))
@@ -100,57 +104,63 @@ pub(super) fn combine(
     limit: Option<u64>,
 ) -> Result<Vec<Felt>> {
     let d = request.ext_degree;
-    let bytes = poly_len * d * 8;
-    fit(gpus, states, committer, request.segments, poly_len, |_| bytes, limit)?;
+    let acc_len = poly_len * d;
+    fit(gpus, states, committer, request.segments, poly_len, |_| acc_len * 8, limit)?;
     // kept until the end: gathered columns, coefficient tables, earlier accumulators
-    let mut keep: Vec<DeviceBuffer> = Vec::new();
-    let mut acc: Option<(usize, DeviceBuffer)> = None;
+    let mut keep_gathered: Vec<DeviceBuffer<Felt>> = Vec::new();
+    let mut keep_tables: Vec<DeviceBuffer<u64>> = Vec::new();
+    let mut keep_accumulators: Vec<DeviceBuffer<Felt>> = Vec::new();
+    let mut acc: Option<(usize, DeviceBuffer<Felt>)> = None;
     let mut coefficients = request.coefficients;
     for segment in request.segments {
-        let (runs, gathered) = runs(gpus, resident(segment, committer)?, segment.degree, poly_len)?;
-        keep.extend(gathered);
-        for run in runs {
+        let held = resident(segment, committer)?;
+        let gathered = gather(gpus, held, segment.degree, poly_len)?;
+        for run in runs(held, gathered.as_ref(), segment.degree) {
             let gpu = &gpus[run.gpu];
             let (take, rest) = coefficients.split_at(run.num_cols * d);
             coefficients = rest;
             let table = gpu.upload_table(&take.iter().map(|k| k.inner()).collect::<Vec<_>>())?;
             let init = acc.is_none() as u32;
-            let target = match acc.take() {
+            let mut target = match acc.take() {
                 Some((g, buffer)) if g == run.gpu => buffer,
                 Some((g, buffer)) => {
-                    let moved = DeviceBuffer::new(&gpu.alloc, bytes)?;
+                    let mut moved = DeviceBuffer::<Felt>::new(&gpu.alloc, acc_len)?;
                     gpu.compute.wait(&gpus[g].completion()?)?;
-                    gpu.compute.copy_peer(
-                        moved.ptr(),
-                        &gpu.ctx,
-                        buffer.ptr(),
-                        &gpus[g].ctx,
-                        bytes,
-                    )?;
-                    keep.push(buffer);
+                    gpu.compute.copy_peer(moved.as_slice_mut(), buffer.as_slice())?;
+                    keep_accumulators.push(buffer);
                     moved
                 },
-                None => DeviceBuffer::new(&gpu.alloc, bytes)?,
+                None => DeviceBuffer::<Felt>::new(&gpu.alloc, acc_len)?,
             };
-            let (mut out, mut polys, mut k, mut n) =
-                (target.ptr(), run.polys, table.ptr(), poly_len as u64);
-            let (mut cols, mut degree) = (run.num_cols as u32, segment.degree as u32);
-            let mut init = init;
-            let mut args = kernel_args!(out, polys, k, n, cols, degree, init);
-            let grid = poly_len.div_ceil(DEEP_BLOCK as usize) as u32;
-            // SAFETY: arguments match `deep_combine_*` of degree `d`: `out` holds poly_len·d
-            // words, `polys` num_cols·degree columns of poly_len, `k` num_cols·d words.
+            let grid = Grid {
+                blocks: poly_len.div_ceil(DEEP_BLOCK as usize) as u32,
+                threads_per_block: DEEP_BLOCK,
+            };
+            // SAFETY: the accumulator holds poly_len·d elements, `polys` num_cols·degree columns
+            // of poly_len, the coefficient table num_cols·d words.
             unsafe {
-                gpu.kernels.deep_combine(d).launch(&gpu.compute, grid, DEEP_BLOCK, &mut args)?
-            };
-            keep.push(table);
+                kernels::deep_combine(
+                    gpu.kernels.deep_combine(d),
+                    &gpu.compute,
+                    grid,
+                    target.as_slice_mut(),
+                    run.polys,
+                    table.as_slice(),
+                    poly_len as u64,
+                    run.num_cols as u32,
+                    segment.degree as u32,
+                    init,
+                )?;
+            }
+            keep_tables.push(table);
             acc = Some((run.gpu, target));
         }
+        keep_gathered.extend(gathered.map(|(_, buffer)| buffer));
     }
     let (g, buffer) = acc.ok_or_else(|| GpuError::InvalidDeep("no columns".into()))?;
     let done = gpus[g].completion()?;
-    let sum = download_vec(&gpus[g], &mut states[g], buffer.ptr(), poly_len * d, &done)?;
-    drop(keep);
+    let sum = download_vec(&gpus[g], &mut states[g].ring, buffer.as_slice(), &done)?;
+    drop((keep_gathered, keep_tables, keep_accumulators));
     Ok(sum)
 }
 
@@ -162,38 +172,57 @@ fn resident<'a>(segment: &DeepSegment<'a>, committer: u64) -> Result<&'a CudaRes
     })
 }
 
-/// The launches of one segment: its shares where every share holds whole columns of `degree`,
-/// else the whole segment gathered on the first share's GPU (returned to be kept alive).
-fn runs(
+/// A segment's columns gathered on one GPU (when a share splits a column of `degree`
+/// components, see [`gather_home`]): that GPU and the buffer, kept alive until its launches are
+/// done; `None` when every share holds whole columns.
+fn gather(
     gpus: &[Gpu],
     resident: &CudaResident,
     degree: usize,
     poly_len: usize,
-) -> Result<(Vec<Run>, Option<DeviceBuffer>)> {
-    let column_bytes = poly_len * 8;
+) -> Result<Option<(usize, DeviceBuffer<Felt>)>> {
     let Some(home) = gather_home(resident, degree) else {
-        let runs = resident
-            .shares
-            .iter()
-            .map(|s| Run { gpu: s.gpu, polys: s.buffer.ptr(), num_cols: s.cols.len() / degree })
-            .collect();
-        return Ok((runs, None));
+        return Ok(None);
     };
-    let total = resident.num_cols();
-    let gathered = DeviceBuffer::new(&gpus[home].alloc, total * column_bytes)?;
+    let mut gathered =
+        DeviceBuffer::<Felt>::new(&gpus[home].alloc, resident.num_cols() * poly_len)?;
     for share in &resident.shares {
         let source = &gpus[share.gpu];
         gpus[home].compute.wait(&source.completion()?)?;
+        let cols = share.cols.start * poly_len..share.cols.end * poly_len;
         gpus[home].compute.copy_peer(
-            gathered.ptr() + (share.cols.start * column_bytes) as u64,
-            &gpus[home].ctx,
-            share.buffer.ptr(),
-            &source.ctx,
-            share.cols.len() * column_bytes,
+            gathered.slice_mut(cols)?,
+            share.buffer.slice(..share.cols.len() * poly_len)?,
         )?;
     }
-    let run = Run { gpu: home, polys: gathered.ptr(), num_cols: total / degree };
-    Ok((vec![run], Some(gathered)))
+    Ok(Some((home, gathered)))
+}
+
+/// The launches of one segment: its shares where every share holds whole columns of `degree`,
+/// else the segment `gathered` on one GPU.
+fn runs<'a>(
+    resident: &'a CudaResident,
+    gathered: Option<&'a (usize, DeviceBuffer<Felt>)>,
+    degree: usize,
+) -> Vec<Run<'a>> {
+    match gathered {
+        Some((home, buffer)) => {
+            vec![Run {
+                gpu: *home,
+                polys: buffer.as_slice(),
+                num_cols: resident.num_cols() / degree,
+            }]
+        },
+        None => resident
+            .shares
+            .iter()
+            .map(|s| Run {
+                gpu: s.gpu,
+                polys: s.buffer.as_slice(),
+                num_cols: s.cols.len() / degree,
+            })
+            .collect(),
+    }
 }
 
 /// The GPU a segment's columns are gathered on when a share splits a column of `degree`

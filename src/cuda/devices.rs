@@ -1,30 +1,23 @@
-//! Which GPUs a committer uses: the devices the driver reports, and the list the caller or
-//! `MIDEN_GPU_DEVICES` names, checked before any device is opened.
+//! Which GPUs a committer uses: the devices the driver reports, and the list the options name
+//! ([`CudaOptions::devices`](super::CudaOptions::devices)), checked before any device is opened.
 
 use super::{driver::check, program};
 use crate::error::{GpuError, Result};
 
-/// The environment variable that selects the GPUs, as a comma-separated list of CUDA ordinals.
-pub const DEVICES_ENV: &str = "MIDEN_GPU_DEVICES";
-
 // SELECTION
 // ================================================================================================
 
-/// The CUDA ordinals to use: `requested`, else the list in [`DEVICES_ENV`], else every visible
-/// device.
-pub(super) fn select(requested: Option<Vec<usize>>) -> Result<Vec<usize>> {
+/// The CUDA ordinals to use: `requested`, checked against the visible devices, else every
+/// visible device.
+pub(super) fn select(requested: Option<&[usize]>) -> Result<Vec<usize>> {
     let count = device_count()?;
-    let ordinals = match requested {
+    match requested {
         Some(list) => {
             let text = list.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",");
-            check_device_list(&text, list, count)?
+            check_device_list(&text, list.to_vec(), count)
         },
-        None => match std::env::var(DEVICES_ENV) {
-            Ok(text) if !text.trim().is_empty() => parse_device_list(&text, count)?,
-            _ => (0..count).collect(),
-        },
-    };
-    Ok(ordinals)
+        None => Ok((0..count).collect()),
+    }
 }
 
 /// Number of CUDA devices, or [`GpuError::BackendUnavailable`] if there is no NVIDIA driver or
@@ -44,17 +37,17 @@ pub fn device_count() -> Result<usize> {
     Ok(count as usize)
 }
 
-/// Parses a device list such as `0,1` against `count` visible devices.
-pub fn parse_device_list(text: &str, count: usize) -> Result<Vec<usize>> {
+/// Parses a device list such as `0,1` (CUDA ordinals, comma-separated) without checking it
+/// against the devices present (opening the committer does); anything but numbers is
+/// [`GpuError::InvalidDeviceList`].
+pub(super) fn parse_ordinals(text: &str) -> Result<Vec<usize>> {
     let invalid = |reason: String| GpuError::InvalidDeviceList { list: text.to_string(), reason };
-    let list = text
-        .split(',')
+    text.split(',')
         .map(|item| {
             let item = item.trim();
             item.parse::<usize>().map_err(|_| invalid(format!("`{item}` is not a device number")))
         })
-        .collect::<Result<Vec<usize>>>()?;
-    check_device_list(text, list, count)
+        .collect()
 }
 
 /// Checks `list` (written `text` in errors) against `count` visible devices: not empty, every
@@ -78,13 +71,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn device_lists_are_validated() {
-        assert_eq!(parse_device_list("0,1", 2).unwrap(), vec![0, 1]);
-        assert_eq!(parse_device_list(" 1 ", 2).unwrap(), vec![1]);
-        for bad in ["", "0,", "a", "0,0", "2", "-1", "0;1"] {
+    fn device_lists_are_parsed_then_checked() {
+        assert_eq!(parse_ordinals("0,1").unwrap(), vec![0, 1]);
+        assert_eq!(parse_ordinals(" 1 ").unwrap(), vec![1]);
+        for bad in ["", "0,", "a", "-1", "0;1"] {
             assert!(
-                matches!(parse_device_list(bad, 2), Err(GpuError::InvalidDeviceList { .. })),
-                "{bad:?} accepted"
+                matches!(parse_ordinals(bad), Err(GpuError::InvalidDeviceList { .. })),
+                "{bad:?} parsed"
+            );
+        }
+        assert_eq!(check_device_list("1,0", vec![1, 0], 2).unwrap(), vec![1, 0]);
+        for (text, list) in [("", vec![]), ("0,0", vec![0, 0]), ("2", vec![2])] {
+            assert!(
+                matches!(check_device_list(text, list, 2), Err(GpuError::InvalidDeviceList { .. })),
+                "{text:?} accepted"
             );
         }
     }

@@ -1,20 +1,20 @@
 //! Thin RAII wrappers over the CUDA driver API (through cudarc's `result`/`sys` layers): status
-//! conversion, device and pinned memory, streams and events (modules and launches: `launch`).
+//! conversion, pinned memory, streams and events, and the copies a stream enqueues between typed
+//! device ranges (device memory: `buffer`; modules and launches: `launch`, `kernels`).
 //!
-//! cudarc's safe layer tracks events per allocation and synchronizes implicitly; the commit
-//! pipeline orders its streams itself, so it uses these small owners instead: each frees its
-//! handle on drop with its context bound, and every call's status becomes a [`GpuError`].
+//! cudarc's safe layer (`CudaStream`, `CudaEvent`, `CudaSlice`) tracks events per allocation and
+//! synchronizes implicitly; the commit pipeline orders its streams itself, so it uses these small
+//! owners instead: each frees its handle on drop with its context bound, and every call's status
+//! becomes a [`GpuError`].
 
-use std::sync::{
-    atomic::{AtomicU64, Ordering},
-    Arc,
-};
+use std::sync::Arc;
 
 use cudarc::driver::{
     result::{self, DriverError},
     sys, CudaContext,
 };
 
+use super::buffer::{DeviceElement, DeviceSlice, DeviceSliceMut};
 use crate::{backend::Backend, error::GpuError};
 
 /// Result of a driver call, with the failing call named.
@@ -35,136 +35,6 @@ pub(super) fn device_error(what: &str, e: DriverError) -> GpuError {
 /// Binds `ctx` to the calling thread (driver calls act on the current context).
 pub(super) fn bind(ctx: &Arc<CudaContext>) -> DriverResult<()> {
     check(ctx.bind_to_thread(), "cuCtxSetCurrent")
-}
-
-// DEVICE MEMORY
-// ================================================================================================
-
-/// The device bytes one committer's buffers hold on one GPU, and the most they have held at
-/// once: every [`DeviceBuffer`] allocated through an [`Allocator`] counts here until it is
-/// freed, whatever it serves (pipeline buffers, twiddle tables, resident polynomials, a stage's
-/// working buffers).
-#[derive(Debug, Default)]
-pub(super) struct Gauge {
-    held: AtomicU64,
-    peak: AtomicU64,
-}
-
-impl Gauge {
-    /// Bytes held now.
-    pub(super) fn held(&self) -> u64 {
-        self.held.load(Ordering::SeqCst)
-    }
-
-    /// The most bytes held at once.
-    pub(super) fn peak(&self) -> u64 {
-        self.peak.load(Ordering::SeqCst)
-    }
-
-    fn add(&self, bytes: u64) {
-        let held = self.held.fetch_add(bytes, Ordering::SeqCst) + bytes;
-        self.peak.fetch_max(held, Ordering::SeqCst);
-    }
-
-    fn sub(&self, bytes: u64) {
-        self.held.fetch_sub(bytes, Ordering::SeqCst);
-    }
-}
-
-/// Where a committer allocates on one GPU: the device's context and the committer's gauge.
-pub(super) struct Allocator {
-    pub ctx: Arc<CudaContext>,
-    pub gauge: Arc<Gauge>,
-}
-
-/// A device allocation of `bytes` bytes, counted by its allocator's gauge, freed on drop.
-pub(super) struct DeviceBuffer {
-    ptr: sys::CUdeviceptr,
-    bytes: usize,
-    ctx: Arc<CudaContext>,
-    gauge: Arc<Gauge>,
-}
-
-impl DeviceBuffer {
-    /// Allocates `bytes` (at least 1) on `alloc`'s device; out of memory is
-    /// [`GpuError::OutOfMemory`].
-    pub(super) fn new(alloc: &Allocator, bytes: usize) -> DriverResult<Self> {
-        bind(&alloc.ctx)?;
-        let bytes = bytes.max(1);
-        match unsafe { result::malloc_sync(bytes) } {
-            Ok(ptr) => {
-                alloc.gauge.add(bytes as u64);
-                Ok(Self { ptr, bytes, ctx: alloc.ctx.clone(), gauge: alloc.gauge.clone() })
-            },
-            Err(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)) => {
-                let available = result::mem_get_info().map(|(free, _)| free as u64).unwrap_or(0);
-                Err(GpuError::OutOfMemory { memory: "device", needed: bytes as u64, available })
-            },
-            Err(e) => Err(device_error("cuMemAlloc", e)),
-        }
-    }
-
-    /// Address of byte 0.
-    pub(super) fn ptr(&self) -> sys::CUdeviceptr {
-        self.ptr
-    }
-
-    /// Size in bytes.
-    pub(super) fn bytes(&self) -> usize {
-        self.bytes
-    }
-}
-
-impl Drop for DeviceBuffer {
-    fn drop(&mut self) {
-        if bind(&self.ctx).is_ok() {
-            let _ = unsafe { result::free_sync(self.ptr) };
-        }
-        self.gauge.sub(self.bytes as u64);
-    }
-}
-
-// SAFETY: the allocation is plain device memory owned by this value.
-unsafe impl Send for DeviceBuffer {}
-unsafe impl Sync for DeviceBuffer {}
-
-/// A reusable device buffer that grows to the largest size asked of it.
-#[derive(Default)]
-pub(super) struct Scratch(Option<DeviceBuffer>);
-
-impl Scratch {
-    /// The address of a buffer of at least `bytes`, reallocated only when too small.
-    pub(super) fn get(
-        &mut self,
-        alloc: &Allocator,
-        bytes: usize,
-    ) -> DriverResult<sys::CUdeviceptr> {
-        match &self.0 {
-            Some(buffer) if buffer.bytes() >= bytes => Ok(buffer.ptr()),
-            _ => {
-                self.0 = None; // free first: the old and new buffers need not fit together
-                let buffer = DeviceBuffer::new(alloc, bytes)?;
-                let ptr = buffer.ptr();
-                self.0 = Some(buffer);
-                Ok(ptr)
-            },
-        }
-    }
-
-    /// Bytes held now.
-    pub(super) fn bytes(&self) -> usize {
-        self.0.as_ref().map_or(0, DeviceBuffer::bytes)
-    }
-
-    /// Frees the buffer (the next `get` allocates anew).
-    pub(super) fn release(&mut self) {
-        self.0 = None;
-    }
-
-    /// Hands the buffer over to the caller (the next `get` allocates anew).
-    pub(super) fn take(&mut self) -> Option<DeviceBuffer> {
-        self.0.take()
-    }
 }
 
 // PINNED HOST MEMORY
@@ -250,56 +120,82 @@ impl Stream {
         check(unsafe { result::stream::synchronize(self.raw) }, "cuStreamSynchronize")
     }
 
-    /// Enqueues an asynchronous host-to-device copy.
+    /// Enqueues an asynchronous copy of `dst.len()` elements from host memory at `src` into
+    /// `dst`.
     ///
     /// # Safety
-    /// `src..src+bytes` must stay valid and unmodified until the copy completes, and `dst` must
-    /// be a device range of at least `bytes`.
-    pub(super) unsafe fn copy_htod(
+    /// `src` must be valid for `dst.len()` elements and stay valid and unmodified until the copy
+    /// completes.
+    pub(super) unsafe fn copy_htod<T: DeviceElement>(
         &self,
-        dst: sys::CUdeviceptr,
-        src: *const u8,
-        bytes: usize,
+        dst: DeviceSliceMut<'_, T>,
+        src: *const T,
     ) -> DriverResult<()> {
         check(
-            sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, self.raw).result(),
+            sys::cuMemcpyHtoDAsync_v2(
+                dst.device_ptr(),
+                src.cast(),
+                dst.len() * size_of::<T>(),
+                self.raw,
+            )
+            .result(),
             "cuMemcpyHtoDAsync",
         )
     }
 
-    /// Enqueues an asynchronous device-to-host copy.
+    /// Enqueues an asynchronous copy of `src` into host memory at `dst`.
     ///
     /// # Safety
-    /// `dst..dst+bytes` must stay valid and untouched by the host until the copy completes.
-    pub(super) unsafe fn copy_dtoh(
+    /// `dst` must be valid for `src.len()` elements and stay valid and untouched by the host
+    /// until the copy completes.
+    pub(super) unsafe fn copy_dtoh<T: DeviceElement>(
         &self,
-        dst: *mut u8,
-        src: sys::CUdeviceptr,
-        bytes: usize,
+        dst: *mut T,
+        src: DeviceSlice<'_, T>,
     ) -> DriverResult<()> {
         check(
-            sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, self.raw).result(),
+            sys::cuMemcpyDtoHAsync_v2(
+                dst.cast(),
+                src.device_ptr(),
+                src.len() * size_of::<T>(),
+                self.raw,
+            )
+            .result(),
             "cuMemcpyDtoHAsync",
         )
     }
 
-    /// Enqueues a copy between two devices' memory (or within one device).
-    pub(super) fn copy_peer(
+    /// Enqueues a copy of `src` into `dst`, on the same GPU or between two (a peer copy);
+    /// [`GpuError::Device`] if their lengths differ. Both buffers must outlive the copy: their
+    /// owners order their release after it (an event or a synchronization), as for a kernel.
+    pub(super) fn copy_peer<T: DeviceElement>(
         &self,
-        dst: sys::CUdeviceptr,
-        dst_ctx: &Arc<CudaContext>,
-        src: sys::CUdeviceptr,
-        src_ctx: &Arc<CudaContext>,
-        bytes: usize,
+        dst: DeviceSliceMut<'_, T>,
+        src: DeviceSlice<'_, T>,
     ) -> DriverResult<()> {
+        if dst.len() != src.len() {
+            return Err(GpuError::Device {
+                backend: Backend::Cuda,
+                message: format!(
+                    "device copy of {} elements into a range of {}",
+                    src.len(),
+                    dst.len()
+                ),
+            });
+        }
+        let bytes = src.len() * size_of::<T>();
+        let (dst_ctx, src_ctx) = (dst.ctx(), src.ctx());
+        // SAFETY: both ranges lie in live allocations of `bytes` bytes (their slices' promise).
         let status = if Arc::ptr_eq(dst_ctx, src_ctx) {
-            unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, self.raw) }
+            unsafe {
+                sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, self.raw)
+            }
         } else {
             unsafe {
                 sys::cuMemcpyPeerAsync(
-                    dst,
+                    dst.device_ptr(),
                     dst_ctx.cu_ctx(),
-                    src,
+                    src.device_ptr(),
                     src_ctx.cu_ctx(),
                     bytes,
                     self.raw,
@@ -307,6 +203,11 @@ impl Stream {
             }
         };
         check(status.result(), "cuMemcpyPeerAsync")
+    }
+
+    /// The context the stream belongs to.
+    pub(super) fn ctx(&self) -> &Arc<CudaContext> {
+        &self.ctx
     }
 }
 

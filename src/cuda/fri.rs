@@ -16,10 +16,11 @@ use winter_math::{FieldElement, StarkField};
 
 use super::{
     assemble::download_vec,
-    driver::{bind, DeviceBuffer, DriverResult, Event},
+    buffer::{DeviceBuffer, DeviceSlice},
+    driver::{bind, DriverResult, Event},
     gpu::{Gpu, GpuState, TwiddleKey},
-    hashing::{merkle_levels, HashRowsArgs},
-    launch::kernel_args,
+    hashing::{hash_rows, merkle_levels, RowsOf},
+    kernels::{self, Grid},
     lde::ntt,
 };
 use crate::{
@@ -68,32 +69,42 @@ pub(super) fn commit_fri(
 
     let words = domain_len * d;
     let bufs = &mut state.buffers;
-    let coeffs = bufs.source.get(&gpu.alloc, scaled.len() * 8)?;
-    let spread = bufs.slab.get(&gpu.alloc, words * 8)?;
-    gpu.upload(&mut state.ring, coeffs, Felt::elements_as_bytes(&scaled))?;
+    let coeffs = bufs.source.get(&gpu.alloc, scaled.len())?;
+    let spread = bufs.slab.get(&gpu.alloc, words)?;
+    gpu.upload(&mut state.ring, coeffs.slice_mut(..scaled.len())?, &scaled)?;
     let _uploaded = gpu.wait_for_uploads()?;
 
     // First layer: bit-reversed spread, DIT NTT, then the slot layout.
-    let twiddles = gpu.twiddles(state, twiddles(shape))?;
+    let twiddles = state.twiddles.table(gpu, twiddles(shape))?;
     let rows = domain_len / folding;
-    let mut layer = DeviceBuffer::new(&gpu.alloc, words * 8)?;
-    {
-        let (mut out, mut input, mut poly_len, mut log_n, mut total) =
-            (spread, coeffs, poly_len as u64, log_domain, words as u64);
-        let mut args = kernel_args!(out, input, poly_len, log_n, total);
-        // SAFETY: arguments match `fri_spread`; `spread` holds `words` words, `coeffs`
-        // d·poly_len.
-        unsafe { gpu.kernels.fri_spread.launch(&gpu.compute, grid(words), FRI_BLOCK, &mut args)? };
+    let mut layer = DeviceBuffer::<Felt>::new(&gpu.alloc, words)?;
+    // SAFETY: `spread` holds `words` = d·domain_len elements, `coeffs` d·poly_len.
+    unsafe {
+        kernels::fri_spread(
+            &gpu.kernels.fri_spread,
+            &gpu.compute,
+            grid(words),
+            spread.slice_mut(..words)?,
+            coeffs.slice(..scaled.len())?,
+            poly_len as u64,
+            log_domain,
+            words as u64,
+        )?;
     }
-    ntt(gpu, spread, d, log_domain, twiddles, false)?;
-    {
-        let (mut out, mut input, mut log_n, mut rows, mut dd, mut total) =
-            (layer.ptr(), spread, log_domain, rows as u64, d as u32, words as u64);
-        let mut args = kernel_args!(out, input, log_n, rows, dd, total);
-        // SAFETY: arguments match `fri_to_slots`; both buffers hold `words` words.
-        unsafe {
-            gpu.kernels.fri_to_slots.launch(&gpu.compute, grid(words), FRI_BLOCK, &mut args)?
-        };
+    ntt(gpu, spread.slice_mut(..words)?, d, log_domain, twiddles, false)?;
+    // SAFETY: both buffers hold `words` elements.
+    unsafe {
+        kernels::fri_to_slots(
+            &gpu.kernels.fri_to_slots,
+            &gpu.compute,
+            grid(words),
+            layer.as_slice_mut(),
+            spread.slice(..words)?,
+            log_domain,
+            rows as u64,
+            d as u32,
+            words as u64,
+        )?;
     }
 
     let mut layers = Vec::with_capacity(request.num_layers);
@@ -102,10 +113,9 @@ pub(super) fn commit_fri(
         let _span = info_span!("cuda.fri.layer", layer = l).entered();
         let rows = shape.layer_rows(l, folding);
         let width = folding * d;
-        let leaves = DeviceBuffer::new(&gpu.alloc, rows * 32)?;
-        let nodes = DeviceBuffer::new(&gpu.alloc, rows * 32)?;
-        HashRowsArgs {
-            src: layer.ptr(),
+        let mut leaves = DeviceBuffer::<Digest>::new(&gpu.alloc, rows)?;
+        let mut nodes = DeviceBuffer::<Digest>::new(&gpu.alloc, rows)?;
+        let rows_of = RowsOf {
             k_stride: 0,
             t_stride: 1,
             c_stride: rows as u64,
@@ -116,15 +126,23 @@ pub(super) fn commit_fri(
             log_cosets: 0,
             t0: 0,
             t_count: rows as u64,
-            leaves: leaves.ptr(),
-            rows_out: 0,
             t_base: 0,
             row_width: width as u32,
+        };
+        // SAFETY: `layer` holds `width` columns of `rows` elements, `leaves` one per row.
+        unsafe {
+            hash_rows(
+                &gpu.compute,
+                gpu.kernels.hash_rows(request.hash, false),
+                layer.as_slice(),
+                leaves.as_slice_mut(),
+                None,
+                rows_of,
+            )?;
         }
-        .launch(&gpu.compute, gpu.kernels.hash_rows(request.hash, false))?;
-        merkle_levels(gpu, request.hash, leaves.ptr(), nodes.ptr(), rows, 1, &(0..1))?;
+        merkle_levels(gpu, request.hash, leaves.as_slice(), nodes.as_slice_mut(), 1, &(0..1))?;
         let done = gpu.completion()?;
-        let root: Vec<Digest> = download_vec(gpu, state, nodes.ptr() + 32, 1, &done)?;
+        let root: Vec<Digest> = download_vec(gpu, &mut state.ring, nodes.slice(1..2)?, &done)?;
         let alpha = channel(root[0]);
         if alpha.len() != d {
             return Err(GpuError::InvalidFri(format!(
@@ -135,23 +153,22 @@ pub(super) fn commit_fri(
 
         let last = l + 1 == request.num_layers;
         let next_words = rows * d;
-        let next = DeviceBuffer::new(&gpu.alloc, next_words * 8)?;
+        let mut next = DeviceBuffer::<Felt>::new(&gpu.alloc, next_words)?;
         let consts = gpu.upload_table(&fold_constants(&alpha, rows * folding, folding))?;
-        {
-            let (mut out, mut input, mut n_rows, mut f, mut table, mut next_rows) = (
-                next.ptr(),
-                layer.ptr(),
+        // SAFETY: `layer` holds rows·folding·d elements, `next` rows·d, `consts` d + 4 +
+        // folding words.
+        unsafe {
+            kernels::fri_fold(
+                gpu.kernels.fri_fold(d),
+                &gpu.compute,
+                grid(rows),
+                next.as_slice_mut(),
+                layer.as_slice(),
                 rows as u64,
                 folding as u32,
-                consts.ptr(),
+                consts.as_slice(),
                 if last { 0 } else { (rows / folding) as u64 },
-            );
-            let mut args = kernel_args!(out, input, n_rows, f, table, next_rows);
-            // SAFETY: arguments match the fold kernels; `layer` holds rows·folding·d words,
-            // `next` rows·d, `consts` d + 4 + folding.
-            unsafe {
-                gpu.kernels.fri_fold(d).launch(&gpu.compute, grid(rows), FRI_BLOCK, &mut args)?
-            };
+            )?;
         }
         let folded = gpu.completion()?;
         let committed = KeptLayer { columns: layer, leaves, nodes, rows, width };
@@ -166,7 +183,7 @@ pub(super) fn commit_fri(
 
     let remainder_len = shape.layer_rows(request.num_layers - 1, folding) * d;
     let done = gpu.completion()?;
-    let remainder = download_vec(gpu, state, layer.ptr(), remainder_len, &done)?;
+    let remainder = download_vec(gpu, &mut state.ring, layer.slice(..remainder_len)?, &done)?;
     let kept: Option<Box<dyn KeptLayers>> = request
         .keep_layers
         .then(|| Box::new(CudaKeptLayers { gpus: gpus.clone(), layers: kept }) as _);
@@ -179,9 +196,9 @@ pub(super) fn commit_fri(
 /// One committed layer on the device: `width` column-major columns of `rows` words, the leaves
 /// and the Merkle nodes (Winterfell's layout).
 struct KeptLayer {
-    columns: DeviceBuffer,
-    leaves: DeviceBuffer,
-    nodes: DeviceBuffer,
+    columns: DeviceBuffer<Felt>,
+    leaves: DeviceBuffer<Digest>,
+    nodes: DeviceBuffer<Digest>,
     rows: usize,
     width: usize,
 }
@@ -189,9 +206,11 @@ struct KeptLayer {
 impl KeptLayer {
     /// The whole layer on the host, once `ready` has passed.
     fn download(&self, gpu: &Gpu, state: &mut GpuState, ready: &Event) -> Result<FriLayer> {
-        let columns = download_vec(gpu, state, self.columns.ptr(), self.rows * self.width, ready)?;
-        let leaves = download_vec(gpu, state, self.leaves.ptr(), self.rows, ready)?;
-        let mut nodes: Vec<Digest> = download_vec(gpu, state, self.nodes.ptr(), self.rows, ready)?;
+        let ring = &mut state.ring;
+        let columns =
+            download_vec(gpu, ring, self.columns.slice(..self.rows * self.width)?, ready)?;
+        let leaves = download_vec(gpu, ring, self.leaves.slice(..self.rows)?, ready)?;
+        let mut nodes = download_vec(gpu, ring, self.nodes.slice(..self.rows)?, ready)?;
         nodes[0] = Digest::ZERO;
         Ok(FriLayer { columns, num_rows: self.rows, leaves, nodes })
     }
@@ -225,10 +244,13 @@ impl KeptLayers for CudaKeptLayers {
             positions.iter().flat_map(|&p| digest_words(p).chain(digest_words(p ^ 1))).collect();
         let node_words: Vec<u64> =
             positions.iter().flat_map(|&p| path_indices(p, rows).flat_map(digest_words)).collect();
-        let gathers =
-            [(&kept.columns, row_words), (&kept.leaves, leaf_words), (&kept.nodes, node_words)];
+        let gathers = [
+            (kept.columns.as_slice().as_words(), row_words),
+            (kept.leaves.as_slice().as_words(), leaf_words),
+            (kept.nodes.as_slice().as_words(), node_words),
+        ];
         let total: usize = gathers.iter().map(|(_, w)| w.len()).sum();
-        let out = DeviceBuffer::new(&gpu.alloc, total.max(1) * 8)?;
+        let mut out = DeviceBuffer::<u64>::new(&gpu.alloc, total.max(1))?;
         let mut tables = Vec::with_capacity(3);
         let mut offset = 0;
         for (src, indices) in &gathers {
@@ -236,23 +258,23 @@ impl KeptLayers for CudaKeptLayers {
                 continue;
             }
             let table = gpu.upload_table(indices)?;
-            let (mut dst, mut source, mut idx, mut count) =
-                (out.ptr() + offset as u64 * 8, src.ptr(), table.ptr(), indices.len() as u64);
-            let mut args = kernel_args!(dst, source, idx, count);
-            // SAFETY: arguments match `gather_words`; every index lies within `src`, `dst` has
-            // `count` words left.
+            // SAFETY: every index lies within `src` (a position's row, leaves and path inside
+            // the layer), the output range holds one word per index.
             unsafe {
-                gpu.kernels.gather_words.launch(
+                kernels::gather_words(
+                    &gpu.kernels.gather_words,
                     &gpu.compute,
                     grid(indices.len()),
-                    FRI_BLOCK,
-                    &mut args,
-                )?
-            };
+                    out.slice_mut(offset..offset + indices.len())?,
+                    *src,
+                    table.as_slice(),
+                    indices.len() as u64,
+                )?;
+            }
             offset += indices.len();
             tables.push(table);
         }
-        let words: Vec<u64> = copy_to_host(gpu, out.ptr(), total)?;
+        let words: Vec<u64> = copy_to_host(gpu, out.slice(..total)?)?;
         drop(tables);
 
         let (row_part, rest) = words.split_at(gathers[0].1.len());
@@ -316,19 +338,19 @@ fn fold_constants(alpha: &[Felt], domain_len: usize, folding: usize) -> Vec<u64>
     values.iter().map(|v| v.inner()).collect()
 }
 
-/// `count` words from device address `src`, once the compute stream's work is done.
-fn copy_to_host(gpu: &Gpu, src: u64, count: usize) -> DriverResult<Vec<u64>> {
+/// The words of `src`, once the compute stream's work is done.
+fn copy_to_host(gpu: &Gpu, src: DeviceSlice<'_, u64>) -> DriverResult<Vec<u64>> {
     bind(&gpu.ctx)?;
-    let mut out = vec![0u64; count];
-    if count > 0 {
-        // SAFETY: `out` holds `count` words and outlives the copy (we synchronize below).
-        unsafe { gpu.compute.copy_dtoh(out.as_mut_ptr().cast(), src, count * 8)? };
+    let mut out = vec![0u64; src.len()];
+    if !out.is_empty() {
+        // SAFETY: `out` holds `src.len()` words and outlives the copy (we synchronize below).
+        unsafe { gpu.compute.copy_dtoh(out.as_mut_ptr(), src)? };
     }
     gpu.compute.synchronize()?;
     Ok(out)
 }
 
-/// Blocks for one thread per item.
-fn grid(items: usize) -> u32 {
-    items.div_ceil(FRI_BLOCK as usize) as u32
+/// Blocks of [`FRI_BLOCK`] threads for one thread per item.
+fn grid(items: usize) -> Grid {
+    Grid { blocks: items.div_ceil(FRI_BLOCK as usize) as u32, threads_per_block: FRI_BLOCK }
 }

@@ -4,94 +4,114 @@
 use std::{collections::HashMap, sync::Arc};
 
 use cudarc::driver::{sys, CudaContext};
+use miden_crypto::Felt;
 
 use super::{
-    driver::{bind, check, Allocator, DeviceBuffer, DriverResult, Event, Gauge, Scratch, Stream},
+    buffer::{Allocator, DeviceBuffer, DeviceElement, DeviceSlice, DeviceSliceMut, Gauge, Scratch},
+    driver::{bind, check, DriverResult, Event, Stream},
+    kernels::{sig, Signature},
     launch::{Kernel, Module},
-    program::{compile_for_arch, rescue_lanes, HASHES},
+    program::{compile_for_arch, HASHES},
     transfer::{self, Lane, Ring},
+    CudaOptions,
 };
-use crate::{hash::HashFunction, host::stage_twiddles};
+use crate::{
+    hash::{Digest, HashFunction},
+    host::{stage_twiddles, HostOptions},
+};
 
 /// The kernels of one hash function.
 struct HashKernels {
-    hash_rows: Kernel,
-    hash_rows_partitioned: Kernel,
-    merkle_level: Kernel,
+    hash_rows: Kernel<sig::HashRows>,
+    hash_rows_partitioned: Kernel<sig::HashRows>,
+    merkle_level: Kernel<sig::MerkleLevel>,
 }
 
 /// The kernels of the module, by role.
 pub(super) struct Kernels {
-    pub ntt_pass: Kernel,
-    pub scale_coefficients: Kernel,
-    pub coset_ntt_first_pass: Kernel,
+    pub ntt_pass: Kernel<sig::NttPass>,
+    pub scale_coefficients: Kernel<sig::ScaleCoefficients>,
+    pub coset_ntt_first_pass: Kernel<sig::CosetNttFirstPass>,
     hashes: HashMap<HashFunction, HashKernels>,
-    pub fri_spread: Kernel,
-    pub fri_to_slots: Kernel,
-    fri_fold: [Kernel; 3],
-    pub gather_words: Kernel,
-    deep_combine: [Kernel; 3],
-    deep_evaluate: [Kernel; 3],
+    pub fri_spread: Kernel<sig::FriSpread>,
+    pub fri_to_slots: Kernel<sig::FriToSlots>,
+    fri_fold: [Kernel<sig::FriFold>; 3],
+    pub gather_words: Kernel<sig::GatherWords>,
+    deep_combine: [Kernel<sig::DeepCombine>; 3],
+    deep_evaluate: [Kernel<sig::DeepEvaluate>; 3],
 }
 
 impl Kernels {
-    fn load(module: &Module) -> DriverResult<Self> {
-        let k = |name: &str| module.function(name);
+    /// The kernels of `module`, launched as `options` ask (lanes per Rescue permutation, a
+    /// synchronization after each launch).
+    fn load(module: &Module, options: &CudaOptions) -> DriverResult<Self> {
+        let sync = options.sync_each_launch;
+        fn k<S: Signature>(module: &Module, name: &str, sync: bool) -> DriverResult<Kernel<S>> {
+            module.function(name, sync)
+        }
+        /// The kernels `{base}_base`, `_quadratic` and `_cubic`, for degrees 1 to 3.
+        fn by_degree<S: Signature>(
+            module: &Module,
+            base: &str,
+            sync: bool,
+        ) -> DriverResult<[Kernel<S>; 3]> {
+            Ok([
+                k(module, &format!("{base}_base"), sync)?,
+                k(module, &format!("{base}_quadratic"), sync)?,
+                k(module, &format!("{base}_cubic"), sync)?,
+            ])
+        }
         let mut hashes = HashMap::new();
         for hash in HASHES {
             let symbol = hash.ident();
             // whole rows and Merkle nodes of RPO and RPX: one permutation per quad of lanes
             let lanes = match hash {
-                HashFunction::Rpo256 | HashFunction::Rpx256 => rescue_lanes(),
+                HashFunction::Rpo256 | HashFunction::Rpx256 => options.rescue_lanes.count(),
                 _ => 1,
             };
             let kernels = HashKernels {
-                hash_rows: k(&format!("hash_rows_{symbol}"))?.with_lanes(lanes),
-                hash_rows_partitioned: k(&format!("hash_rows_{symbol}_partitioned"))?,
-                merkle_level: k(&format!("merkle_level_{symbol}"))?.with_lanes(lanes),
+                hash_rows: k(module, &format!("hash_rows_{symbol}"), sync)?.with_lanes(lanes),
+                hash_rows_partitioned: k(module, &format!("hash_rows_{symbol}_partitioned"), sync)?,
+                merkle_level: k(module, &format!("merkle_level_{symbol}"), sync)?.with_lanes(lanes),
             };
             hashes.insert(hash, kernels);
         }
         Ok(Self {
-            ntt_pass: k("ntt_pass")?,
-            scale_coefficients: k("scale_coefficients")?,
-            coset_ntt_first_pass: k("coset_ntt_first_pass")?,
+            ntt_pass: k(module, "ntt_pass", sync)?,
+            scale_coefficients: k(module, "scale_coefficients", sync)?,
+            coset_ntt_first_pass: k(module, "coset_ntt_first_pass", sync)?,
             hashes,
-            fri_spread: k("fri_spread")?,
-            fri_to_slots: k("fri_to_slots")?,
-            fri_fold: [k("fri_fold_base")?, k("fri_fold_quadratic")?, k("fri_fold_cubic")?],
-            gather_words: k("gather_words")?,
-            deep_combine: [
-                k("deep_combine_base")?,
-                k("deep_combine_quadratic")?,
-                k("deep_combine_cubic")?,
-            ],
-            deep_evaluate: [
-                k("deep_evaluate_base")?,
-                k("deep_evaluate_quadratic")?,
-                k("deep_evaluate_cubic")?,
-            ],
+            fri_spread: k(module, "fri_spread", sync)?,
+            fri_to_slots: k(module, "fri_to_slots", sync)?,
+            fri_fold: by_degree(module, "fri_fold", sync)?,
+            gather_words: k(module, "gather_words", sync)?,
+            deep_combine: by_degree(module, "deep_combine", sync)?,
+            deep_evaluate: by_degree(module, "deep_evaluate", sync)?,
         })
     }
 
     /// The FRI fold kernel for elements of `ext_degree` (1, 2 or 3) base components.
-    pub(super) fn fri_fold(&self, ext_degree: usize) -> &Kernel {
+    pub(super) fn fri_fold(&self, ext_degree: usize) -> &Kernel<sig::FriFold> {
         &self.fri_fold[ext_degree - 1]
     }
 
     /// The DEEP combination kernel for a sum of `ext_degree` (1, 2 or 3) base components.
-    pub(super) fn deep_combine(&self, ext_degree: usize) -> &Kernel {
+    pub(super) fn deep_combine(&self, ext_degree: usize) -> &Kernel<sig::DeepCombine> {
         &self.deep_combine[ext_degree - 1]
     }
 
     /// The DEEP evaluation kernel for points of `ext_degree` (1, 2 or 3) base components.
-    pub(super) fn deep_evaluate(&self, ext_degree: usize) -> &Kernel {
+    pub(super) fn deep_evaluate(&self, ext_degree: usize) -> &Kernel<sig::DeepEvaluate> {
         &self.deep_evaluate[ext_degree - 1]
     }
 
     /// The row-hashing kernel for `hash` (one of [`HASHES`], as the trait methods check), whole
     /// rows or partitioned.
-    pub(super) fn hash_rows(&self, hash: HashFunction, partitioned: bool) -> &Kernel {
+    pub(super) fn hash_rows(
+        &self,
+        hash: HashFunction,
+        partitioned: bool,
+    ) -> &Kernel<sig::HashRows> {
         let kernels = &self.hashes[&hash];
         if partitioned {
             &kernels.hash_rows_partitioned
@@ -101,7 +121,7 @@ impl Kernels {
     }
 
     /// The Merkle level kernel for `hash` (one of [`HASHES`]).
-    pub(super) fn merkle_level(&self, hash: HashFunction) -> &Kernel {
+    pub(super) fn merkle_level(&self, hash: HashFunction) -> &Kernel<sig::MerkleLevel> {
         &self.hashes[&hash].merkle_level
     }
 }
@@ -110,25 +130,26 @@ impl Kernels {
 #[derive(Default)]
 pub(super) struct Buffers {
     /// Uploaded evaluations, transformed in place into bit-reversed coefficients.
-    pub source: Scratch,
+    pub source: Scratch<Felt>,
     /// Natural-order coefficients of this GPU's columns, for the host.
-    pub polys: Scratch,
+    pub polys: Scratch<Felt>,
     /// LDE of this GPU's columns (of the pass's cosets): column-major, each column coset by
     /// coset.
-    pub lde: Scratch,
+    pub lde: Scratch<Felt>,
     /// All columns of this GPU's rows (several GPUs only), gathered from every GPU's LDE.
-    pub slab: Scratch,
+    pub slab: Scratch<Felt>,
     /// This GPU's rows, row-major and padded: what the host receives (per pass when the LDE is
     /// streamed, in two halves that alternate).
-    pub rows: Scratch,
-    /// Leaves (4 words each), indexed by absolute row.
-    pub leaves: Scratch,
+    pub rows: Scratch<Felt>,
+    /// Leaves, indexed by absolute row.
+    pub leaves: Scratch<Digest>,
     /// Merkle nodes in Winterfell's layout, this GPU's subtrees filled.
-    pub nodes: Scratch,
-    /// Power tables and column sources for `scale_coefficients` and `coset_ntt_first_pass`.
-    pub polys_tables: Scratch,
-    pub lde_tables: Scratch,
-    pub col_src: Scratch,
+    pub nodes: Scratch<Digest>,
+    /// Power tables (Montgomery words) for `scale_coefficients` and `coset_ntt_first_pass`.
+    pub polys_tables: Scratch<u64>,
+    pub lde_tables: Scratch<u64>,
+    /// Column sources (three words per output column) for the same kernels.
+    pub col_src: Scratch<u32>,
 }
 
 impl Buffers {
@@ -140,48 +161,67 @@ impl Buffers {
     /// Bytes of each buffer: source, polys, lde, slab, rows, leaves, nodes, polys_tables,
     /// lde_tables, col_src.
     pub(super) fn bytes_each(&self) -> [usize; 10] {
-        self.all().map(Scratch::bytes)
+        [
+            self.source.bytes(),
+            self.polys.bytes(),
+            self.lde.bytes(),
+            self.slab.bytes(),
+            self.rows.bytes(),
+            self.leaves.bytes(),
+            self.nodes.bytes(),
+            self.polys_tables.bytes(),
+            self.lde_tables.bytes(),
+            self.col_src.bytes(),
+        ]
     }
 
     /// Frees every buffer.
     pub(super) fn release(&mut self) {
-        for scratch in [
-            &mut self.source,
-            &mut self.polys,
-            &mut self.lde,
-            &mut self.slab,
-            &mut self.rows,
-            &mut self.leaves,
-            &mut self.nodes,
-            &mut self.polys_tables,
-            &mut self.lde_tables,
-            &mut self.col_src,
-        ] {
-            scratch.release();
-        }
+        self.source.release();
+        self.polys.release();
+        self.lde.release();
+        self.slab.release();
+        self.rows.release();
+        self.leaves.release();
+        self.nodes.release();
+        self.polys_tables.release();
+        self.lde_tables.release();
+        self.col_src.release();
+    }
+}
+
+/// The twiddle tables of one GPU, uploaded once per transform size and direction.
+#[derive(Default)]
+pub(super) struct Twiddles(HashMap<TwiddleKey, DeviceBuffer<Felt>>);
+
+impl Twiddles {
+    /// The table `key` (a size-2^log_n transform, inverse or forward), uploaded on `gpu` the
+    /// first time it is asked for.
+    pub(super) fn table(
+        &mut self,
+        gpu: &Gpu,
+        key: TwiddleKey,
+    ) -> DriverResult<DeviceSlice<'_, Felt>> {
+        let table = match self.0.entry(key) {
+            std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                let (log_n, inverse) = key;
+                entry.insert(gpu.upload_table(&stage_twiddles(log_n, inverse))?)
+            },
+        };
+        Ok(table.as_slice())
     }
 
-    /// The buffers, in the order of [`Self::bytes_each`].
-    fn all(&self) -> [&Scratch; 10] {
-        [
-            &self.source,
-            &self.polys,
-            &self.lde,
-            &self.slab,
-            &self.rows,
-            &self.leaves,
-            &self.nodes,
-            &self.polys_tables,
-            &self.lde_tables,
-            &self.col_src,
-        ]
+    /// Device bytes of the tables.
+    fn held(&self) -> u64 {
+        self.0.values().map(|table| table.bytes() as u64).sum()
     }
 }
 
 /// Mutable per-GPU state: buffers, twiddle tables and the pinned ring.
 pub(super) struct GpuState {
     pub buffers: Buffers,
-    twiddles: HashMap<TwiddleKey, DeviceBuffer>,
+    pub twiddles: Twiddles,
     pub ring: Ring,
 }
 
@@ -193,13 +233,13 @@ impl GpuState {
 
     /// Device bytes of the cached twiddle tables.
     pub(super) fn twiddles_held(&self) -> u64 {
-        self.twiddles.values().map(|table| table.bytes() as u64).sum()
+        self.twiddles.held()
     }
 
     /// Bytes of the twiddle tables `keys` (`(log_n, inverse)`) that are not cached yet.
     pub(super) fn missing_twiddle_bytes(&self, keys: &[TwiddleKey]) -> u64 {
         keys.iter()
-            .filter(|key| !self.twiddles.contains_key(key))
+            .filter(|key| !self.twiddles.0.contains_key(key))
             .map(|&(log_n, _)| twiddle_bytes(log_n))
             .sum()
     }
@@ -207,7 +247,7 @@ impl GpuState {
     /// Frees every buffer and every cached twiddle table but `keep`.
     pub(super) fn release_all_but(&mut self, keep: &[TwiddleKey]) {
         self.buffers.release();
-        self.twiddles.retain(|key, _| keep.contains(key));
+        self.twiddles.0.retain(|key, _| keep.contains(key));
     }
 }
 
@@ -240,18 +280,21 @@ pub(super) struct Gpu {
     /// Host transfers.
     pub copy: Stream,
     pub kernels: Kernels,
+    /// How the host vectors this GPU's downloads fill are reserved.
+    pub host: HostOptions,
     _module: Module,
 }
 
 impl Gpu {
-    /// Opens device `ordinal`, compiles (or reuses) the program for its architecture and loads it.
-    pub(super) fn open(ordinal: usize) -> DriverResult<(Self, GpuState)> {
+    /// Opens device `ordinal`, compiles (or reuses) the program `options` describe for its
+    /// architecture and loads it.
+    pub(super) fn open(ordinal: usize, options: &CudaOptions) -> DriverResult<(Self, GpuState)> {
         let ctx = check(CudaContext::new(ordinal), "cuCtxRetain")?;
         let name = check(ctx.name(), "cuDeviceGetName")?;
         let (major, minor) = check(ctx.compute_capability(), "cuDeviceGetAttribute")?;
-        let cubin = compile_for_arch(&format!("sm_{major}{minor}"))?;
+        let cubin = compile_for_arch(&format!("sm_{major}{minor}"), options)?;
         let module = Module::load(&ctx, &cubin)?;
-        let kernels = Kernels::load(&module)?;
+        let kernels = Kernels::load(&module, options)?;
         let gpu = Self {
             ordinal,
             name,
@@ -259,13 +302,14 @@ impl Gpu {
             side: Stream::new(&ctx)?,
             copy: Stream::new(&ctx)?,
             kernels,
+            host: options.host,
             _module: module,
             alloc: Allocator { ctx: ctx.clone(), gauge: Arc::new(Gauge::default()) },
             ctx,
         };
         let state = GpuState {
             buffers: Buffers::default(),
-            twiddles: HashMap::new(),
+            twiddles: Twiddles::default(),
             ring: Ring::new(&gpu.ctx)?,
         };
         Ok((gpu, state))
@@ -293,41 +337,30 @@ impl Gpu {
         Ok(())
     }
 
-    /// Uploads `words` (`u64` or `Felt`, in Montgomery form) into a new device buffer
-    /// (synchronously: small tables only).
-    pub(super) fn upload_table<T: Copy>(&self, words: &[T]) -> DriverResult<DeviceBuffer> {
-        let buffer = DeviceBuffer::new(&self.alloc, std::mem::size_of_val(words))?;
-        self.upload_into(buffer.ptr(), words)?;
+    /// Uploads `values` into a new device buffer of their length (synchronously: small tables
+    /// only).
+    pub(super) fn upload_table<T: DeviceElement>(
+        &self,
+        values: &[T],
+    ) -> DriverResult<DeviceBuffer<T>> {
+        let mut buffer = DeviceBuffer::new(&self.alloc, values.len())?;
+        self.upload_into(buffer.as_slice_mut(), values)?;
         Ok(buffer)
     }
 
-    /// Copies small host data to `dst` (a device range of at least its size) on the compute
-    /// stream and waits for it.
-    pub(super) fn upload_into<T: Copy>(
+    /// Copies small host data into `dst` (of the same length, else [`crate::GpuError::Device`])
+    /// on the compute stream and waits for it.
+    pub(super) fn upload_into<T: DeviceElement>(
         &self,
-        dst: sys::CUdeviceptr,
-        data: &[T],
+        dst: DeviceSliceMut<'_, T>,
+        values: &[T],
     ) -> DriverResult<()> {
+        transfer::check_lengths(dst.len(), values.len())?;
         bind(&self.ctx)?;
-        // SAFETY: `data` outlives the copy (we synchronize before returning).
-        unsafe { self.compute.copy_htod(dst, data.as_ptr().cast(), std::mem::size_of_val(data))? };
+        // SAFETY: `values` holds `dst.len()` elements and outlives the copy (we synchronize
+        // before returning).
+        unsafe { self.compute.copy_htod(dst, values.as_ptr())? };
         self.compute.synchronize()
-    }
-
-    /// The twiddle table `key` (a size-2^log_n transform, inverse or forward), cached per GPU.
-    pub(super) fn twiddles(
-        &self,
-        state: &mut GpuState,
-        key: TwiddleKey,
-    ) -> DriverResult<sys::CUdeviceptr> {
-        if let Some(table) = state.twiddles.get(&key) {
-            return Ok(table.ptr());
-        }
-        let (log_n, inverse) = key;
-        let table = self.upload_table(&stage_twiddles(log_n, inverse))?;
-        let ptr = table.ptr();
-        state.twiddles.insert(key, table);
-        Ok(ptr)
     }
 
     /// A timing event recorded now on the compute stream.
@@ -354,15 +387,15 @@ impl Gpu {
         Lane { ctx: &self.ctx, stream: &self.copy, ring }
     }
 
-    /// Uploads `bytes` to `dst` on the copy stream through `ring` (see [`transfer::upload`]);
-    /// kernels wait for it through [`Gpu::wait_for_uploads`].
-    pub(super) fn upload(
+    /// Uploads `values` into `dst` (of the same length) on the copy stream through `ring` (see
+    /// [`transfer::upload`]); kernels wait for it through [`Gpu::wait_for_uploads`].
+    pub(super) fn upload<T: DeviceElement>(
         &self,
         ring: &mut Ring,
-        dst: sys::CUdeviceptr,
-        bytes: &[u8],
+        dst: DeviceSliceMut<'_, T>,
+        values: &[T],
     ) -> DriverResult<()> {
-        transfer::upload(&mut self.copy_lane(ring), dst, bytes)
+        transfer::upload(&mut self.copy_lane(ring), dst, values)
     }
 
     /// Makes later work on the compute stream wait for every upload enqueued so far on the copy

@@ -7,14 +7,20 @@
 //! compute and side streams, so that each launch's last, partial wave of blocks overlaps the
 //! next launch. The Merkle levels then reduce this GPU's blocks of leaves to the block roots.
 
+use std::ops::Range;
+
+use miden_crypto::Felt;
+
 use super::{
+    buffer::{DeviceSlice, DeviceSliceMut},
     driver::{DriverResult, Event, Stream},
     gpu::{Gpu, GpuState},
-    launch::{kernel_args, Kernel},
+    kernels::{self, sig, Grid},
+    launch::Kernel,
     plan::{Passes, Plan, Share},
     program::HASH_BLOCK,
 };
-use crate::hash::HashFunction;
+use crate::hash::{Digest, HashFunction};
 
 /// Rows hashed per launch (the LDE download of one chunk overlaps the hashing of the next).
 const HASH_CHUNK_ROWS: usize = 1 << 20;
@@ -40,14 +46,15 @@ pub(super) fn enqueue_hash(
     let shape = &plan.shape;
     let (n, log_c) = (shape.poly_len, passes.log_cosets);
     let t_len = share.t.len();
-    let rows = rows_half(gpu, state, plan, share, passes, pass)?;
     let bufs = &mut state.buffers;
-    let leaves = bufs.leaves.get(&gpu.alloc, shape.lde_len * 32)?;
+    let rows_buffer = bufs.rows.get(&gpu.alloc, rows_len(plan, share, passes))?;
+    let mut rows = rows_buffer.slice_mut(rows_half(plan, share, passes, pass))?;
+    let mut leaves = bufs.leaves.get(&gpu.alloc, shape.lde_len)?.as_slice_mut();
     // Source addressing of element (k, t, c): the LDE itself with one GPU, else the slab.
     let (base, k_stride, c_stride) = if from_slab {
-        (bufs.slab.get(&gpu.alloc, 0)?, t_len, t_len << log_c)
+        (bufs.slab.current()?.as_slice(), t_len, t_len << log_c)
     } else {
-        (bufs.lde.get(&gpu.alloc, 0)?, n, n << log_c)
+        (bufs.lde.current()?.as_slice(), n, n << log_c)
     };
     let kernel = gpu.kernels.hash_rows(plan.hash, plan.part != 0);
     let chunk_t = (HASH_CHUNK_ROWS >> log_c).max(1);
@@ -61,8 +68,7 @@ pub(super) fn enqueue_hash(
             if share.t.end - t0 <= chunk_t { (chunk_t / LAST_CHUNK_SPLIT).max(1) } else { chunk_t };
         let t1 = (t0 + size).min(share.t.end);
         let stream = if chunks.len() % 2 == 0 { &gpu.compute } else { &gpu.side };
-        HashRowsArgs {
-            src: base + ((t0 - share.t.start) * 8) as u64,
+        let rows_of = RowsOf {
             k_stride: k_stride as u64,
             t_stride: 1,
             c_stride: c_stride as u64,
@@ -73,12 +79,22 @@ pub(super) fn enqueue_hash(
             log_cosets: log_c,
             t0: t0 as u64,
             t_count: (t1 - t0) as u64,
-            leaves,
-            rows_out: rows,
             t_base: share.t.start as u64,
             row_width: shape.row_width as u32,
+        };
+        // SAFETY: the chunk's rows lie in `base` from element t0 - t.start on (columns
+        // k_stride and cosets c_stride apart), their leaves in `leaves` (indexed by absolute
+        // row) and their row-major copies in the pass's half of the rows buffer.
+        unsafe {
+            hash_rows(
+                stream,
+                kernel,
+                base.slice(t0 - share.t.start..)?,
+                leaves.reborrow(),
+                Some(rows.reborrow()),
+                rows_of,
+            )?;
         }
-        .launch(stream, kernel)?;
         chunks.push((t0..t1, gpu.completion_on(stream)?));
         t0 = t1;
     }
@@ -90,27 +106,37 @@ pub(super) fn enqueue_hash(
 /// The hash chunks of one pass on one GPU: each chunk's t-range and the event after it.
 pub(super) struct HashedChunks {
     pub(super) pass: usize,
-    pub(super) chunks: Vec<(std::ops::Range<usize>, Event)>,
+    pub(super) chunks: Vec<(Range<usize>, Event)>,
 }
 
-/// The device address of the rows buffer half that pass `pass` hashes into.
+/// Elements of one pass's rows on the GPU doing `share`.
+fn rows_half_len(plan: &Plan<'_>, share: &Share, passes: &Passes) -> usize {
+    (share.t.len() << passes.log_cosets) * plan.shape.row_width
+}
+
+/// Elements of the rows buffer: one pass's rows, twice over when there are several passes (the
+/// rows of one pass download while the next pass hashes into the other half).
+fn rows_len(plan: &Plan<'_>, share: &Share, passes: &Passes) -> usize {
+    let halves = if passes.count > 1 { 2 } else { 1 };
+    rows_half_len(plan, share, passes) * halves
+}
+
+/// The elements of the rows buffer that pass `pass` hashes into.
 pub(super) fn rows_half(
-    gpu: &Gpu,
-    state: &mut GpuState,
     plan: &Plan<'_>,
     share: &Share,
     passes: &Passes,
     pass: usize,
-) -> DriverResult<u64> {
-    let half_bytes = (share.t.len() << passes.log_cosets) * plan.shape.row_width * 8;
+) -> Range<usize> {
+    let half = rows_half_len(plan, share, passes);
     let halves = if passes.count > 1 { 2 } else { 1 };
-    let rows = state.buffers.rows.get(&gpu.alloc, half_bytes * halves)?;
-    Ok(rows + ((pass % halves) * half_bytes) as u64)
+    let start = (pass % halves) * half;
+    start..start + half
 }
 
-/// The `hash_rows_*` kernels' parameters (cuda/hash.cu), in their order.
-pub(super) struct HashRowsArgs {
-    pub(super) src: u64,
+/// The scalars of a `hash_rows_*` launch (see `cuda/hash.cu`): which rows it reads, where in
+/// its source, and how they are laid out.
+pub(super) struct RowsOf {
     pub(super) k_stride: u64,
     pub(super) t_stride: u64,
     pub(super) c_stride: u64,
@@ -121,48 +147,52 @@ pub(super) struct HashRowsArgs {
     pub(super) log_cosets: u32,
     pub(super) t0: u64,
     pub(super) t_count: u64,
-    pub(super) leaves: u64,
-    pub(super) rows_out: u64,
     pub(super) t_base: u64,
     pub(super) row_width: u32,
 }
 
-impl HashRowsArgs {
-    /// Launches `kernel` on `stream` over `t_count` rows of each of the `2^log_cosets` cosets,
-    /// `kernel.lanes()` threads per row.
-    pub(super) fn launch(self, stream: &Stream, kernel: &Kernel) -> DriverResult<()> {
-        let Self {
-            mut src,
-            mut k_stride,
-            mut t_stride,
-            mut c_stride,
-            mut num_cols,
-            mut part,
-            mut log_blowup,
-            mut k0,
-            mut log_cosets,
-            mut t0,
-            mut t_count,
-            mut leaves,
-            mut rows_out,
-            mut t_base,
-            mut row_width,
-        } = self;
-        let threads = ((t_count as usize) << log_cosets) * kernel.lanes() as usize;
-        let mut args = kernel_args!(
-            src, k_stride, t_stride, c_stride, num_cols, part, log_blowup, k0, log_cosets, t0,
-            t_count, leaves, rows_out, t_base, row_width
-        );
-        // SAFETY: the arguments are the kernels' parameters in order; callers size the buffers
-        // for the addressed rows.
-        unsafe {
-            kernel.launch(
-                stream,
-                threads.div_ceil(HASH_BLOCK as usize) as u32,
-                HASH_BLOCK,
-                &mut args,
-            )
-        }
+/// Launches `kernel` on `stream` over `t_count` rows of each of the `2^log_cosets` cosets,
+/// `kernel.lanes()` threads per row: their leaves into `leaves`, and with `rows_out` the rows
+/// row-major.
+///
+/// # Safety
+/// As [`kernels::hash_rows`]: the rows `rows` addresses lie in `src`, their leaves in `leaves`
+/// and their copies in `rows_out`, which stay allocated until the kernel completes.
+pub(super) unsafe fn hash_rows(
+    stream: &Stream,
+    kernel: &Kernel<sig::HashRows>,
+    src: DeviceSlice<'_, Felt>,
+    leaves: DeviceSliceMut<'_, Digest>,
+    rows_out: Option<DeviceSliceMut<'_, Felt>>,
+    rows: RowsOf,
+) -> DriverResult<()> {
+    let threads = ((rows.t_count as usize) << rows.log_cosets) * kernel.lanes() as usize;
+    let grid = Grid {
+        blocks: threads.div_ceil(HASH_BLOCK as usize) as u32,
+        threads_per_block: HASH_BLOCK,
+    };
+    // SAFETY: the caller's promise.
+    unsafe {
+        kernels::hash_rows(
+            kernel,
+            stream,
+            grid,
+            src,
+            rows.k_stride,
+            rows.t_stride,
+            rows.c_stride,
+            rows.num_cols,
+            rows.part,
+            rows.log_blowup,
+            rows.k0,
+            rows.log_cosets,
+            rows.t0,
+            rows.t_count,
+            leaves,
+            rows_out,
+            rows.t_base,
+            rows.row_width,
+        )
     }
 }
 
@@ -188,9 +218,9 @@ pub(super) fn enqueue_tree(
 ) -> DriverResult<EarlyLevels> {
     let lde_len = plan.shape.lde_len;
     let bufs = &mut state.buffers;
-    let leaves = bufs.leaves.get(&gpu.alloc, lde_len * 32)?;
-    let nodes = bufs.nodes.get(&gpu.alloc, lde_len * 32)?;
-    let tree = MerkleTree { hash: plan.hash, leaves, nodes, num_leaves: lde_len, blocks };
+    let leaves = bufs.leaves.get(&gpu.alloc, lde_len)?.slice(..lde_len)?;
+    let nodes = bufs.nodes.get(&gpu.alloc, lde_len)?.slice_mut(..lde_len)?;
+    let mut tree = MerkleTree { hash: plan.hash, leaves, nodes, blocks };
     let mut early = Vec::new();
     for count in tree.level_counts() {
         tree.enqueue_level(gpu, &share.blocks, count)?;
@@ -201,65 +231,68 @@ pub(super) fn enqueue_tree(
     Ok(EarlyLevels(early))
 }
 
-/// Merkle levels over `leaves` (device) into `nodes` (device, Winterfell's layout) for blocks
-/// `mine` of `blocks`.
+/// Merkle levels over `leaves` into `nodes` (of the same length, Winterfell's layout) for
+/// blocks `mine` of `blocks`.
 pub(super) fn merkle_levels(
     gpu: &Gpu,
     hash: HashFunction,
-    leaves: u64,
-    nodes: u64,
-    num_leaves: usize,
+    leaves: DeviceSlice<'_, Digest>,
+    nodes: DeviceSliceMut<'_, Digest>,
     blocks: usize,
-    mine: &std::ops::Range<usize>,
+    mine: &Range<usize>,
 ) -> DriverResult<()> {
-    let tree = MerkleTree { hash, leaves, nodes, num_leaves, blocks };
-    tree.level_counts().try_for_each(|count| tree.enqueue_level(gpu, mine, count))
+    let mut tree = MerkleTree { hash, leaves, nodes, blocks };
+    for count in tree.level_counts() {
+        tree.enqueue_level(gpu, mine, count)?;
+    }
+    Ok(())
 }
 
-/// A Merkle tree of `num_leaves` leaves on the device, built in `blocks` subtrees.
-struct MerkleTree {
+/// A Merkle tree on the device over `leaves`, into `nodes` (one per leaf), built in `blocks`
+/// subtrees.
+struct MerkleTree<'a> {
     hash: HashFunction,
-    leaves: u64,
-    nodes: u64,
-    num_leaves: usize,
+    leaves: DeviceSlice<'a, Digest>,
+    nodes: DeviceSliceMut<'a, Digest>,
     blocks: usize,
 }
 
-impl MerkleTree {
+impl MerkleTree<'_> {
     /// The node counts of the levels built on the device, bottom up (down to one per block).
-    fn level_counts(&self) -> impl Iterator<Item = usize> {
+    fn level_counts(&self) -> impl Iterator<Item = usize> + use<> {
         let blocks = self.blocks;
-        std::iter::successors(Some(self.num_leaves / 2), |c| Some(c / 2))
+        std::iter::successors(Some(self.leaves.len() / 2), |c| Some(c / 2))
             .take_while(move |&c| c >= blocks && c >= 1)
     }
 
-    /// Enqueues the level of `count` nodes for blocks `mine`.
-    fn enqueue_level(
-        &self,
-        gpu: &Gpu,
-        mine: &std::ops::Range<usize>,
-        count: usize,
-    ) -> DriverResult<()> {
+    /// Enqueues the level of `count` nodes for blocks `mine`: nodes `count..2·count` from their
+    /// children, the leaves for the bottom level, else nodes `2·count..4·count`.
+    fn enqueue_level(&mut self, gpu: &Gpu, mine: &Range<usize>, count: usize) -> DriverResult<()> {
         let kernel = gpu.kernels.merkle_level(self.hash);
         let per_block = count / self.blocks;
         let first = mine.start * per_block;
-        let (mut children, mut parents, mut n) = (
-            if count == self.num_leaves / 2 {
-                self.leaves + (2 * first * 32) as u64
-            } else {
-                self.nodes + ((2 * count + 2 * first) * 32) as u64
-            },
-            self.nodes + ((count + first) * 32) as u64,
-            (mine.len() * per_block) as u64,
-        );
-        let mut args = kernel_args!(children, parents, n);
-        // SAFETY: arguments match the Merkle kernels; children and parents lie in the buffers.
+        let parents_count = mine.len() * per_block;
+        let children_range = 2 * first..2 * (first + parents_count);
+        let (lower, upper) = self.nodes.reborrow().split_at(2 * count)?;
+        let parents = lower.into_slice(count + first..count + first + parents_count)?;
+        let children = if count == self.leaves.len() / 2 {
+            self.leaves.slice(children_range)?
+        } else {
+            upper.as_slice().slice(children_range)?
+        };
+        let grid = Grid {
+            blocks: (parents_count * kernel.lanes() as usize).div_ceil(HASH_BLOCK as usize) as u32,
+            threads_per_block: HASH_BLOCK,
+        };
+        // SAFETY: `children` holds two children for each of the `parents_count` parents.
         unsafe {
-            kernel.launch(
+            kernels::merkle_level(
+                kernel,
                 &gpu.compute,
-                (n as usize * kernel.lanes() as usize).div_ceil(HASH_BLOCK as usize) as u32,
-                HASH_BLOCK,
-                &mut args,
+                grid,
+                children,
+                parents,
+                parents_count as u64,
             )
         }
     }

@@ -1,16 +1,21 @@
-//! Loaded CUDA modules and kernel launches, over the driver API (through cudarc's
+//! Loaded CUDA modules and kernel handles, over the driver API (through cudarc's
 //! `result`/`sys` layers).
 //!
-//! Like the owners in `driver`, a [`Module`] unloads itself on drop with its context bound; a
-//! [`Kernel`] launches on a given stream with its arguments built by [`kernel_args!`], and with
-//! `MIDEN_GPU_CUDA_SYNC=1` synchronizes after each launch so that a fault names its kernel.
+//! Like the owners in `driver`, a [`Module`] unloads itself on drop with its context bound. A
+//! [`Kernel`] is typed by its signature (see `kernels`, where every launch is packed), so a
+//! kernel can only be launched with the arguments of its own signature; with
+//! [`CudaOptions::sync_each_launch`](super::CudaOptions::sync_each_launch) each launch is
+//! followed by a synchronization so that a fault names its kernel.
 
 use core::ffi::c_void;
-use std::sync::Arc;
+use std::{marker::PhantomData, sync::Arc};
 
 use cudarc::driver::{result, sys, CudaContext};
 
-use super::driver::{bind, check, DriverResult, Stream};
+use super::{
+    driver::{bind, check, DriverResult, Stream},
+    kernels::Signature,
+};
 use crate::{backend::Backend, error::GpuError};
 
 // MODULES AND LAUNCHES
@@ -31,17 +36,33 @@ impl Module {
         Ok(Self { raw, ctx: ctx.clone() })
     }
 
-    /// Looks up a kernel by its `extern "C"` name.
-    pub(super) fn function(&self, name: &str) -> DriverResult<Kernel> {
-        let c_name = std::ffi::CString::new(name).map_err(|_| GpuError::Device {
+    /// Looks up a kernel by its `extern "C"` name, as a kernel of signature `S`, which must list
+    /// it among [`Signature::KERNELS`]; `sync_each_launch` synchronizes after each of its
+    /// launches.
+    pub(super) fn function<S: Signature>(
+        &self,
+        name: &str,
+        sync_each_launch: bool,
+    ) -> DriverResult<Kernel<S>> {
+        let invalid = |why: &str| GpuError::Device {
             backend: Backend::Cuda,
-            message: format!("kernel name `{name}` contains a NUL byte"),
-        })?;
+            message: format!("kernel `{name}` {why}"),
+        };
+        if !S::KERNELS.contains(&name) {
+            return Err(invalid("does not have the signature it is loaded as"));
+        }
+        let c_name = std::ffi::CString::new(name).map_err(|_| invalid("contains a NUL byte"))?;
         let raw = check(
             unsafe { result::module::get_function(self.raw, c_name) },
             "cuModuleGetFunction",
         )?;
-        Ok(Kernel { raw, name: name.to_string(), lanes: 1 })
+        Ok(Kernel {
+            raw,
+            name: name.to_string(),
+            lanes: 1,
+            sync_each_launch,
+            _signature: PhantomData,
+        })
     }
 }
 
@@ -57,19 +78,22 @@ impl Drop for Module {
 unsafe impl Send for Module {}
 unsafe impl Sync for Module {}
 
-/// A kernel of a loaded [`Module`] (valid while the module is).
-pub(super) struct Kernel {
+/// A kernel of a loaded [`Module`] (valid while the module is), of signature `S`.
+pub(super) struct Kernel<S> {
     raw: sys::CUfunction,
     name: String,
     /// Threads that work on one item (a row, a Merkle node) together.
     lanes: u32,
+    /// Synchronize after each launch, so that a fault is attributed to this kernel.
+    sync_each_launch: bool,
+    _signature: PhantomData<S>,
 }
 
 // SAFETY: function handles are immutable driver objects.
-unsafe impl Send for Kernel {}
-unsafe impl Sync for Kernel {}
+unsafe impl<S> Send for Kernel<S> {}
+unsafe impl<S> Sync for Kernel<S> {}
 
-impl Kernel {
+impl<S> Kernel<S> {
     /// This kernel with `lanes` threads per item.
     pub(super) fn with_lanes(self, lanes: u32) -> Self {
         Self { lanes, ..self }
@@ -80,14 +104,16 @@ impl Kernel {
         self.lanes
     }
 
-    /// Launches the kernel with `grid` blocks of `block` threads on `stream`.
+    /// Launches the kernel with `grid` blocks of `block` threads on `stream` (nothing for an
+    /// empty grid).
     ///
-    /// Launch-configuration errors are returned here; with `MIDEN_GPU_CUDA_SYNC=1` the stream is
-    /// also synchronized so that a fault is attributed to this kernel.
+    /// Launch-configuration errors are returned here; with `sync_each_launch` the stream is also
+    /// synchronized so that a fault is attributed to this kernel.
     ///
     /// # Safety
-    /// `args` must point at values whose types and order match the kernel's parameters, and every
-    /// device pointer among them must be valid for what the kernel accesses.
+    /// `args` must point at values whose types and order match the kernel's parameters (the
+    /// typed functions of `kernels` build them), and every device range among them must be
+    /// valid for what the kernel accesses until it completes.
     pub(super) unsafe fn launch(
         &self,
         stream: &Stream,
@@ -102,7 +128,7 @@ impl Kernel {
             result::launch_kernel(self.raw, (grid, 1, 1), (block, 1, 1), 0, stream.raw(), args),
             &self.name,
         )?;
-        if debug_sync() {
+        if self.sync_each_launch {
             stream.synchronize().map_err(|e| match e {
                 GpuError::Device { backend, message } => {
                     GpuError::Device { backend, message: format!("{}: {message}", self.name) }
@@ -113,17 +139,3 @@ impl Kernel {
         Ok(())
     }
 }
-
-/// Whether `MIDEN_GPU_CUDA_SYNC=1` asks for a synchronization after every launch.
-fn debug_sync() -> bool {
-    static SYNC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *SYNC.get_or_init(|| std::env::var("MIDEN_GPU_CUDA_SYNC").is_ok_and(|v| v == "1"))
-}
-
-/// Kernel arguments: pointers to the given local values, in order.
-macro_rules! kernel_args {
-    ($($arg:expr),* $(,)?) => {
-        [$((&mut $arg) as *mut _ as *mut core::ffi::c_void),*]
-    };
-}
-pub(super) use kernel_args;

@@ -9,12 +9,12 @@
 //! after each group's upload on the copy stream.
 
 use miden_crypto::Felt;
-use winter_math::FieldElement;
 
 use super::{
+    buffer::{DeviceSlice, DeviceSliceMut},
     driver::{DriverResult, Event},
     gpu::{Gpu, GpuState},
-    launch::kernel_args,
+    kernels::{self, Grid},
     plan::{Passes, Plan, Share},
     program::NTT_BLOCK,
     tables::{self, NttPass},
@@ -24,6 +24,9 @@ use crate::error::Result;
 
 /// Trace columns uploaded per group (each group's transforms start once its upload is done).
 const UPLOAD_GROUP_COLS: usize = 8;
+
+/// Column source words per output column (source column, offset, scale group).
+const COL_SRC_WORDS: usize = 3;
 
 // UPLOAD AND INTERPOLATION
 // ================================================================================================
@@ -58,18 +61,18 @@ impl Upload {
             share.cols.clone().flat_map(|c| plan.col_src(c, sources.start)).collect();
         let polys_tables =
             tables::power_tables(&plan.scales, &[plan.polys_base], plan.log_n, false);
-        gpu.twiddles(state, plan.interpolation_twiddles())?;
-        gpu.twiddles(state, plan.lde_twiddles())?;
+        state.twiddles.table(gpu, plan.interpolation_twiddles())?;
+        state.twiddles.table(gpu, plan.lde_twiddles())?;
         let bufs = &mut state.buffers;
-        let col_src_ptr = bufs.col_src.get(&gpu.alloc, col_src.len() * 4)?;
-        gpu.upload_into(col_src_ptr, &col_src)?;
-        let polys_tables_ptr = bufs.polys_tables.get(&gpu.alloc, polys_tables.len() * 8)?;
-        gpu.upload_into(polys_tables_ptr, &polys_tables)?;
-        let lde_tables_ptr = bufs.lde_tables.get(&gpu.alloc, coset_tables.len() * 8)?;
-        gpu.upload_into(lde_tables_ptr, coset_tables)?;
-        bufs.source.get(&gpu.alloc, sources.len() * m * 8)?;
-        bufs.polys.get(&gpu.alloc, cols * n * 8)?;
-        bufs.lde.get(&gpu.alloc, (cols << passes.log_cosets) * n * 8)?;
+        let col_src_buffer = bufs.col_src.get(&gpu.alloc, col_src.len())?;
+        gpu.upload_into(col_src_buffer.slice_mut(..col_src.len())?, &col_src)?;
+        let polys_tables_buffer = bufs.polys_tables.get(&gpu.alloc, polys_tables.len())?;
+        gpu.upload_into(polys_tables_buffer.slice_mut(..polys_tables.len())?, &polys_tables)?;
+        let lde_tables_buffer = bufs.lde_tables.get(&gpu.alloc, coset_tables.len())?;
+        gpu.upload_into(lde_tables_buffer.slice_mut(..coset_tables.len())?, coset_tables)?;
+        bufs.source.get(&gpu.alloc, sources.len() * m)?;
+        bufs.polys.get(&gpu.alloc, cols * n)?;
+        bufs.lde.get(&gpu.alloc, (cols << passes.log_cosets) * n)?;
         let groups = match plan.composition_components {
             Some(_) => vec![(0..cols, 0..sources.len())],
             None => (0..cols)
@@ -99,32 +102,30 @@ impl Upload {
         };
         let n = plan.shape.poly_len;
         let m = plan.sources[0].len();
-        let source = state.buffers.source.get(&gpu.alloc, 0)?;
+        let source = state.buffers.source.current_mut()?;
         for i in group_sources.clone() {
             let column = plan.sources[self.first_source + i];
-            gpu.upload(
-                &mut state.ring,
-                source + (i * m * 8) as u64,
-                Felt::elements_as_bytes(column),
-            )?;
+            gpu.upload(&mut state.ring, source.slice_mut(i * m..(i + 1) * m)?, column)?;
         }
         let _uploaded = gpu.wait_for_uploads()?;
         timeline.mark(gpu, Stage::Wait)?;
         ntt(
             gpu,
-            source + (group_sources.start * m * 8) as u64,
+            source.slice_mut(group_sources.start * m..group_sources.end * m)?,
             group_sources.len(),
             plan.log_src,
-            gpu.twiddles(state, plan.interpolation_twiddles())?,
+            state.twiddles.table(gpu, plan.interpolation_twiddles())?,
             true,
         )?;
         let bufs = &mut state.buffers;
         scale(
             gpu,
-            bufs.polys.get(&gpu.alloc, 0)? + (group.start * n * 8) as u64,
-            source,
-            bufs.col_src.get(&gpu.alloc, 0)? + (group.start * 12) as u64,
-            bufs.polys_tables.get(&gpu.alloc, 0)?,
+            bufs.polys.current_mut()?.slice_mut(group.start * n..group.end * n)?,
+            bufs.source.current()?.as_slice(),
+            bufs.col_src
+                .current()?
+                .slice(group.start * COL_SRC_WORDS..group.end * COL_SRC_WORDS)?,
+            bufs.polys_tables.current()?.as_slice(),
             plan.log_n,
             m,
             m / n,
@@ -171,16 +172,23 @@ fn coset_lde(
 ) -> DriverResult<()> {
     let n = plan.shape.poly_len;
     let m = plan.sources[0].len();
-    let table_len = tables::power_table_len(plan.log_n);
-    let pass_tables = (pass * plan.scales.len() * passes.cosets * table_len * 8) as u64;
-    let twiddles = gpu.twiddles(state, plan.lde_twiddles())?;
+    // the pass's power tables: one per (scale group, coset of the pass)
+    let pass_tables_len = plan.scales.len() * passes.cosets * tables::power_table_len(plan.log_n);
+    let pass_tables = pass * pass_tables_len;
+    let twiddles = state.twiddles.table(gpu, plan.lde_twiddles())?;
     let bufs = &mut state.buffers;
     let segments = group.len() << passes.log_cosets;
-    let lde = bufs.lde.get(&gpu.alloc, 0)? + ((group.start << passes.log_cosets) * n * 8) as u64;
+    let mut lde = bufs
+        .lde
+        .current_mut()?
+        .slice_mut((group.start << passes.log_cosets) * n..(group.end << passes.log_cosets) * n)?;
     let sources = CosetSources {
-        input: bufs.source.get(&gpu.alloc, 0)?,
-        col_src: bufs.col_src.get(&gpu.alloc, 0)? + (group.start * 12) as u64,
-        pow_tables: bufs.lde_tables.get(&gpu.alloc, 0)? + pass_tables,
+        input: bufs.source.current()?.as_slice(),
+        col_src: bufs
+            .col_src
+            .current()?
+            .slice(group.start * COL_SRC_WORDS..group.end * COL_SRC_WORDS)?,
+        pow_tables: bufs.lde_tables.current()?.slice(pass_tables..pass_tables + pass_tables_len)?,
         src_len: m as u64,
         src_stride: (m / n) as u32,
         log_slots: passes.log_cosets,
@@ -188,21 +196,23 @@ fn coset_lde(
     // a column has at least 2 coefficients (`CommitRequest::validate`), so there is a first pass
     let mut dit = tables::ntt_passes(plan.log_n).into_iter();
     if let Some(first) = dit.next() {
-        coset_first_pass(gpu, lde, &sources, segments, plan.log_n, twiddles, first)?;
+        coset_first_pass(gpu, lde.reborrow(), &sources, segments, plan.log_n, twiddles, first)?;
     }
-    dit.try_for_each(|pass| ntt_pass(gpu, lde, segments, plan.log_n, twiddles, pass, false))
+    dit.try_for_each(|pass| {
+        ntt_pass(gpu, lde.reborrow(), segments, plan.log_n, twiddles, pass, false)
+    })
 }
 
 // KERNEL LAUNCHES
 // ================================================================================================
 
-/// In-place batched NTT of `segments` contiguous segments of 2^log_n elements.
+/// In-place batched NTT of `segments` contiguous segments of 2^log_n elements (`data`).
 pub(super) fn ntt(
     gpu: &Gpu,
-    data: u64,
+    mut data: DeviceSliceMut<'_, Felt>,
     segments: usize,
     log_n: u32,
-    twiddles: u64,
+    twiddles: DeviceSlice<'_, Felt>,
     dif: bool,
 ) -> DriverResult<()> {
     let mut passes = tables::ntt_passes(log_n);
@@ -211,7 +221,7 @@ pub(super) fn ntt(
     }
     passes
         .into_iter()
-        .try_for_each(|pass| ntt_pass(gpu, data, segments, log_n, twiddles, pass, dif))
+        .try_for_each(|pass| ntt_pass(gpu, data.reborrow(), segments, log_n, twiddles, pass, dif))
 }
 
 /// Threads per block of a pass over tiles of 2^(t_bits + c_bits) elements (two per thread at
@@ -223,51 +233,74 @@ fn ntt_block(pass: &NttPass) -> u32 {
 /// Enqueues one `ntt_pass` over `segments` segments of 2^log_n elements.
 fn ntt_pass(
     gpu: &Gpu,
-    data: u64,
+    data: DeviceSliceMut<'_, Felt>,
     segments: usize,
     log_n: u32,
-    twiddles: u64,
+    twiddles: DeviceSlice<'_, Felt>,
     pass: NttPass,
     dif: bool,
 ) -> DriverResult<()> {
-    let grid = (segments << (log_n - pass.t_bits - pass.c_bits)) as u32;
-    let (mut data, mut twiddles, mut log_n) = (data, twiddles, log_n);
-    let (mut b0, mut t_bits, mut c_bits, mut dif) = (pass.b0, pass.t_bits, pass.c_bits, dif as u32);
-    let mut args = kernel_args!(data, twiddles, log_n, b0, t_bits, c_bits, dif);
-    // SAFETY: arguments match `ntt_pass`; data holds segments·2^log_n words, the twiddle table
-    // 2^log_n.
-    unsafe { gpu.kernels.ntt_pass.launch(&gpu.compute, grid, ntt_block(&pass), &mut args) }
+    let grid = Grid {
+        blocks: (segments << (log_n - pass.t_bits - pass.c_bits)) as u32,
+        threads_per_block: ntt_block(&pass),
+    };
+    // SAFETY: `data` holds segments·2^log_n elements, the twiddle table 2^log_n.
+    unsafe {
+        kernels::ntt_pass(
+            &gpu.kernels.ntt_pass,
+            &gpu.compute,
+            grid,
+            data,
+            twiddles,
+            log_n,
+            pass.b0,
+            pass.t_bits,
+            pass.c_bits,
+            dif as u32,
+        )
+    }
 }
 
 /// Enqueues `scale_coefficients` over `cols` output columns: their natural-order polynomials.
 #[allow(clippy::too_many_arguments)]
 fn scale(
     gpu: &Gpu,
-    out: u64,
-    input: u64,
-    col_src: u64,
-    tables: u64,
+    out: DeviceSliceMut<'_, Felt>,
+    input: DeviceSlice<'_, Felt>,
+    col_src: DeviceSlice<'_, u32>,
+    tables: DeviceSlice<'_, u64>,
     log_n: u32,
     src_len: usize,
     src_stride: usize,
     cols: usize,
 ) -> DriverResult<()> {
     let total = (cols << log_n) as u64;
-    let grid = total.div_ceil(256).min(132 * 64) as u32;
-    let (mut out, mut input, mut col_src, mut tables) = (out, input, col_src, tables);
-    let (mut log_n, mut s_bits) = (log_n, tables::split_bits(log_n));
-    let (mut src_len, mut src_stride, mut total) = (src_len as u64, src_stride as u32, total);
-    let mut args =
-        kernel_args!(out, input, col_src, tables, log_n, s_bits, src_len, src_stride, total);
-    // SAFETY: arguments match `scale_coefficients`; buffers were sized for these shapes.
-    unsafe { gpu.kernels.scale_coefficients.launch(&gpu.compute, grid, 256, &mut args) }
+    let grid = Grid { blocks: total.div_ceil(256).min(132 * 64) as u32, threads_per_block: 256 };
+    // SAFETY: `out` holds the `cols` columns of 2^log_n elements, `col_src` their sources in
+    // `input` and their scale groups in `tables`.
+    unsafe {
+        kernels::scale_coefficients(
+            &gpu.kernels.scale_coefficients,
+            &gpu.compute,
+            grid,
+            out,
+            input,
+            col_src,
+            tables,
+            log_n,
+            tables::split_bits(log_n),
+            src_len as u64,
+            src_stride as u32,
+            total,
+        )
+    }
 }
 
 /// Where `coset_ntt_first_pass` reads a group's coefficients and powers.
-struct CosetSources {
-    input: u64,
-    col_src: u64,
-    pow_tables: u64,
+struct CosetSources<'a> {
+    input: DeviceSlice<'a, Felt>,
+    col_src: DeviceSlice<'a, u32>,
+    pow_tables: DeviceSlice<'a, u64>,
     src_len: u64,
     src_stride: u32,
     log_slots: u32,
@@ -277,31 +310,35 @@ struct CosetSources {
 /// 2^log_n elements of `out`: columns times 2^log_slots cosets.
 fn coset_first_pass(
     gpu: &Gpu,
-    out: u64,
-    sources: &CosetSources,
+    out: DeviceSliceMut<'_, Felt>,
+    sources: &CosetSources<'_>,
     segments: usize,
     log_n: u32,
-    twiddles: u64,
+    twiddles: DeviceSlice<'_, Felt>,
     pass: NttPass,
 ) -> DriverResult<()> {
-    let grid = (segments << (log_n - pass.t_bits)) as u32;
-    let CosetSources {
-        mut input,
-        mut col_src,
-        mut pow_tables,
-        mut src_len,
-        mut src_stride,
-        mut log_slots,
-    } = *sources;
-    let (mut out, mut twiddles, mut log_n, mut t_bits) = (out, twiddles, log_n, pass.t_bits);
-    let mut s_bits = tables::split_bits(log_n);
-    let mut args = kernel_args!(
-        out, input, col_src, pow_tables, twiddles, log_n, t_bits, log_slots, s_bits, src_len,
-        src_stride
-    );
-    // SAFETY: arguments match `coset_ntt_first_pass`; `out` holds segments·2^log_n words, the
-    // column sources and power tables were uploaded for these columns and cosets.
+    let grid = Grid {
+        blocks: (segments << (log_n - pass.t_bits)) as u32,
+        threads_per_block: ntt_block(&pass),
+    };
+    // SAFETY: `out` holds segments·2^log_n elements, the column sources and power tables were
+    // uploaded for these columns and cosets, the twiddle table holds 2^log_n.
     unsafe {
-        gpu.kernels.coset_ntt_first_pass.launch(&gpu.compute, grid, ntt_block(&pass), &mut args)
+        kernels::coset_ntt_first_pass(
+            &gpu.kernels.coset_ntt_first_pass,
+            &gpu.compute,
+            grid,
+            out,
+            sources.input,
+            sources.col_src,
+            sources.pow_tables,
+            twiddles,
+            log_n,
+            pass.t_bits,
+            sources.log_slots,
+            tables::split_bits(log_n),
+            sources.src_len,
+            sources.src_stride,
+        )
     }
 }

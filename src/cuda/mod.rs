@@ -6,15 +6,22 @@
 //! shared-memory stages), row hashing straight from the LDE buffer (RPO/RPX with the state in
 //! registers), the Merkle tree, and the download of polynomials, LDE rows and nodes, which
 //! overlaps the hashing. It uses every visible GPU by default, or the set given by
-//! [`CudaCommitterBuilder::devices`] or the `MIDEN_GPU_DEVICES` environment variable (e.g.
-//! `0,1`); results are identical for any number of GPUs.
+//! [`CudaOptions::devices`] (which [`CudaOptions::from_env`] reads from [`DEVICES_ENV`], e.g.
+//! `0,1`); results are identical for any number of GPUs. Its configuration is a value,
+//! [`CudaOptions`]: the backend reads no environment variable of its own.
 //!
 //! Module layout, one job each (the CUDA sources live in `cuda/` at the crate root):
-//! - `driver`: RAII over the driver API (status, memory, streams, events);
-//! - `launch`: loaded modules and kernel launches;
+//! - `options`: [`CudaOptions`], and the one place the environment is read
+//!   ([`CudaOptions::from_env`]);
+//! - `driver`: RAII over the driver API (status, pinned memory, streams, events, copies);
+//! - `buffer`: typed device memory (buffers of a known element type, length and GPU, and their
+//!   bounds-checked slices);
+//! - `launch`: loaded modules and kernel handles, typed by signature;
+//! - `kernels`: one typed launch function per kernel signature, the only place kernel arguments
+//!   are packed (checked against `cuda/*.cu` by its test);
 //! - `program`: the kernel sources, the constants generated for them, NVRTC compilation;
 //! - `tables`: power tables and the split of an NTT into passes;
-//! - `devices`: which GPUs (the driver's count, [`DEVICES_ENV`] and explicit lists);
+//! - `devices`: which GPUs (the driver's count, the options' list checked against it);
 //! - `gpu`: one open GPU (streams, kernels, buffers, cached tables);
 //! - `transfer`: host transfers through rings of pinned buffers;
 //! - `plan`: the shape of a commitment's work (per request, per GPU, per pass);
@@ -30,6 +37,7 @@
 //! - `timeline`: stage times from events.
 
 mod assemble;
+mod buffer;
 mod commit;
 mod deep;
 mod devices;
@@ -37,9 +45,11 @@ mod driver;
 mod fri;
 mod gpu;
 mod hashing;
+mod kernels;
 mod launch;
 mod lde;
 mod memory;
+mod options;
 mod plan;
 mod program;
 mod resident;
@@ -53,13 +63,12 @@ use std::sync::{
     Arc, Mutex,
 };
 
-pub use devices::{device_count, parse_device_list, DEVICES_ENV};
-pub use program::{
-    compile_for_arch, kernel_source, HASH_MIN_BLOCKS_ENV, KERNELS, RESCUE_LANES_ENV,
-};
-pub use timeline::StageTimes;
+pub use devices::device_count;
+pub use options::{CudaOptions, DEVICES_ENV, MEMORY_LIMIT_ENV};
+pub use program::{compile_for_arch, kernel_source, kernel_source_with, KERNELS};
 
 use self::{
+    commit::HostWork,
     driver::bind,
     gpu::{Gpu, GpuState},
     resident::{CudaResident, ResidentShare},
@@ -74,7 +83,9 @@ use crate::{
     error::{GpuError, Result},
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{blake3_tables::check_row_width, Digest, HashFunction},
+    host::default_prefault_threads,
     resident::ResidentPolys,
+    stage_times::StageTimes,
 };
 use program::HASHES;
 
@@ -90,7 +101,10 @@ const _: () = assert!(
 /// Commits on one or more NVIDIA GPUs.
 pub struct CudaCommitter {
     gpus: Arc<Vec<Gpu>>,
-    memory_limit: Option<u64>,
+    /// The options it was built with.
+    options: CudaOptions,
+    /// The host's part in commitments, from the options.
+    host_work: HostWork,
     states: Mutex<Vec<GpuState>>,
     last_times: Mutex<Vec<StageTimes>>,
     /// Tells this committer's resident polynomials from another's.
@@ -109,21 +123,65 @@ static NEXT_COMMITTER_ID: AtomicU64 = AtomicU64::new(0);
 const RESIDENT_SHARE_OF_BUDGET: u64 = 4;
 
 impl CudaCommitter {
-    /// Uses the GPUs named by `MIDEN_GPU_DEVICES`, or every visible GPU.
+    /// Uses every visible GPU with the default options ([`CudaOptions::default`]; no
+    /// environment variable is read: see [`CudaOptions::from_env`]).
+    ///
+    /// Errors as [`Self::with_options`].
+    pub fn new() -> Result<Self> {
+        Self::with_options(CudaOptions::default())
+    }
+
+    /// Opens the GPUs `options` name (every visible GPU by default) and compiles the kernels for
+    /// each architecture and these options (once per process).
     ///
     /// Without a CUDA driver, a GPU or the NVRTC library this is
-    /// [`GpuError::BackendUnavailable`] (so `Backend::Auto` falls back); a malformed or
-    /// out-of-range device list is [`GpuError::InvalidDeviceList`].
+    /// [`GpuError::BackendUnavailable`] (so `Backend::Auto` falls back), as it is for an option
+    /// out of range ([`CudaOptions::check`]); a device list that names a missing device, none or
+    /// one twice is [`GpuError::InvalidDeviceList`].
     ///
     /// [`GpuError::BackendUnavailable`]: crate::GpuError::BackendUnavailable
     /// [`GpuError::InvalidDeviceList`]: crate::GpuError::InvalidDeviceList
-    pub fn new() -> Result<Self> {
-        Self::builder().build()
+    pub fn with_options(options: CudaOptions) -> Result<Self> {
+        options.check()?;
+        let ordinals = devices::select(options.devices.as_deref())?;
+        if !program::nvrtc_present() {
+            return Err(program::unavailable("the NVRTC library (libnvrtc) was not found"));
+        }
+        let mut gpus = Vec::with_capacity(ordinals.len());
+        let mut states = Vec::with_capacity(ordinals.len());
+        for ordinal in ordinals {
+            let _span = tracing::info_span!("cuda.open", gpu = ordinal).entered();
+            let (gpu, state) = Gpu::open(ordinal, &options)?;
+            gpus.push(gpu);
+            states.push(state);
+        }
+        for a in &gpus {
+            for b in &gpus {
+                if a.ordinal != b.ordinal {
+                    a.enable_peer_access(b)?;
+                }
+            }
+        }
+        let resident_bytes = gpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
+        let host_work = HostWork {
+            options: options.host,
+            prefault_threads: options.prefault_threads.unwrap_or_else(default_prefault_threads),
+        };
+        Ok(CudaCommitter {
+            gpus: Arc::new(gpus),
+            options,
+            host_work,
+            states: Mutex::new(states),
+            last_times: Mutex::new(Vec::new()),
+            id: NEXT_COMMITTER_ID.fetch_add(1, Ordering::Relaxed),
+            resident_bytes,
+            peak: AtomicU64::new(0),
+        })
     }
 
-    /// A builder to choose the GPUs explicitly.
-    pub fn builder() -> CudaCommitterBuilder {
-        CudaCommitterBuilder::default()
+    /// The options this committer was built with.
+    pub fn options(&self) -> &CudaOptions {
+        &self.options
     }
 
     /// The CUDA ordinals of the GPUs in use.
@@ -133,7 +191,7 @@ impl CudaCommitter {
 
     /// Device memory this committer's buffers hold now, per GPU in the order of
     /// [`Self::devices`]: between calls, its reusable buffers, cached twiddle tables and resident
-    /// polynomials. With a memory limit ([`CudaCommitterBuilder::memory_limit`]) none exceeds it.
+    /// polynomials. With a memory limit ([`CudaOptions::memory_limit`]) none exceeds it.
     pub fn device_bytes_held(&self) -> Vec<u64> {
         self.gpus.iter().map(|gpu| gpu.alloc.gauge.held()).collect()
     }
@@ -141,14 +199,9 @@ impl CudaCommitter {
     /// The most device memory this committer's buffers have held at once on each GPU since it
     /// was built (in the order of [`Self::devices`]), every call's working buffers included:
     /// commitments, DEEP, FRI and the single stages. With a memory limit
-    /// ([`CudaCommitterBuilder::memory_limit`]) none exceeds it.
+    /// ([`CudaOptions::memory_limit`]) none exceeds it.
     pub fn device_bytes_peak(&self) -> Vec<u64> {
         self.gpus.iter().map(|gpu| gpu.alloc.gauge.peak()).collect()
-    }
-
-    /// Device times of the stages of the last [`GpuCommitter::commit`], one entry per GPU.
-    pub fn last_stage_times(&self) -> Vec<StageTimes> {
-        self.last_times.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     fn states(&self) -> std::sync::MutexGuard<'_, Vec<GpuState>> {
@@ -160,7 +213,7 @@ impl CudaCommitter {
     fn pipeline_limit(&self) -> Option<u64> {
         let resident =
             self.resident_bytes.iter().map(|b| b.load(Ordering::SeqCst)).max().unwrap_or(0);
-        self.memory_limit.map(|limit| limit.saturating_sub(resident))
+        self.options.memory_limit.map(|limit| limit.saturating_sub(resident))
     }
 
     /// Passes `result` on, noting the memory in use for [`GpuCommitter::peak_memory_in_use`].
@@ -185,7 +238,7 @@ impl CudaCommitter {
         let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
         let limit = self.pipeline_limit();
         let (mut commitment, times) =
-            commit::commit(&gpus, &mut state_refs, request, shape, limit, !keep)?;
+            commit::commit(&gpus, &mut state_refs, request, shape, limit, !keep, self.host_work)?;
         *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
         if keep {
             commitment.resident = Some(self.keep_polys(&mut states, shape, columns)?);
@@ -199,7 +252,7 @@ impl CudaCommitter {
     fn resident_fits(&self, columns: &[std::ops::Range<usize>], poly_len: usize) -> Result<bool> {
         for (g, cols) in columns.iter().enumerate() {
             bind(&self.gpus[g].ctx)?;
-            let budget = match self.memory_limit {
+            let budget = match self.options.memory_limit {
                 Some(limit) => limit,
                 None => cudarc::driver::result::mem_get_info().map_or(0, |(_, total)| total as u64),
             };
@@ -231,87 +284,6 @@ impl CudaCommitter {
         }
         let storage = CudaResident { committer: self.id, shares };
         Ok(ResidentPolys::new(Backend::Cuda, shape.num_cols, shape.poly_len, storage))
-    }
-}
-
-/// Environment variable capping the device memory of each GPU's buffers, in MiB (as
-/// [`CudaCommitterBuilder::memory_limit`]), e.g. to force streaming in a benchmark.
-pub const MEMORY_LIMIT_ENV: &str = "MIDEN_GPU_CUDA_MEMORY_LIMIT";
-
-/// [`MEMORY_LIMIT_ENV`] in bytes, if set.
-fn memory_limit_from_env() -> Result<Option<u64>> {
-    let Ok(value) = std::env::var(MEMORY_LIMIT_ENV) else { return Ok(None) };
-    match value.trim().parse::<u64>() {
-        Ok(mib) if mib > 0 => Ok(Some(mib << 20)),
-        _ => Err(crate::error::GpuError::BackendUnavailable {
-            backend: Backend::Cuda,
-            reason: format!("{MEMORY_LIMIT_ENV} must be a positive number of MiB, not `{value}`"),
-        }),
-    }
-}
-
-/// Chooses the GPUs of a [`CudaCommitter`] and the device memory it may use.
-#[derive(Debug, Clone, Default)]
-pub struct CudaCommitterBuilder {
-    devices: Option<Vec<usize>>,
-    memory_limit: Option<u64>,
-}
-
-impl CudaCommitterBuilder {
-    /// Uses exactly these CUDA ordinals (overrides `MIDEN_GPU_DEVICES`).
-    pub fn devices(mut self, ordinals: &[usize]) -> Self {
-        self.devices = Some(ordinals.to_vec());
-        self
-    }
-
-    /// Caps the device memory the committer's buffers may take on each GPU, in bytes, in every
-    /// call (default: the device's free memory at each call). A commitment whose LDE does not
-    /// fit is streamed in coset groups, as many passes as needed; one that does not fit even one
-    /// coset at a time, or another call whose working buffers do not fit, is
-    /// [`GpuError::OutOfMemory`]. Results are the same for any cap.
-    ///
-    /// [`GpuError::OutOfMemory`]: crate::GpuError::OutOfMemory
-    pub fn memory_limit(mut self, bytes: u64) -> Self {
-        self.memory_limit = Some(bytes);
-        self
-    }
-
-    /// Opens the GPUs and compiles the kernels for each architecture (once per process).
-    /// Without [`Self::memory_limit`], [`MEMORY_LIMIT_ENV`] (MiB) sets the cap if present.
-    pub fn build(self) -> Result<CudaCommitter> {
-        let memory_limit = match self.memory_limit {
-            Some(bytes) => Some(bytes),
-            None => memory_limit_from_env()?,
-        };
-        let ordinals = devices::select(self.devices)?;
-        if !program::nvrtc_present() {
-            return Err(program::unavailable("the NVRTC library (libnvrtc) was not found"));
-        }
-        let mut gpus = Vec::with_capacity(ordinals.len());
-        let mut states = Vec::with_capacity(ordinals.len());
-        for ordinal in ordinals {
-            let _span = tracing::info_span!("cuda.open", gpu = ordinal).entered();
-            let (gpu, state) = Gpu::open(ordinal)?;
-            gpus.push(gpu);
-            states.push(state);
-        }
-        for a in &gpus {
-            for b in &gpus {
-                if a.ordinal != b.ordinal {
-                    a.enable_peer_access(b)?;
-                }
-            }
-        }
-        let resident_bytes = gpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
-        Ok(CudaCommitter {
-            gpus: Arc::new(gpus),
-            memory_limit,
-            states: Mutex::new(states),
-            last_times: Mutex::new(Vec::new()),
-            id: NEXT_COMMITTER_ID.fetch_add(1, Ordering::Relaxed),
-            resident_bytes,
-            peak: AtomicU64::new(0),
-        })
     }
 }
 
@@ -371,6 +343,13 @@ impl GpuCommitter for CudaCommitter {
 
     fn peak_memory_in_use(&self) -> Option<u64> {
         Some(self.peak.load(Ordering::SeqCst))
+    }
+
+    /// One entry per GPU that worked on the last commitment, `device` `cuda:<ordinal>`: the
+    /// upload and first LDE's wall time, and the exchange of rows where several GPUs split it;
+    /// the hash time includes the row-major copy of the LDE (no `rows_ms`).
+    fn last_stage_times(&self) -> Vec<StageTimes> {
+        self.last_times.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     fn hash_rows(

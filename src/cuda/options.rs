@@ -76,6 +76,21 @@ impl CudaOptions {
     }
 }
 
+impl CudaOptions {
+    /// Checks the values that have a range (the device list is checked against the GPUs present
+    /// when they are opened): [`Self::hash_min_blocks`] must be 1 to 16, else
+    /// [`GpuError::BackendUnavailable`].
+    pub fn check(&self) -> Result<()> {
+        match self.hash_min_blocks {
+            Some(blocks) if !(1..=16).contains(&blocks) => Err(GpuError::BackendUnavailable {
+                backend: Backend::Cuda,
+                reason: format!("hash_min_blocks must be 1 to 16, not {blocks}"),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The variable's value, unless it is unset or blank.
 fn non_empty_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.trim().is_empty())
@@ -97,6 +112,22 @@ fn parse_mib(text: &str) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hash_min_blocks_are_checked() {
+        assert!(CudaOptions::default().check().is_ok());
+        for blocks in [1, 8, 16] {
+            let options = CudaOptions { hash_min_blocks: Some(blocks), ..Default::default() };
+            assert!(options.check().is_ok(), "{blocks}");
+        }
+        for blocks in [0, 17, u32::MAX] {
+            let options = CudaOptions { hash_min_blocks: Some(blocks), ..Default::default() };
+            assert!(
+                matches!(options.check(), Err(GpuError::BackendUnavailable { .. })),
+                "{blocks}"
+            );
+        }
+    }
 
     #[test]
     fn memory_limits_in_mib_are_checked() {

@@ -18,6 +18,7 @@ use miden_crypto::{
     Felt,
 };
 
+use super::CudaOptions;
 use crate::{
     backend::Backend,
     error::GpuError,
@@ -40,39 +41,16 @@ pub(super) const NTT_BLOCK: u32 = 256;
 /// log2 of the largest NTT tile a block holds in shared memory (`NTT_TILE_LOG` in ntt.cu).
 pub(super) const NTT_TILE_LOG: u32 = 12;
 
-/// Environment variable (tuning) for the hashing kernels' minimum resident blocks per SM, the
-/// second `__launch_bounds__` argument, for every hashing and Merkle kernel. By default the
-/// whole-row RPO/RPX kernels on quads of lanes ask for 8 (at most 64 registers: on the H200 W1
-/// hashed its RPO rows in 430.2 ms against 435.2 with 6, 434.4 with 9 and 446.6 with 10, its RPX
-/// rows in 228.3 ms against 228.8 with 6), the others for 3 (up to 168 registers; 4, capping
-/// them at 128, was slower).
-pub const HASH_MIN_BLOCKS_ENV: &str = "MIDEN_GPU_CUDA_HASH_MIN_BLOCKS";
+/// The whole-row RPO/RPX kernels' minimum resident blocks per SM (the second
+/// `__launch_bounds__` argument) without [`CudaOptions::hash_min_blocks`]: 8 on quads of lanes
+/// (at most 64 registers a thread, which holds a triple of the state), the fastest of the values
+/// around it when measured.
+const ROW_QUAD_MIN_BLOCKS: u32 = 8;
 
-/// The hashing kernels' minimum blocks per SM from [`HASH_MIN_BLOCKS_ENV`] (1..=16), if set.
-fn hash_min_blocks() -> Option<u32> {
-    std::env::var(HASH_MIN_BLOCKS_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .filter(|b| (1..=16).contains(b))
-}
-
-/// Environment variable (tuning) for the lanes that share one RPO/RPX permutation in the
-/// whole-row hashing and Merkle kernels: 4 (default), each lane holding a triple of the state, or
-/// 1, the whole state in one thread.
-pub const RESCUE_LANES_ENV: &str = "MIDEN_GPU_CUDA_RESCUE_LANES";
-
-/// Lanes per RPO/RPX permutation, from [`RESCUE_LANES_ENV`] (1 or 4), else 4. Read once: the
-/// kernels are compiled with it and launched by it.
-pub(super) fn rescue_lanes() -> u32 {
-    static LANES: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *LANES.get_or_init(|| {
-        std::env::var(RESCUE_LANES_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .filter(|lanes| [1, 4].contains(lanes))
-            .unwrap_or(4)
-    })
-}
+/// The other hashing and Merkle kernels' minimum resident blocks per SM without
+/// [`CudaOptions::hash_min_blocks`]: 3 leaves them up to 168 registers, the whole state of a
+/// permutation in one thread; asking for more caps their registers lower, which measured slower.
+const OTHER_HASH_MIN_BLOCKS: u32 = 3;
 
 const FIELD: &str = include_str!("../../cuda/field.cuh");
 const EXT: &str = include_str!("../../cuda/ext.cuh");
@@ -83,6 +61,11 @@ const NTT: &str = include_str!("../../cuda/ntt.cu");
 const HASH: &str = include_str!("../../cuda/hash.cu");
 const FRI: &str = include_str!("../../cuda/fri.cu");
 const DEEP: &str = include_str!("../../cuda/deep.cu");
+
+/// The sources that define kernels, by file name (for the signature test of `kernels`).
+#[cfg(test)]
+pub(super) const KERNEL_FILES: [(&str, &str); 4] =
+    [("ntt.cu", NTT), ("hash.cu", HASH), ("fri.cu", FRI), ("deep.cu", DEEP)];
 
 /// Every kernel the backend launches.
 pub const KERNELS: [&str; 30] = [
@@ -121,10 +104,16 @@ pub const KERNELS: [&str; 30] = [
 // SOURCE
 // ================================================================================================
 
-/// The complete CUDA source the backend compiles: field and extension arithmetic, the generated
-/// constants, the Rescue and Poseidon2 permutations, BLAKE3, the NTT, hashing, FRI and DEEP
-/// kernels, in dependency order.
+/// The complete CUDA source the backend compiles with the default options (see
+/// [`kernel_source_with`]).
 pub fn kernel_source() -> String {
+    kernel_source_with(&CudaOptions::default())
+}
+
+/// The complete CUDA source the backend compiles with `options` (their rescue lanes and hashing
+/// blocks per SM): field and extension arithmetic, the generated constants, the Rescue and
+/// Poseidon2 permutations, BLAKE3, the NTT, hashing, FRI and DEEP kernels, in dependency order.
+pub fn kernel_source_with(options: &CudaOptions) -> String {
     let mut source = String::with_capacity(
         FIELD.len()
             + EXT.len()
@@ -139,7 +128,7 @@ pub fn kernel_source() -> String {
     );
     source.push_str(FIELD);
     source.push_str(EXT);
-    source.push_str(&prelude());
+    source.push_str(&prelude(options));
     source.push_str(RESCUE);
     source.push_str(POSEIDON2);
     source.push_str(BLAKE3);
@@ -152,8 +141,9 @@ pub fn kernel_source() -> String {
 
 /// Constants generated from miden-crypto (never retyped): the MDS matrix, the Rescue and
 /// Poseidon2 round constants and Poseidon2's internal diagonal in Montgomery form, Poseidon2's
-/// round counts, the Montgomery forms of 0..7 for the sponge's length word; then BLAKE3's.
-fn prelude() -> String {
+/// round counts, the Montgomery forms of 0..7 for the sponge's length word; then BLAKE3's; and
+/// the tuning `options` choose (lanes per Rescue permutation, hashing blocks per SM).
+fn prelude(options: &CudaOptions) -> String {
     // RPX shares RPO's MDS matrix and round constants; fail loudly if a release ever splits them.
     assert!(
         Rpo256::MDS == Rpx256::MDS && Rpo256::ARK1 == Rpx256::ARK1 && Rpo256::ARK2 == Rpx256::ARK2,
@@ -162,15 +152,18 @@ fn prelude() -> String {
     let mut out =
         String::from("\n// GENERATED CONSTANTS (src/cuda/program.rs, from miden-crypto)\n");
     let _ = writeln!(out, "#define HASH_BLOCK {HASH_BLOCK}");
-    let _ = writeln!(out, "#define HASH_MIN_BLOCKS {}", hash_min_blocks().unwrap_or(3));
-    let _ = writeln!(out, "#define ROW_QUAD_MIN_BLOCKS {}", hash_min_blocks().unwrap_or(8));
+    let min_blocks = options.hash_min_blocks;
+    let _ =
+        writeln!(out, "#define HASH_MIN_BLOCKS {}", min_blocks.unwrap_or(OTHER_HASH_MIN_BLOCKS));
+    let _ =
+        writeln!(out, "#define ROW_QUAD_MIN_BLOCKS {}", min_blocks.unwrap_or(ROW_QUAD_MIN_BLOCKS));
     // the MDS layer is read as a circulant (row i is row 0 rotated by i) from its first row
     let circulant =
         (0..12).all(|i| (0..12).all(|j| Rpo256::MDS[i][j] == Rpo256::MDS[0][(j + 12 - i) % 12]));
     assert!(circulant, "the RPO MDS matrix is not circulant: the CUDA MDS layer assumes it");
     let row: Vec<String> = Rpo256::MDS[0].iter().map(|x| format!("{}u", x.as_int())).collect();
     let _ = writeln!(out, "#define RESCUE_MDS_ROW {{{}}}", row.join(", "));
-    let _ = writeln!(out, "#define RESCUE_LANES {}", rescue_lanes());
+    let _ = writeln!(out, "#define RESCUE_LANES {}", options.rescue_lanes.count());
     for (name, table) in [("ARK1", &Rpo256::ARK1), ("ARK2", &Rpo256::ARK2)] {
         let _ = writeln!(
             out,
@@ -237,14 +230,17 @@ pub(super) fn nvrtc_present() -> bool {
     unsafe { nvrtc::is_culib_present() }
 }
 
-/// Compiles [`kernel_source`] for `arch` (e.g. `sm_90`) into a CUBIN.
+/// Compiles [`kernel_source_with`] `options` for `arch` (e.g. `sm_90`) into a CUBIN.
 ///
-/// Any NVRTC diagnostic, warnings included, is an error: the program log must be empty. Results
-/// are cached per architecture (and tuning) for the life of the process.
-pub fn compile_for_arch(arch: &str) -> Result<Arc<Vec<u8>>, GpuError> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Arc<Vec<u8>>>>> = OnceLock::new();
+/// Any NVRTC diagnostic, warnings included, is an error: the program log must be empty; options
+/// out of range are refused as [`CudaOptions::check`] says. Results are cached per architecture
+/// and source (which carries every option that changes it) for the life of the process.
+pub fn compile_for_arch(arch: &str, options: &CudaOptions) -> Result<Arc<Vec<u8>>, GpuError> {
+    type Cache = Mutex<HashMap<(String, String), Arc<Vec<u8>>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    options.check()?;
     let cache = CACHE.get_or_init(Default::default);
-    let key = format!("{arch}/{:?}", hash_min_blocks());
+    let key = (arch.to_string(), kernel_source_with(options));
     if let Some(cubin) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return Ok(cubin.clone());
     }
@@ -252,7 +248,7 @@ pub fn compile_for_arch(arch: &str) -> Result<Arc<Vec<u8>>, GpuError> {
         return Err(unavailable("the NVRTC library (libnvrtc) was not found"));
     }
     let _span = tracing::info_span!("cuda.nvrtc", arch).entered();
-    let cubin = Arc::new(compile(&kernel_source(), arch)?);
+    let cubin = Arc::new(compile(&key.1, arch)?);
     cache.lock().unwrap_or_else(|p| p.into_inner()).insert(key, cubin.clone());
     Ok(cubin)
 }

@@ -13,7 +13,9 @@ use std::{
     },
 };
 
-use super::driver::DeviceBuffer;
+use miden_crypto::Felt;
+
+use super::buffer::DeviceBuffer;
 
 /// One GPU's columns of a resident segment.
 pub(super) struct ResidentShare {
@@ -22,13 +24,18 @@ pub(super) struct ResidentShare {
     /// The segment's base columns held here.
     pub cols: Range<usize>,
     /// `cols.len()` polynomials of the segment's length, one after another.
-    pub buffer: DeviceBuffer,
+    pub buffer: DeviceBuffer<Felt>,
     held: Arc<AtomicU64>,
 }
 
 impl ResidentShare {
     /// Takes `buffer` as GPU `gpu`'s share, counting its bytes in `held`.
-    pub fn new(gpu: usize, cols: Range<usize>, buffer: DeviceBuffer, held: Arc<AtomicU64>) -> Self {
+    pub fn new(
+        gpu: usize,
+        cols: Range<usize>,
+        buffer: DeviceBuffer<Felt>,
+        held: Arc<AtomicU64>,
+    ) -> Self {
         held.fetch_add(buffer.bytes() as u64, Ordering::SeqCst);
         Self { gpu, cols, buffer, held }
     }

@@ -7,13 +7,10 @@
 //! [`GpuCommitter::hash_rows`]: crate::committer::GpuCommitter::hash_rows
 //! [`GpuCommitter::build_tree`]: crate::committer::GpuCommitter::build_tree
 
-use miden_crypto::Felt;
-use winter_math::FieldElement;
-
 use super::{
     assemble::download_vec,
     gpu::{Gpu, GpuState},
-    hashing::{merkle_levels, HashRowsArgs},
+    hashing::{hash_rows as enqueue_hash_rows, merkle_levels, RowsOf},
     memory,
     plan::partition_size,
 };
@@ -42,13 +39,12 @@ pub(super) fn hash_rows(
     }
     memory::fit(gpu, state, (lde.data.len() * 8 + num_rows * 32) as u64, &[], limit)?;
     let bufs = &mut state.buffers;
-    let src = bufs.source.get(&gpu.alloc, lde.data.len() * 8)?;
-    let leaves = bufs.leaves.get(&gpu.alloc, num_rows * 32)?;
-    gpu.upload(&mut state.ring, src, Felt::elements_as_bytes(&lde.data))?;
+    let src = bufs.source.get(&gpu.alloc, lde.data.len())?;
+    let leaves = bufs.leaves.get(&gpu.alloc, num_rows)?;
+    gpu.upload(&mut state.ring, src.slice_mut(..lde.data.len())?, &lde.data)?;
     let _uploaded = gpu.wait_for_uploads()?;
     let part = partition_size(row_hashing);
-    HashRowsArgs {
-        src,
+    let rows = RowsOf {
         k_stride: 0,
         t_stride: lde.row_width as u64,
         c_stride: 1,
@@ -59,14 +55,22 @@ pub(super) fn hash_rows(
         log_cosets: 0,
         t0: 0,
         t_count: num_rows as u64,
-        leaves,
-        rows_out: 0,
         t_base: 0,
         row_width: lde.row_width as u32,
+    };
+    // SAFETY: `src` holds the rows (row_width apart, num_cols each), `leaves` one per row.
+    unsafe {
+        enqueue_hash_rows(
+            &gpu.compute,
+            gpu.kernels.hash_rows(hash, part != 0),
+            src.as_slice(),
+            leaves.as_slice_mut(),
+            None,
+            rows,
+        )?;
     }
-    .launch(&gpu.compute, gpu.kernels.hash_rows(hash, part != 0))?;
     let done = gpu.completion()?;
-    download_vec(gpu, state, leaves, num_rows, &done)
+    download_vec(gpu, &mut state.ring, leaves.slice(..num_rows)?, &done)
 }
 
 /// Builds the Merkle nodes over host leaves on `gpu`, its leaves and nodes within the budget
@@ -81,13 +85,13 @@ pub(super) fn build_tree(
     let n = leaves.len();
     memory::fit(gpu, state, (n * 32 * 2) as u64, &[], limit)?;
     let bufs = &mut state.buffers;
-    let leaves_ptr = bufs.leaves.get(&gpu.alloc, n * 32)?;
-    let nodes_ptr = bufs.nodes.get(&gpu.alloc, n * 32)?;
-    gpu.upload(&mut state.ring, leaves_ptr, Digest::slice_as_bytes(leaves))?;
+    let device_leaves = bufs.leaves.get(&gpu.alloc, n)?;
+    let device_nodes = bufs.nodes.get(&gpu.alloc, n)?;
+    gpu.upload(&mut state.ring, device_leaves.slice_mut(..n)?, leaves)?;
     let _uploaded = gpu.wait_for_uploads()?;
-    merkle_levels(gpu, hash, leaves_ptr, nodes_ptr, n, 1, &(0..1))?;
+    merkle_levels(gpu, hash, device_leaves.slice(..n)?, device_nodes.slice_mut(..n)?, 1, &(0..1))?;
     let done = gpu.completion()?;
-    let mut nodes: Vec<Digest> = download_vec(gpu, state, nodes_ptr, n, &done)?;
+    let mut nodes = download_vec(gpu, &mut state.ring, device_nodes.slice(..n)?, &done)?;
     nodes[0] = Digest::ZERO;
     Ok(nodes)
 }

@@ -4,29 +4,7 @@ use super::{
     driver::{DriverResult, Event},
     gpu::Gpu,
 };
-
-/// Device times of one commitment's stages on one GPU, in milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct StageTimes {
-    /// CUDA ordinal of the GPU.
-    pub device: usize,
-    /// Passes over the LDE: 1, or more where the LDE was streamed in coset groups to fit the
-    /// device memory budget.
-    pub passes: usize,
-    /// Wall time of upload, interpolation and the first pass's LDE (the transforms overlap the
-    /// upload).
-    pub upload_lde_ms: f32,
-    /// Kernel time of the inverse NTTs and the polynomials' scaling.
-    pub interpolate_ms: f32,
-    /// Kernel time of the coset scaling and forward NTTs (all passes).
-    pub lde_ms: f32,
-    /// Gathering all columns of this GPU's rows from the other GPUs (0 with one GPU).
-    pub exchange_ms: f32,
-    /// Row hashing (leaves) and the row-major copy of the LDE.
-    pub hash_ms: f32,
-    /// Merkle levels.
-    pub tree_ms: f32,
-}
+use crate::stage_times::StageTimes;
 
 // TIMELINE
 // ================================================================================================
@@ -68,9 +46,21 @@ impl Timeline {
         self.first_lde = self.marks.len();
     }
 
-    /// The stage times, once the work is done.
-    pub(super) fn stage_times(&self, device: usize, passes: usize) -> DriverResult<StageTimes> {
-        let mut times = StageTimes { device, passes, ..StageTimes::default() };
+    /// The stage times of GPU `ordinal` over `passes` passes, once the work is done; with
+    /// `exchanged` (several GPUs) the gathering of rows from the other GPUs is timed too.
+    pub(super) fn stage_times(
+        &self,
+        ordinal: usize,
+        passes: usize,
+        exchanged: bool,
+    ) -> DriverResult<StageTimes> {
+        let mut times = StageTimes {
+            device: format!("cuda:{ordinal}"),
+            passes,
+            upload_lde_ms: Some(0.0),
+            exchange_ms: exchanged.then_some(0.0),
+            ..StageTimes::default()
+        };
         let Some((_, end)) = self.marks.last() else {
             return Ok(times);
         };
@@ -81,13 +71,17 @@ impl Timeline {
             match stage {
                 Stage::Interpolate => times.interpolate_ms += ms,
                 Stage::Lde => times.lde_ms += ms,
-                Stage::Exchange => times.exchange_ms += ms,
+                Stage::Exchange => {
+                    if let Some(exchange) = &mut times.exchange_ms {
+                        *exchange += ms;
+                    }
+                },
                 Stage::Hash => times.hash_ms += ms,
                 Stage::Tree => times.tree_ms += ms,
                 Stage::Wait => {},
             }
             if i + 1 == self.first_lde {
-                times.upload_lde_ms = mark.elapsed_since(&self.start)?;
+                times.upload_lde_ms = Some(mark.elapsed_since(&self.start)?);
             }
             previous = mark;
         }

@@ -4,18 +4,24 @@
 //! speed, so every transfer goes through a small ring of pinned slots per GPU, reused across
 //! calls: the host copies (with all cores, in streaming stores) into or out of one slot while the
 //! copy engine moves the others. Registering the result vectors with the driver instead, so that
-//! the DMA writes them directly, costs more than it saves: on an H200 host, pinning and unpinning
-//! 6.8 GB of faulted memory took 230 ms, copying it out of pinned slots 110 ms. Downloads of
-//! several GPUs are interleaved piece by piece so that every PCIe link is busy at once, and a
-//! piece may wait on a device event (e.g. "rows of this chunk hashed"), so the LDE download
-//! overlaps hashing.
+//! the DMA writes them directly, costs more than it saves: pinning and unpinning the faulted
+//! memory takes longer than copying it out of pinned slots. Downloads of several GPUs are
+//! interleaved piece by piece so that every PCIe link is busy at once, and a piece may wait on a
+//! device event (e.g. "rows of this chunk hashed"), so the LDE download overlaps hashing.
 
 use std::{collections::VecDeque, sync::Arc, time::Instant};
 
-use cudarc::driver::{sys, CudaContext};
+use cudarc::driver::CudaContext;
 
-use super::driver::{bind, DriverResult, Event, PinnedBuffer, Stream};
-use crate::host::{self, par_copy};
+use super::{
+    buffer::{DeviceElement, DeviceSlice, DeviceSliceMut},
+    driver::{bind, DriverResult, Event, PinnedBuffer, Stream},
+};
+use crate::{
+    backend::Backend,
+    error::GpuError,
+    host::{self, par_copy},
+};
 
 /// Bytes per pinned slot.
 const SLOT_BYTES: usize = 32 << 20;
@@ -109,12 +115,38 @@ pub(super) const MAX_RUN_BYTES: usize = SLOT_BYTES;
 
 /// One device range to download into a host range of the same length.
 pub(super) struct Download<'a> {
-    /// Source address on the GPU.
-    pub src: sys::CUdeviceptr,
+    /// The bytes on the GPU.
+    src: DeviceSlice<'a, u8>,
     /// Destination on the host.
-    pub dst: HostDst,
+    dst: HostDst,
     /// Event the copy must wait for (the kernel that produces the data), if any.
-    pub ready: Option<&'a Event>,
+    ready: Option<&'a Event>,
+}
+
+impl<'a> Download<'a> {
+    /// Downloads `src` into `dst` once `ready` (if any) has passed; [`GpuError::Device`] if
+    /// their sizes differ.
+    pub(super) fn new<T: DeviceElement>(
+        src: DeviceSlice<'a, T>,
+        dst: HostDst,
+        ready: Option<&'a Event>,
+    ) -> DriverResult<Self> {
+        let src = src.as_bytes();
+        check_lengths(dst.len, src.len())?;
+        Ok(Self { src, dst, ready })
+    }
+}
+
+/// [`GpuError::Device`] unless a copy's destination of `dst` elements fits its source of `src`
+/// exactly.
+pub(super) fn check_lengths(dst: usize, src: usize) -> DriverResult<()> {
+    if dst == src {
+        return Ok(());
+    }
+    Err(GpuError::Device {
+        backend: Backend::Cuda,
+        message: format!("a copy of {src} elements into a destination of {dst}"),
+    })
 }
 
 /// One GPU's side of a transfer: its context, copy stream and ring.
@@ -124,20 +156,31 @@ pub(super) struct Lane<'a> {
     pub ring: &'a mut Ring,
 }
 
-/// Copies `src` into the device at `dst` through the ring, on `lane`'s stream; returns when every
-/// byte is staged (the DMA of the last slots may still be running: order later work on the
-/// lane's stream or record an event on it).
-pub(super) fn upload(lane: &mut Lane<'_>, dst: sys::CUdeviceptr, src: &[u8]) -> DriverResult<()> {
+/// Copies `src` into `dst` (of the same length, else [`GpuError::Device`]) through the ring, on
+/// `lane`'s stream; returns when every byte is staged (the DMA of the last slots may still be
+/// running: order later work on the lane's stream or record an event on it).
+pub(super) fn upload<T: DeviceElement>(
+    lane: &mut Lane<'_>,
+    dst: DeviceSliceMut<'_, T>,
+    src: &[T],
+) -> DriverResult<()> {
+    check_lengths(dst.len(), src.len())?;
+    let mut dst = dst.into_bytes();
+    // SAFETY: a `DeviceElement` is plain bytes without padding.
+    let src = unsafe { std::slice::from_raw_parts(src.as_ptr().cast::<u8>(), size_of_val(src)) };
     bind(lane.ctx)?;
     for (i, piece) in src.chunks(SLOT_BYTES).enumerate() {
         let slot = lane.ring.next;
         lane.ring.next = (slot + 1) % SLOTS;
         lane.ring.done[slot].synchronize()?; // the slot's previous transfer is finished
         let staging = lane.ring.slots[slot].as_mut_ptr();
-        // SAFETY: the slot holds SLOT_BYTES >= piece.len() bytes and no transfer uses it now.
+        let at = i * SLOT_BYTES;
+        let piece_dst = dst.slice_mut(at..at + piece.len())?;
+        // SAFETY: the slot holds SLOT_BYTES >= piece.len() bytes and no transfer uses it now;
+        // its bytes stay untouched until the slot's event has passed.
         unsafe {
             par_copy(staging, piece.as_ptr(), piece.len());
-            lane.stream.copy_htod(dst + (i * SLOT_BYTES) as u64, staging, piece.len())?;
+            lane.stream.copy_htod(piece_dst, staging)?;
         }
         lane.ring.done[slot].record(lane.stream)?;
     }
@@ -163,33 +206,25 @@ pub(super) fn download(
     lanes: &mut [Lane<'_>],
     jobs: Vec<Vec<Download<'_>>>,
 ) -> DriverResult<DownloadStats> {
-    struct Piece<'a> {
-        src: sys::CUdeviceptr,
-        dst: HostDst,
-        ready: Option<&'a Event>,
+    let mut queues: Vec<VecDeque<Download<'_>>> = Vec::with_capacity(jobs.len());
+    for lane_jobs in jobs {
+        let mut queue = VecDeque::new();
+        for job in lane_jobs {
+            let len = job.dst.len;
+            let piece = job.dst.piece_bytes();
+            for p in 0..len.div_ceil(piece) {
+                let at = p * piece;
+                let bytes = piece.min(len - at);
+                queue.push_back(Download {
+                    src: job.src.slice(at..at + bytes)?,
+                    dst: job.dst.offset(at, bytes),
+                    // only the first piece needs to wait: the stream keeps order
+                    ready: if p == 0 { job.ready } else { None },
+                });
+            }
+        }
+        queues.push(queue);
     }
-    let mut queues: Vec<VecDeque<Piece<'_>>> = jobs
-        .into_iter()
-        .map(|lane_jobs| {
-            lane_jobs
-                .into_iter()
-                .flat_map(|job| {
-                    let len = job.dst.len;
-                    let piece = job.dst.piece_bytes();
-                    (0..len.div_ceil(piece)).map(move |p| {
-                        let at = p * piece;
-                        let bytes = piece.min(len - at);
-                        Piece {
-                            src: job.src + at as u64,
-                            dst: job.dst.offset(at, bytes),
-                            // only the first piece needs to wait: the stream keeps order
-                            ready: if p == 0 { job.ready } else { None },
-                        }
-                    })
-                })
-                .collect()
-        })
-        .collect();
     let mut in_flight: Vec<VecDeque<(usize, HostDst)>> =
         lanes.iter().map(|_| VecDeque::new()).collect();
     let mut stats = DownloadStats::default();
@@ -210,14 +245,8 @@ pub(super) fn download(
                 lane.stream.wait(ready)?;
             }
             // SAFETY: the slot is free (finished above or never used in this call) and holds at
-            // least the piece's bytes; the source range is a live device allocation.
-            unsafe {
-                lane.stream.copy_dtoh(
-                    lane.ring.slots[slot].as_mut_ptr(),
-                    piece.src,
-                    piece.dst.len,
-                )?;
-            }
+            // least the piece's bytes (a piece is at most a slot).
+            unsafe { lane.stream.copy_dtoh(lane.ring.slots[slot].as_mut_ptr(), piece.src)? };
             lane.ring.done[slot].record(lane.stream)?;
             in_flight[lane_index].push_back((slot, piece.dst));
         }

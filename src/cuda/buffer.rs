@@ -1,0 +1,441 @@
+//! Typed device memory: allocations that know their element type, length and GPU, and the
+//! borrowed ranges of them that kernels and copies take.
+//!
+//! A [`DeviceBuffer<T>`] owns `len` elements of `T` on one GPU (its context), is counted by its
+//! committer's [`Gauge`] and is freed on drop. [`DeviceSlice`] and [`DeviceSliceMut`] are
+//! borrowed ranges of one, bounds-checked when cut ([`GpuError::Device`] rather than a panic), so
+//! no code offsets raw device addresses: a kernel launch (`kernels`) or a copy (`driver::Stream`)
+//! takes these views, and reads the raw address only where it hands it to the driver.
+//!
+//! cudarc's `CudaSlice` is not used: it allocates stream-ordered (`cuMemAllocAsync`, freed on
+//! one stream), records an event on every use for its implicit synchronization and has no hook
+//! for the gauge; the pipeline orders its three streams itself with explicit events.
+
+use std::{
+    marker::PhantomData,
+    ops::{Bound, Range, RangeBounds},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+};
+
+use cudarc::driver::{
+    result::{self, DriverError},
+    sys, CudaContext,
+};
+use miden_crypto::Felt;
+
+use super::driver::{bind, device_error, DriverResult};
+use crate::{backend::Backend, error::GpuError, hash::Digest};
+
+// ELEMENTS
+// ================================================================================================
+
+/// A type whose values live in device memory as plain bytes.
+///
+/// # Safety
+/// Implementors are plain data: no padding, every bit pattern a valid value, alignment at most
+/// 8 (device allocations and pinned slots are aligned far beyond that), so that bytes may be
+/// copied between host and device memory freely.
+pub(super) unsafe trait DeviceElement: Copy + Send + Sync + 'static {
+    /// The CUDA type a kernel reads one word of this element as (`u64`, `u32` or `u8`); an
+    /// element is one or more such words (what the kernels' signature test compares).
+    #[cfg(test)]
+    const CUDA_WORD: &'static str;
+}
+
+// SAFETY: plain integers.
+unsafe impl DeviceElement for u8 {
+    #[cfg(test)]
+    const CUDA_WORD: &'static str = "u8";
+}
+// SAFETY: plain integers.
+unsafe impl DeviceElement for u32 {
+    #[cfg(test)]
+    const CUDA_WORD: &'static str = "u32";
+}
+// SAFETY: plain integers.
+unsafe impl DeviceElement for u64 {
+    #[cfg(test)]
+    const CUDA_WORD: &'static str = "u64";
+}
+// SAFETY: a `Felt` is its Montgomery word (size and alignment 8, asserted in `cuda`); the
+// kernels read and write that word.
+unsafe impl DeviceElement for Felt {
+    #[cfg(test)]
+    const CUDA_WORD: &'static str = "u64";
+}
+// SAFETY: `Digest` is `repr(transparent)` over `[u64; 4]`.
+unsafe impl DeviceElement for Digest {
+    #[cfg(test)]
+    const CUDA_WORD: &'static str = "u64";
+}
+
+/// An element made of whole 64-bit words, which a kernel may read word by word.
+///
+/// # Safety
+/// `size_of::<Self>() == 8 * WORDS` and the element is its words in order.
+pub(super) unsafe trait Words: DeviceElement {
+    /// 64-bit words per element.
+    const WORDS: usize;
+}
+
+// SAFETY: one word.
+unsafe impl Words for u64 {
+    const WORDS: usize = 1;
+}
+// SAFETY: one Montgomery word.
+unsafe impl Words for Felt {
+    const WORDS: usize = 1;
+}
+// SAFETY: four words.
+unsafe impl Words for Digest {
+    const WORDS: usize = 4;
+}
+
+// GAUGE AND ALLOCATOR
+// ================================================================================================
+
+/// The device bytes one committer's buffers hold on one GPU, and the most they have held at
+/// once: every [`DeviceBuffer`] allocated through an [`Allocator`] counts here until it is
+/// freed, whatever it serves (pipeline buffers, twiddle tables, resident polynomials, a stage's
+/// working buffers).
+#[derive(Debug, Default)]
+pub(super) struct Gauge {
+    held: AtomicU64,
+    peak: AtomicU64,
+}
+
+impl Gauge {
+    /// Bytes held now.
+    pub(super) fn held(&self) -> u64 {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    /// The most bytes held at once.
+    pub(super) fn peak(&self) -> u64 {
+        self.peak.load(Ordering::SeqCst)
+    }
+
+    fn add(&self, bytes: u64) {
+        let held = self.held.fetch_add(bytes, Ordering::SeqCst) + bytes;
+        self.peak.fetch_max(held, Ordering::SeqCst);
+    }
+
+    fn sub(&self, bytes: u64) {
+        self.held.fetch_sub(bytes, Ordering::SeqCst);
+    }
+}
+
+/// Where a committer allocates on one GPU: the device's context and the committer's gauge.
+pub(super) struct Allocator {
+    pub ctx: Arc<CudaContext>,
+    pub gauge: Arc<Gauge>,
+}
+
+// BUFFERS
+// ================================================================================================
+
+/// `len` elements of `T` on one GPU, counted by its allocator's gauge, freed on drop.
+pub(super) struct DeviceBuffer<T> {
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    /// Bytes allocated: `len` elements, at least 1 byte.
+    bytes: usize,
+    ctx: Arc<CudaContext>,
+    gauge: Arc<Gauge>,
+    _elements: PhantomData<T>,
+}
+
+impl<T: DeviceElement> DeviceBuffer<T> {
+    /// Allocates `len` elements (at least 1 byte) on `alloc`'s device; out of memory is
+    /// [`GpuError::OutOfMemory`].
+    pub(super) fn new(alloc: &Allocator, len: usize) -> DriverResult<Self> {
+        let needed = len.checked_mul(size_of::<T>()).ok_or(GpuError::OutOfMemory {
+            memory: "device",
+            needed: u64::MAX,
+            available: 0,
+        })?;
+        bind(&alloc.ctx)?;
+        let bytes = needed.max(1);
+        match unsafe { result::malloc_sync(bytes) } {
+            Ok(ptr) => {
+                alloc.gauge.add(bytes as u64);
+                Ok(Self {
+                    ptr,
+                    len,
+                    bytes,
+                    ctx: alloc.ctx.clone(),
+                    gauge: alloc.gauge.clone(),
+                    _elements: PhantomData,
+                })
+            },
+            Err(DriverError(sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY)) => {
+                let available = result::mem_get_info().map(|(free, _)| free as u64).unwrap_or(0);
+                Err(GpuError::OutOfMemory { memory: "device", needed: bytes as u64, available })
+            },
+            Err(e) => Err(device_error("cuMemAlloc", e)),
+        }
+    }
+
+    /// Elements held.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Bytes allocated.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Every element, to read.
+    pub(super) fn as_slice(&self) -> DeviceSlice<'_, T> {
+        DeviceSlice { ptr: self.ptr, len: self.len, ctx: &self.ctx, _elements: PhantomData }
+    }
+
+    /// Every element, to write.
+    pub(super) fn as_slice_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        DeviceSliceMut { ptr: self.ptr, len: self.len, ctx: &self.ctx, _elements: PhantomData }
+    }
+
+    /// Elements `range`, to read; [`GpuError::Device`] if it exceeds the buffer.
+    pub(super) fn slice(&self, range: impl RangeBounds<usize>) -> DriverResult<DeviceSlice<'_, T>> {
+        self.as_slice().slice(range)
+    }
+
+    /// Elements `range`, to write; [`GpuError::Device`] if it exceeds the buffer.
+    pub(super) fn slice_mut(
+        &mut self,
+        range: impl RangeBounds<usize>,
+    ) -> DriverResult<DeviceSliceMut<'_, T>> {
+        self.as_slice_mut().into_slice(range)
+    }
+}
+
+impl<T> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        if bind(&self.ctx).is_ok() {
+            let _ = unsafe { result::free_sync(self.ptr) };
+        }
+        self.gauge.sub(self.bytes as u64);
+    }
+}
+
+// SAFETY: the allocation is plain device memory owned by this value.
+unsafe impl<T> Send for DeviceBuffer<T> {}
+unsafe impl<T> Sync for DeviceBuffer<T> {}
+
+// SLICES
+// ================================================================================================
+
+/// A borrowed range of a [`DeviceBuffer`], to read (a kernel's `const T*`, a copy's source).
+#[derive(Clone, Copy)]
+pub(super) struct DeviceSlice<'a, T> {
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    ctx: &'a Arc<CudaContext>,
+    _elements: PhantomData<&'a [T]>,
+}
+
+/// A borrowed range of a [`DeviceBuffer`], to write (a kernel's `T*`, a copy's destination).
+pub(super) struct DeviceSliceMut<'a, T> {
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    ctx: &'a Arc<CudaContext>,
+    _elements: PhantomData<&'a mut [T]>,
+}
+
+/// `range` within `len` elements, or [`GpuError::Device`] naming it.
+fn bounds(range: impl RangeBounds<usize>, len: usize) -> DriverResult<Range<usize>> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => Some(s),
+        Bound::Excluded(&s) => s.checked_add(1),
+        Bound::Unbounded => Some(0),
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1),
+        Bound::Excluded(&e) => Some(e),
+        Bound::Unbounded => Some(len),
+    };
+    match (start, end) {
+        (Some(start), Some(end)) if start <= end && end <= len => Ok(start..end),
+        _ => Err(GpuError::Device {
+            backend: Backend::Cuda,
+            message: format!(
+                "device range {:?}..{:?} out of bounds of {len} elements",
+                range.start_bound(),
+                range.end_bound()
+            ),
+        }),
+    }
+}
+
+impl<'a, T: DeviceElement> DeviceSlice<'a, T> {
+    /// Elements in the range.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The context of the GPU that holds the range.
+    pub(super) fn ctx(&self) -> &'a Arc<CudaContext> {
+        self.ctx
+    }
+
+    /// The device address of the first element, for the driver.
+    pub(super) fn device_ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    /// Elements `range` of this range; [`GpuError::Device`] if it exceeds it.
+    pub(super) fn slice(self, range: impl RangeBounds<usize>) -> DriverResult<Self> {
+        let Range { start, end } = bounds(range, self.len)?;
+        Ok(Self { ptr: self.ptr + (start * size_of::<T>()) as u64, len: end - start, ..self })
+    }
+
+    /// The same memory as bytes (for transfers).
+    pub(super) fn as_bytes(self) -> DeviceSlice<'a, u8> {
+        DeviceSlice {
+            ptr: self.ptr,
+            len: self.len * size_of::<T>(),
+            ctx: self.ctx,
+            _elements: PhantomData,
+        }
+    }
+}
+
+impl<'a, T: Words> DeviceSlice<'a, T> {
+    /// The same memory as 64-bit words (for kernels that gather words of any element).
+    pub(super) fn as_words(self) -> DeviceSlice<'a, u64> {
+        DeviceSlice {
+            ptr: self.ptr,
+            len: self.len * T::WORDS,
+            ctx: self.ctx,
+            _elements: PhantomData,
+        }
+    }
+}
+
+impl<'a, T: DeviceElement> DeviceSliceMut<'a, T> {
+    /// Elements in the range.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The context of the GPU that holds the range.
+    pub(super) fn ctx(&self) -> &'a Arc<CudaContext> {
+        self.ctx
+    }
+
+    /// The device address of the first element, for the driver.
+    pub(super) fn device_ptr(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    /// A shorter-lived write view of the same range (to pass on while keeping this one).
+    pub(super) fn reborrow(&mut self) -> DeviceSliceMut<'_, T> {
+        DeviceSliceMut { ptr: self.ptr, len: self.len, ctx: self.ctx, _elements: PhantomData }
+    }
+
+    /// The same range, to read.
+    pub(super) fn as_slice(&self) -> DeviceSlice<'_, T> {
+        DeviceSlice { ptr: self.ptr, len: self.len, ctx: self.ctx, _elements: PhantomData }
+    }
+
+    /// Elements `range` of this range; [`GpuError::Device`] if it exceeds it.
+    pub(super) fn into_slice(self, range: impl RangeBounds<usize>) -> DriverResult<Self> {
+        let Range { start, end } = bounds(range, self.len)?;
+        Ok(Self { ptr: self.ptr + (start * size_of::<T>()) as u64, len: end - start, ..self })
+    }
+
+    /// Elements `range` of this range, borrowed from it; [`GpuError::Device`] if it exceeds it.
+    pub(super) fn slice_mut(
+        &mut self,
+        range: impl RangeBounds<usize>,
+    ) -> DriverResult<DeviceSliceMut<'_, T>> {
+        self.reborrow().into_slice(range)
+    }
+
+    /// The elements before `mid` and those from it, two disjoint write views;
+    /// [`GpuError::Device`] if `mid` exceeds the range.
+    pub(super) fn split_at(self, mid: usize) -> DriverResult<(Self, Self)> {
+        bounds(..mid, self.len)?;
+        let high = Self {
+            ptr: self.ptr + (mid * size_of::<T>()) as u64,
+            len: self.len - mid,
+            ctx: self.ctx,
+            _elements: PhantomData,
+        };
+        Ok((Self { len: mid, ..self }, high))
+    }
+
+    /// The same memory as bytes (for transfers).
+    pub(super) fn into_bytes(self) -> DeviceSliceMut<'a, u8> {
+        DeviceSliceMut {
+            ptr: self.ptr,
+            len: self.len * size_of::<T>(),
+            ctx: self.ctx,
+            _elements: PhantomData,
+        }
+    }
+}
+
+// SCRATCH
+// ================================================================================================
+
+/// A reusable device buffer that grows to the largest length asked of it.
+pub(super) struct Scratch<T>(Option<DeviceBuffer<T>>);
+
+impl<T> Default for Scratch<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<T: DeviceElement> Scratch<T> {
+    /// A buffer of at least `len` elements, reallocated only when too small.
+    pub(super) fn get(
+        &mut self,
+        alloc: &Allocator,
+        len: usize,
+    ) -> DriverResult<&mut DeviceBuffer<T>> {
+        if self.0.as_ref().is_none_or(|buffer| buffer.len() < len) {
+            self.0 = None; // free first: the old and new buffers need not fit together
+            self.0 = Some(DeviceBuffer::new(alloc, len)?);
+        }
+        self.current_mut()
+    }
+
+    /// The buffer as last sized by [`Self::get`]; [`GpuError::Device`] if there is none.
+    pub(super) fn current(&self) -> DriverResult<&DeviceBuffer<T>> {
+        self.0.as_ref().ok_or_else(unsized_scratch)
+    }
+
+    /// The buffer as last sized by [`Self::get`], to write; [`GpuError::Device`] if there is
+    /// none.
+    pub(super) fn current_mut(&mut self) -> DriverResult<&mut DeviceBuffer<T>> {
+        self.0.as_mut().ok_or_else(unsized_scratch)
+    }
+
+    /// Bytes held now.
+    pub(super) fn bytes(&self) -> usize {
+        self.0.as_ref().map_or(0, DeviceBuffer::bytes)
+    }
+
+    /// Frees the buffer (the next `get` allocates anew).
+    pub(super) fn release(&mut self) {
+        self.0 = None;
+    }
+
+    /// Hands the buffer over to the caller (the next `get` allocates anew).
+    pub(super) fn take(&mut self) -> Option<DeviceBuffer<T>> {
+        self.0.take()
+    }
+}
+
+fn unsized_scratch() -> GpuError {
+    GpuError::Device {
+        backend: Backend::Cuda,
+        message: "a device buffer was used before it was allocated".into(),
+    }
+}
