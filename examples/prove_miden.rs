@@ -132,8 +132,8 @@ fn run(args: &Args, times: &SpanTimes) -> Result<(), String> {
     let mut committers = Vec::new();
     for backend in backends {
         let start = Instant::now();
-        let options = BackendOptions { backend, ..from_env.clone() };
-        let committer = options.create().map_err(|e| e.to_string())?;
+        let backend_options = BackendOptions { backend, ..from_env.clone() };
+        let committer = backend_options.create().map_err(|e| e.to_string())?;
         prove(&program, iterations_for(&program, 12)?, &options, committer.clone())?;
         println!(
             "backend {} on {}: created and warmed up in {:.1?}",

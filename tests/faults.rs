@@ -15,18 +15,18 @@ use common::fib::{FibProver, FibTrace};
 use miden_crypto::hash::rpo::Rpo256;
 use miden_gpu::{
     faults::{Fault, FaultyCommitter},
-    Backend, Felt, GpuCommitter, GpuError, GpuProver, GpuTraceLde,
+    Backend, BackendOptions, Felt, GpuCommitter, GpuError, GpuProver, GpuTraceLde,
 };
 use winter_air::{BatchingMethod, FieldExtension, PartitionOptions, ProofOptions, TraceInfo};
 use winter_math::{fft, fields::QuadExtension, StarkField};
 use winter_prover::{Prover, StarkDomain, Trace};
 
 fn backend() -> Arc<dyn GpuCommitter> {
-    match Backend::from_env().expect("MIDEN_GPU_BACKEND") {
-        Backend::Auto => Backend::Cpu.create(),
-        backend => backend.create(),
+    let mut options = BackendOptions::from_env().expect("MIDEN_GPU_* variables");
+    if options.backend == Backend::Auto {
+        options.backend = Backend::Cpu;
     }
-    .expect("backend under test")
+    options.create().expect("backend under test")
 }
 
 fn options() -> ProofOptions {

@@ -10,11 +10,11 @@ use miden_gpu::{Backend, BackendOptions, GpuCommitter, HashFunction};
 use proptest::prelude::*;
 
 fn committer() -> std::sync::Arc<dyn GpuCommitter> {
-    match BackendOptions::from_env().expect("MIDEN_GPU_BACKEND").backend {
-        Backend::Auto => Backend::Cpu.create(),
-        backend => backend.create(),
+    let mut options = BackendOptions::from_env().expect("MIDEN_GPU_* variables");
+    if options.backend == Backend::Auto {
+        options.backend = Backend::Cpu;
     }
-    .expect("backend under test")
+    options.create().expect("backend under test")
 }
 
 /// The hash functions of the backend under test: all of them on the CPU.

@@ -11,7 +11,7 @@ use miden_assembly::Assembler;
 use miden_gpu::{
     compare_proofs,
     miden::{self, programs},
-    Backend, Felt, ProofMatch,
+    Backend, BackendOptions, Felt, ProofMatch,
 };
 use miden_processor::{AdviceInputs, DefaultHost, Program, StackInputs, StackOutputs};
 use miden_prover::{ExecutionProof, HashFunction, ProvingOptions};
@@ -26,7 +26,7 @@ fn assemble(source: &str) -> Program {
 
 /// The backend the proofs run on: `MIDEN_GPU_BACKEND`, or the CPU.
 fn backend_under_test() -> Backend {
-    match Backend::from_env().expect("MIDEN_GPU_BACKEND") {
+    match BackendOptions::from_env().expect("MIDEN_GPU_BACKEND").backend {
         Backend::Auto => Backend::Cpu,
         backend => backend,
     }

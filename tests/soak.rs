@@ -6,16 +6,18 @@ mod common;
 
 use std::time::Instant;
 
-use miden_gpu::{Backend, Felt, HashFunction, PolyInput, RowHashing};
+use miden_gpu::{Backend, BackendOptions, Felt, HashFunction, PolyInput, RowHashing};
 
 #[test]
 #[ignore = "heavy; run on a GPU machine"]
 fn hundred_commitments_keep_memory_and_throughput() {
-    let committer = match Backend::from_env().expect("MIDEN_GPU_BACKEND") {
-        Backend::Auto => Backend::Cpu.create(),
-        backend => backend.create(),
-    }
-    .expect("backend under test");
+    let committer = {
+        let mut options = BackendOptions::from_env().expect("MIDEN_GPU_* variables");
+        if options.backend == Backend::Auto {
+            options.backend = Backend::Cpu;
+        }
+        options.create().expect("backend under test")
+    };
     let log_rows: u32 =
         std::env::var("MIDEN_GPU_SOAK_LOG_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(16);
     let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(42);

@@ -107,12 +107,12 @@ impl ProveCmd {
         let mut host = loaded.host()?;
         let assembled = start.elapsed();
 
-        let mut options = BackendOptions::from_env()?;
-        if let Some(backend) = self.backend {
-            options.backend = backend;
+        let mut backend = BackendOptions::from_env()?;
+        if let Some(name) = self.backend {
+            backend.backend = name;
         }
-        progress.stage(format!("starting the {} backend", options.backend));
-        let committer = options.create()?;
+        progress.stage(format!("starting the {} backend", backend.backend));
+        let committer = backend.create()?;
         let started = start.elapsed();
 
         progress.stage("executing the program");
