@@ -20,10 +20,7 @@
 
 use miden_crypto::Felt;
 use rayon::prelude::*;
-use winter_math::{
-    fields::{CubeExtension, QuadExtension},
-    FieldElement,
-};
+use winter_math::FieldElement;
 
 use crate::{
     backend::Backend,
@@ -97,14 +94,16 @@ impl EvaluateRequest<'_> {
 }
 
 /// Coefficients per block of a backend's evaluation (fewer for shorter polynomials).
-pub const EVALUATION_BLOCK: usize = 1024;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub(crate) const EVALUATION_BLOCK: usize = 1024;
 
 /// Joins a backend's block values into each column's values at the two points: `partials`
 /// holds, for column `c`, block `b` (of `block_len` coefficients) and point `p`, `degree`
 /// components at `((c·blocks + b)·2 + p)·degree`, the block's polynomial at the point; the
 /// value is `Σ_b partial_b·x^(b·block_len)`, by Horner's rule over the blocks. Returns, for
 /// column `c` and point `p`, `degree` components at `(c·2 + p)·degree`.
-pub fn join_blocks(
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub(crate) fn join_blocks(
     partials: &[Felt],
     points: &[Felt],
     poly_len: usize,
@@ -114,11 +113,16 @@ pub fn join_blocks(
     let blocks = poly_len / block_len;
     match degree {
         1 => join_blocks_in::<Felt>(partials, points, blocks, block_len),
-        2 => join_blocks_in::<QuadExtension<Felt>>(partials, points, blocks, block_len),
-        _ => join_blocks_in::<CubeExtension<Felt>>(partials, points, blocks, block_len),
+        2 => join_blocks_in::<winter_math::fields::QuadExtension<Felt>>(
+            partials, points, blocks, block_len,
+        ),
+        _ => join_blocks_in::<winter_math::fields::CubeExtension<Felt>>(
+            partials, points, blocks, block_len,
+        ),
     }
 }
 
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 fn join_blocks_in<E: FieldElement<BaseField = Felt>>(
     partials: &[Felt],
     points: &[Felt],

@@ -205,7 +205,7 @@ pub trait KeptLayers: Send + Sync {
 /// `leaves` leaves in Winterfell's layout (node `i`'s children are `2i` and `2i + 1`, the
 /// leaves below `leaves`): the sibling of each node from the leaves' parent up to the root's
 /// children.
-pub fn path_indices(p: usize, leaves: usize) -> impl Iterator<Item = usize> {
+pub(crate) fn path_indices(p: usize, leaves: usize) -> impl Iterator<Item = usize> {
     std::iter::successors(Some((p + leaves) >> 1), |&i| Some(i >> 1))
         .take_while(|&i| i > 1)
         .map(|i| i ^ 1)
