@@ -88,7 +88,8 @@ fn create_cuda() -> Result<Arc<dyn GpuCommitter>> {
 
 #[cfg(feature = "wgpu")]
 fn create_wgpu() -> Result<Arc<dyn GpuCommitter>> {
-    Ok(Arc::new(crate::wgpu::WgpuCommitter::new()?))
+    let options = crate::wgpu::WgpuOptions::from_env();
+    Ok(Arc::new(crate::wgpu::WgpuCommitter::with_options(options)?))
 }
 
 #[cfg(not(feature = "wgpu"))]
@@ -100,7 +101,7 @@ fn create_wgpu() -> Result<Arc<dyn GpuCommitter>> {
 /// slower than the CPU backend. The adapter's type is read before a device is opened.
 #[cfg(feature = "wgpu")]
 fn create_hardware_wgpu() -> Result<Arc<dyn GpuCommitter>> {
-    let adapter = crate::wgpu::AdapterSummary::find()?;
+    let adapter = crate::wgpu::AdapterSummary::find(&crate::wgpu::WgpuOptions::from_env())?;
     if adapter.software {
         return Err(GpuError::BackendUnavailable {
             backend: Backend::Wgpu,

@@ -58,17 +58,19 @@ impl From<miden_gpu::cuda::StageTimes> for DeviceTimes {
     }
 }
 
-#[cfg(feature = "wgpu")]
-impl From<miden_gpu::wgpu::StageTimes> for DeviceTimes {
-    fn from(t: miden_gpu::wgpu::StageTimes) -> Self {
+/// The backend-neutral stage times of `GpuCommitter::last_stage_times` (wgpu's).
+impl From<miden_gpu::StageTimes> for DeviceTimes {
+    fn from(t: miden_gpu::StageTimes) -> Self {
         Self {
-            gpu: "wgpu".into(),
+            gpu: t.device,
             interpolate_ms: t.interpolate_ms.into(),
             lde_ms: t.lde_ms.into(),
             hash_ms: t.hash_ms.into(),
             tree_ms: t.tree_ms.into(),
-            rows_ms: Some(t.rows_ms.into()),
-            ..Self::default()
+            rows_ms: t.rows_ms.map(Into::into),
+            upload_lde_ms: t.upload_lde_ms.map(Into::into),
+            exchange_ms: t.exchange_ms.map(Into::into),
+            passes: Some(t.passes),
         }
     }
 }

@@ -28,14 +28,15 @@ use super::{
     ntt::record_dif,
     shaders::saved_bytes,
     sizes::{Sizes, DIGEST_BYTES, FELT_BYTES},
-    timestamps::{Stage, StageTimes},
+    timestamps::Stage,
     upload::{upload, Write},
     Engine,
 };
 use crate::{
     committer::{CommitRequest, Commitment, LdeRows, PolyInput, Shape},
     error::{GpuError, Result},
-    host::zeroed_host,
+    host::{zeroed_host, HostOptions},
+    stage_times::StageTimes,
 };
 
 /// Staging buffers of a commitment's download stream. The first coset's rows reach every page of
@@ -149,8 +150,10 @@ pub(super) fn commit(
         // The host allocates the outputs on another thread while the device works; the stream
         // takes them when the first download arrives.
         let with_polys = values.is_some() && host_polys;
+        let host = engine.host;
         let allocation = scope.spawn(move || {
-            info_span!("wgpu.host_alloc").in_scope(|| commit_sinks(&shape, with_polys, layout))
+            info_span!("wgpu.host_alloc")
+                .in_scope(|| commit_sinks(&shape, with_polys, layout, &host))
         });
 
         if let Some(timer) = engine.timer {
@@ -326,14 +329,19 @@ fn download_bytes(shape: &Shape, with_polys: bool) -> u64 {
 
 /// The host outputs of a commitment: the polynomials (if the device computes them), the LDE
 /// rows, the leaves and the tree levels above leaves stored in `layout`.
-fn commit_sinks(shape: &Shape, with_polys: bool, layout: Layout) -> Result<Sinks> {
+fn commit_sinks(
+    shape: &Shape,
+    with_polys: bool,
+    layout: Layout,
+    host: &HostOptions,
+) -> Result<Sinks> {
     let mut sinks = Sinks::default();
     if with_polys {
-        sinks.reserve_columns(shape.num_cols, shape.poly_len)?;
+        sinks.reserve_columns(shape.num_cols, shape.poly_len, host)?;
     }
-    sinks.felts.push(zeroed_host(shape.lde_len * shape.row_width)?);
-    sinks.digests.push(zeroed_host(shape.lde_len)?);
-    sinks.digests.push(zeroed_host(shape.lde_len)?);
+    sinks.felts.push(zeroed_host(shape.lde_len * shape.row_width, host)?);
+    sinks.digests.push(zeroed_host(shape.lde_len, host)?);
+    sinks.digests.push(zeroed_host(shape.lde_len, host)?);
     let (groups, group_len) = (layout.groups as usize, layout.group_len as usize);
     sinks.records.push(RecordSink {
         store: Store::Felts(0),

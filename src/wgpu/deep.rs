@@ -135,7 +135,7 @@ pub(super) fn evaluate(
     let out = Chunked::new(engine.pool, device, total_cols * blocks, 2 * d * FELT_BYTES, out_part);
     let values = (total_cols * blocks * 2 * d) as usize;
     let mut sinks = Sinks::default();
-    sinks.felts.push(zeroed_host(values)?);
+    sinks.felts.push(zeroed_host(values, &engine.host)?);
     sinks.records.push(RecordSink {
         store: Store::Felts(0),
         start: 0,
@@ -207,7 +207,7 @@ pub(super) fn combine(
     let sum_part = 1u64 << (engine.sizes.felts() / d).ilog2();
     let sum = Chunked::new(engine.pool, device, n, d * FELT_BYTES, sum_part);
     let mut sinks = Sinks::default();
-    sinks.felts.push(zeroed_host(poly_len * d as usize)?);
+    sinks.felts.push(zeroed_host(poly_len * d as usize, &engine.host)?);
     sinks.records.push(RecordSink {
         store: Store::Felts(0),
         start: 0,

@@ -15,7 +15,11 @@ use super::{
     context::device_error,
     Engine,
 };
-use crate::{error::Result, hash::Digest, host::reserve_host};
+use crate::{
+    error::Result,
+    hash::Digest,
+    host::{reserve_host, HostOptions},
+};
 
 /// Records per parallel task when scattering downloaded records.
 const MIN_RECORDS_PER_TASK: usize = 256;
@@ -82,8 +86,8 @@ impl Sinks {
     /// [`Target::Columns`] downloads fill in order. Nothing is written here: zeroing memory that
     /// the downloads overwrite (recycled heap memory, which the allocator must clear) cost a
     /// commitment tens of milliseconds on the thread the first delivery waits for.
-    pub fn reserve_columns(&mut self, count: usize, len: usize) -> Result<()> {
-        self.columns = (0..count).map(|_| reserve_host(len)).collect::<Result<_>>()?;
+    pub fn reserve_columns(&mut self, count: usize, len: usize, host: &HostOptions) -> Result<()> {
+        self.columns = (0..count).map(|_| reserve_host(len, host)).collect::<Result<_>>()?;
         self.column_len = len;
         Ok(())
     }
@@ -414,11 +418,16 @@ impl<'e, 's> Stream<'e, 's> {
         let staging = &self.staging[flight.slot];
         let mut delivered = made;
         if let Some(sinks) = self.sinks.as_mut().filter(|_| delivered.is_ok()) {
-            let view = staging.get_mapped_range(0..flight.used);
-            delivered = flight.pieces.iter().try_for_each(|piece| {
-                let bytes = &view[piece.offset as usize..(piece.offset + piece.size) as usize];
-                sinks.deliver(piece.target, bytes)
-            });
+            delivered = staging
+                .get_mapped_range(0..flight.used)
+                .map_err(|e| device_error(format!("reading a download: {e}")))
+                .and_then(|view| {
+                    flight.pieces.iter().try_for_each(|piece| {
+                        let bytes =
+                            &view[piece.offset as usize..(piece.offset + piece.size) as usize];
+                        sinks.deliver(piece.target, bytes)
+                    })
+                });
         }
         staging.unmap();
         delivered
@@ -549,7 +558,7 @@ mod tests {
     #[test]
     fn columns_fill_in_order_and_refuse_gaps_and_overruns() {
         let mut sinks = Sinks::default();
-        sinks.reserve_columns(2, 3).unwrap();
+        sinks.reserve_columns(2, 3, &HostOptions::default()).unwrap();
         // one piece across the boundary of the two columns
         sinks.deliver(Target::Columns { first: 0 }, &bytes(&[11, 12, 13, 21])).unwrap();
         assert!(sinks.check_columns().is_err(), "a column is still short");

@@ -33,7 +33,7 @@ use crate::{
         LayerOpening,
     },
     hash::Digest,
-    host::zeroed_host,
+    host::{zeroed_host, HostOptions},
 };
 
 /// Sink indices of a layer's downloads: rows, leaves, then the tree levels.
@@ -258,14 +258,19 @@ fn commit_layer(
     let leaf_digests = sinks.digests.pop().unwrap_or_default();
     let row_major = sinks.felts.pop().unwrap_or_default();
     let columns = info_span!("wgpu.fri.columns")
-        .in_scope(|| transpose(&row_major, rows as usize, width as usize))?;
+        .in_scope(|| transpose(&row_major, rows as usize, width as usize, &engine.host))?;
     let host = FriLayer { columns, num_rows: rows as usize, leaves: leaf_digests, nodes };
     Ok(Committed { root: host.root(), host: Some(host), leaves, levels })
 }
 
 /// Column-major `columns` of [`FriLayer`] from `num_rows` row-major rows of `width` elements.
-fn transpose(rows: &[Felt], num_rows: usize, width: usize) -> Result<Vec<Felt>> {
-    let mut columns = zeroed_host(rows.len())?;
+fn transpose(
+    rows: &[Felt],
+    num_rows: usize,
+    width: usize,
+    host: &HostOptions,
+) -> Result<Vec<Felt>> {
+    let mut columns = zeroed_host(rows.len(), host)?;
     columns.par_chunks_mut(num_rows).enumerate().for_each(|(c, column)| {
         for (i, value) in column.iter_mut().enumerate() {
             *value = rows[i * width + c];
@@ -281,18 +286,19 @@ fn transpose(rows: &[Felt], num_rows: usize, width: usize) -> Result<Vec<Felt>> 
 /// when the layers are kept on the device.
 fn layer_stream<'e>(engine: &'e Engine<'e>, layer: &Layer, keep: bool) -> Stream<'e, 'static> {
     let (rows, width) = (layer.rows() as usize, layer.width() as usize);
+    let host = engine.host;
     Stream::new(
         engine,
         Box::new(move || {
             let mut sinks = Sinks::default();
             if keep {
-                sinks.digests.push(zeroed_host(1)?);
+                sinks.digests.push(zeroed_host(1, &host)?);
                 sinks.records.push(natural_sink(Store::Digests(0), 4, 1));
                 return Ok(sinks);
             }
-            sinks.felts.push(zeroed_host(rows * width)?);
-            sinks.digests.push(zeroed_host(rows)?);
-            sinks.digests.push(zeroed_host(rows)?);
+            sinks.felts.push(zeroed_host(rows * width, &host)?);
+            sinks.digests.push(zeroed_host(rows, &host)?);
+            sinks.digests.push(zeroed_host(rows, &host)?);
             sinks.records.push(natural_sink(Store::Felts(0), width, rows));
             sinks.records.push(natural_sink(Store::Digests(0), 4, rows));
             push_level_sinks(&mut sinks, Store::Digests(1), rows, Layout::new(rows as u64, 1));
@@ -304,11 +310,12 @@ fn layer_stream<'e>(engine: &'e Engine<'e>, layer: &Layer, keep: bool) -> Stream
 /// A stream delivering the remainder `layer` (one slot per row) in natural order.
 fn remainder_stream<'e>(engine: &'e Engine<'e>, layer: &Layer) -> Stream<'e, 'static> {
     let (rows, width) = (layer.rows() as usize, layer.width() as usize);
+    let host = engine.host;
     Stream::new(
         engine,
         Box::new(move || {
             let mut sinks = Sinks::default();
-            sinks.felts.push(zeroed_host(rows * width)?);
+            sinks.felts.push(zeroed_host(rows * width, &host)?);
             sinks.records.push(natural_sink(Store::Felts(0), width, rows));
             Ok(sinks)
         }),
@@ -373,7 +380,7 @@ impl KeptLayers for WgpuKeptLayers {
         }
         let total: u64 = copies.iter().map(|c| c.2).sum();
         // invalid work is an error here, not a warning with zeros read back
-        self.device.push_error_scope(::wgpu::ErrorFilter::Validation);
+        let scope = self.device.push_error_scope(::wgpu::ErrorFilter::Validation);
         let staging = self.device.create_buffer(&::wgpu::BufferDescriptor {
             label: Some("miden-gpu fri openings"),
             size: total.max(8),
@@ -387,7 +394,7 @@ impl KeptLayers for WgpuKeptLayers {
             offset += bytes;
         }
         self.queue.submit([encoder.finish()]);
-        if let Some(error) = pollster::block_on(self.device.pop_error_scope()) {
+        if let Some(error) = pollster::block_on(scope.pop()) {
             return Err(device_error(format!("copying FRI openings: {error}")));
         }
         let (tx, rx) = std::sync::mpsc::channel();
@@ -401,7 +408,10 @@ impl KeptLayers for WgpuKeptLayers {
             .map_err(|_| device_error("the FRI openings' buffer was dropped".into()))?
             .map_err(|e| device_error(format!("reading FRI openings: {e}")))?;
         let words: Vec<u64> = {
-            let view = staging.slice(..).get_mapped_range();
+            let view = staging
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| device_error(format!("reading FRI openings: {e}")))?;
             view.chunks_exact(8)
                 .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
                 .collect()

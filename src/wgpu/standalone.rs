@@ -45,7 +45,7 @@ pub(super) fn hash_rows(
     let row_chunk = Chunked::new(engine.pool, device, rows_per_chunk, row_bytes, rows_per_chunk);
     let sponges = sponge_buffer(engine, hash, row_hashing, lde.num_cols, rows_per_chunk);
     let mut sinks = Sinks::default();
-    sinks.digests.push(zeroed_host(num_rows)?);
+    sinks.digests.push(zeroed_host(num_rows, &engine.host)?);
     sinks.records.push(RecordSink {
         store: Store::Digests(0),
         start: 0,
@@ -115,7 +115,7 @@ pub(super) fn build_tree(
     let levels = tree_levels(engine.pool, device, len, engine.sizes.digests());
     let layout = Layout::new(len, 1);
     let mut sinks = Sinks::default();
-    sinks.digests.push(zeroed_host(leaves.len())?);
+    sinks.digests.push(zeroed_host(leaves.len(), &engine.host)?);
     push_level_sinks(&mut sinks, Store::Digests(0), leaves.len(), layout);
     let mut stream = Stream::new(engine, Box::new(move || Ok(sinks)));
     let write = Write {
