@@ -43,6 +43,24 @@ struct DeepParams {
     _pad: u32,
 }
 
+/// The layout of this module's parameter structs, checked against their WGSL twins.
+#[cfg(test)]
+pub(super) fn params_layouts() -> Vec<super::params_layout::ParamsLayout> {
+    use super::params_layout::describe_params;
+    vec![describe_params!(DeepParams {
+        count,
+        first,
+        src,
+        col_degree,
+        degree,
+        init,
+        k,
+        x1,
+        block_len,
+        _pad,
+    })]
+}
+
 // RESIDENT POLYNOMIALS
 // ================================================================================================
 

@@ -32,6 +32,13 @@ struct MergeParams {
     dst_offset: u32,
 }
 
+/// The layout of this module's parameter structs, checked against their WGSL twins.
+#[cfg(test)]
+pub(super) fn params_layouts() -> Vec<super::params_layout::ParamsLayout> {
+    use super::params_layout::describe_params;
+    vec![describe_params!(MergeParams { count, log_group, left_offset, right_offset, dst_offset })]
+}
+
 /// The group-major layout of an array of `len` nodes: `groups` groups of `len / groups`.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Layout {

@@ -54,6 +54,8 @@ mod lde;
 mod merkle;
 mod ntt;
 mod options;
+#[cfg(test)]
+mod params_layout;
 mod pipelines;
 mod shaders;
 mod sizes;
