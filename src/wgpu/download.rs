@@ -1,7 +1,7 @@
-//! Downloads, pipelined with the device work: a [`Stream`] records work and copies into one of
-//! its staging buffers (two, or more for long streams); when one is full it is submitted and
-//! mapped, and once every buffer is submitted the oldest one's bytes are delivered to host memory
-//! while the device runs the newer submissions.
+//! Downloads, pipelined with the device work: a [`DownloadQueue`] records work and copies into
+//! one of its staging buffers (two, or more for long queues); when one is full it is submitted
+//! and mapped, and once every buffer is submitted the oldest one's bytes are delivered to host
+//! memory while the device runs the newer submissions.
 
 use std::{collections::VecDeque, mem::MaybeUninit, sync::mpsc};
 
@@ -69,7 +69,7 @@ impl Target {
     }
 }
 
-/// All host destinations of one call; the stream owns them until it is finished.
+/// All host destinations of one call; the download queue owns them until it is finished.
 #[derive(Default)]
 pub(super) struct Sinks {
     /// Polynomial coefficients, one vector per column (see [`Sinks::reserve_columns`]).
@@ -227,7 +227,7 @@ fn device_word(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(word)
 }
 
-// STREAM
+// DOWNLOAD QUEUE
 // ================================================================================================
 
 /// A piece of a staging buffer and where its bytes go.
@@ -250,7 +250,7 @@ struct InFlight {
 pub(super) type MakeSinks<'s> = Box<dyn FnOnce() -> Result<Sinks> + 's>;
 
 /// Records device work and downloads; see the module docs.
-pub(super) struct Stream<'e, 's> {
+pub(super) struct DownloadQueue<'e, 's> {
     engine: &'e Engine<'e>,
     sinks: Option<Sinks>,
     make_sinks: Option<MakeSinks<'s>>,
@@ -263,15 +263,15 @@ pub(super) struct Stream<'e, 's> {
     in_flight: VecDeque<InFlight>,
 }
 
-impl<'e, 's> Stream<'e, 's> {
-    /// A stream of two staging buffers whose downloads go to the sinks `make_sinks` returns; it
+impl<'e, 's> DownloadQueue<'e, 's> {
+    /// A queue of two staging buffers whose downloads go to the sinks `make_sinks` returns; it
     /// is called when the first download has arrived, so the host can prepare them while the
     /// device works.
     pub fn new(engine: &'e Engine<'e>, make_sinks: MakeSinks<'s>) -> Self {
         Self::with_buffers(engine, make_sinks, 2)
     }
 
-    /// A stream of `count` (at least 2) staging buffers: the device may run up to `count - 1`
+    /// A queue of `count` (at least 2) staging buffers: the device may run up to `count - 1`
     /// submissions ahead of the host's deliveries, so a stretch where delivering is slower than
     /// the device (fresh host pages faulting in) is absorbed by the stretches after it.
     pub fn with_buffers(engine: &'e Engine<'e>, make_sinks: MakeSinks<'s>, count: usize) -> Self {
@@ -452,7 +452,7 @@ impl<'e, 's> Stream<'e, 's> {
     }
 }
 
-impl Drop for Stream<'_, '_> {
+impl Drop for DownloadQueue<'_, '_> {
     /// After an error, leaves no staging buffer mapped when it goes back to the pool.
     fn drop(&mut self) {
         for flight in std::mem::take(&mut self.in_flight) {
@@ -468,14 +468,14 @@ impl Drop for Stream<'_, '_> {
 
 /// Downloads every part of `array`.
 pub(super) fn download_array(
-    stream: &mut Stream<'_, '_>,
+    downloads: &mut DownloadQueue<'_, '_>,
     array: &Chunked,
     record_bytes: u64,
     target: impl Fn(usize) -> Target,
 ) -> Result<()> {
     for p in 0..array.num_parts() {
         let (first, len) = array.part_range(p);
-        stream.download(
+        downloads.download(
             array.part(p),
             0,
             len * record_bytes,
@@ -506,34 +506,34 @@ impl<'a> SpareDownload<'a> {
     /// Records the download of a `1 / shares` share of the records left (rounded up), or of as
     /// many as the staging buffer being filled has room for if fewer: spread over the downloads
     /// of `shares` pieces of other work, the records add the same host work to each.
-    pub fn top_up(&mut self, stream: &mut Stream<'_, '_>, shares: u64) -> Result<()> {
+    pub fn top_up(&mut self, downloads: &mut DownloadQueue<'_, '_>, shares: u64) -> Result<()> {
         let share = (self.array.len - self.next).div_ceil(shares.max(1));
-        self.download(stream, self.next + share, |stream| stream.room())
+        self.download(downloads, self.next + share, |downloads| downloads.room())
     }
 
     /// Records the download of every record left.
-    pub fn finish(mut self, stream: &mut Stream<'_, '_>) -> Result<()> {
-        self.download(stream, self.array.len, |_| u64::MAX)
+    pub fn finish(mut self, downloads: &mut DownloadQueue<'_, '_>) -> Result<()> {
+        self.download(downloads, self.array.len, |_| u64::MAX)
     }
 
-    /// Records downloads up to record `end`, of at most `room(stream)` bytes at a time and
+    /// Records downloads up to record `end`, of at most `room(downloads)` bytes at a time and
     /// within one part each.
     fn download(
         &mut self,
-        stream: &mut Stream<'_, '_>,
+        downloads: &mut DownloadQueue<'_, '_>,
         end: u64,
-        room: impl Fn(&Stream<'_, '_>) -> u64,
+        room: impl Fn(&DownloadQueue<'_, '_>) -> u64,
     ) -> Result<()> {
         while self.next < end {
             let (buffer, offset) = self.array.locate(self.next);
             let in_part = (self.array.part_len - u64::from(offset)).min(end - self.next);
-            let take = in_part.min(room(stream) / self.record_bytes);
+            let take = in_part.min(room(downloads) / self.record_bytes);
             if take == 0 {
                 break;
             }
             let target = self.target.advance(self.next as usize);
             let rb = self.record_bytes;
-            stream.download(buffer, u64::from(offset) * rb, take * rb, rb, target)?;
+            downloads.download(buffer, u64::from(offset) * rb, take * rb, rb, target)?;
             self.next += take;
         }
         Ok(())

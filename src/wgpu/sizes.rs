@@ -18,7 +18,7 @@ pub(super) struct Sizes {
     /// The adapter's largest storage binding: a single row (a row chunk of one row) may exceed
     /// a forced small `chunk`, never this.
     pub binding: u64,
-    /// Bytes of each staging buffer of a download stream.
+    /// Bytes of each staging buffer of a download queue.
     pub staging: u64,
     /// Most permutations per row in one row-hashing dispatch.
     pub hash_events: u32,

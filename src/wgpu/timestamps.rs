@@ -168,7 +168,8 @@ impl Timer {
     }
 
     /// Ends the commitment's timing and reads its stage times, once its submissions are done
-    /// (the stream has finished). `None` if some pass was not timed or nothing was resolved.
+    /// (the download queue has finished). `None` if some pass was not timed or nothing was
+    /// resolved.
     pub fn finish(&self, ctx: &Context) -> Result<Option<StageTimes>> {
         let log = std::mem::take(&mut *self.log());
         let passes = log.stages.len();
