@@ -40,12 +40,11 @@ use crate::{
 };
 
 /// Staging buffers of a commitment's download queue. The first coset's rows reach every page of
-/// the fresh host vector of LDE rows, so its deliveries run at the speed of page faults (W1 on an
-/// H200: ~35 ms per row chunk against ~8 ms later, the device taking ~20 ms per chunk); with the
-/// device free to run several chunks ahead, the later cosets' slack absorbs that. W1 on an H200
-/// with 2, 3, 4 and 6 buffers of 256 MiB (means of two runs): RPO 0.851, 0.832, 0.816, 0.812 s;
-/// RPX 0.670, 0.662, 0.648, 0.627 s. The buffers stay in the engine's pool (1.5 GiB of
-/// host-visible memory at that size), so a commitment whose downloads fill fewer takes fewer.
+/// the fresh host vector of LDE rows, so its deliveries run at the speed of page faults, slower
+/// than the device produces row chunks, while later deliveries are faster than it; with the
+/// device free to run several chunks ahead, the later cosets' slack absorbs that, and each buffer
+/// up to six shortened a large commitment. The buffers stay in the engine's pool (1.5 GiB of
+/// host-visible memory at 256 MiB each), so a commitment whose downloads fill fewer takes fewer.
 const COMMIT_STAGING_BUFFERS: usize = 6;
 
 /// Sink indices of a commitment's records.

@@ -84,8 +84,8 @@ pub(super) struct Sinks {
 impl Sinks {
     /// Makes `count` empty columns with room for `len` coefficients each, which the
     /// [`Target::Columns`] downloads fill in order. Nothing is written here: zeroing memory that
-    /// the downloads overwrite (recycled heap memory, which the allocator must clear) cost a
-    /// commitment tens of milliseconds on the thread the first delivery waits for.
+    /// the downloads overwrite (recycled heap memory, which the allocator must clear) would delay
+    /// the thread the first delivery waits for.
     pub fn reserve_columns(&mut self, count: usize, len: usize, host: &HostOptions) -> Result<()> {
         self.columns = (0..count).map(|_| reserve_host(len, host)).collect::<Result<_>>()?;
         self.column_len = len;
