@@ -13,7 +13,8 @@
 //! - `timestamps`: device times of a commitment's stages from timestamp queries;
 //! - `commit`, `fri`, `standalone`: the orchestration of a whole commitment, of the FRI commit
 //!   phase (and the openings of the layers it keeps), and of the per-stage calls;
-//! - `deep`: polynomials kept after a commitment and the DEEP composition over them.
+//! - `deep`: polynomials kept after a commitment and the DEEP composition over them;
+//! - `params_layout` (tests only): each kernel's parameter struct checked against its WGSL twin.
 //!
 //! A commitment uploads the evaluations once and keeps everything on the device until the
 //! polynomials, LDE rows (already in `RowMatrix` layout), leaves and nodes come back. Arrays
