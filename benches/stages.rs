@@ -113,9 +113,10 @@ fn lde(c: &mut Criterion) {
     group.finish();
 
     #[cfg(feature = "wgpu")]
-    match miden_gpu::wgpu::WgpuCommitter::new() {
+    match miden_gpu::wgpu::WgpuCommitter::with_options(miden_gpu::wgpu::WgpuOptions::from_env()) {
         Ok(wgpu) if wgpu.can_time_stages() => device_lde(c, "wgpu", rows, &wgpu, || {
-            let t = wgpu.last_stage_times().expect("wgpu stage times");
+            let times = miden_gpu::GpuCommitter::last_stage_times(&wgpu);
+            let t = times.first().expect("wgpu stage times");
             t.interpolate_ms + t.lde_ms
         }),
         Ok(wgpu) => eprintln!(

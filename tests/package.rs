@@ -27,7 +27,7 @@ fn main() {
     };
     let cpu = CpuCommitter::new().commit(&request).expect("CPU commitment").root();
     println!("cpu root {cpu:?}");
-    if miden_gpu::wgpu::AdapterSummary::find().is_ok() {
+    if miden_gpu::wgpu::AdapterSummary::find(&Default::default()).is_ok() {
         let wgpu = miden_gpu::wgpu::WgpuCommitter::new().expect("wgpu backend");
         let root = wgpu.commit(&request).expect("wgpu commitment").root();
         assert_eq!(root, cpu, "wgpu root differs from the CPU's");

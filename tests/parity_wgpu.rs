@@ -13,20 +13,27 @@ use common::device::{tests, DeviceTests};
 
 use common::Case;
 use miden_gpu::{
-    wgpu::{AdapterSummary, Arithmetic, WgpuCommitter},
-    GpuCommitter, HashFunction,
+    wgpu::{AdapterSummary, Arithmetic, WgpuCommitter, WgpuOptions},
+    GpuCommitter, HashFunction, RescueLanes,
 };
+
+/// The options of every test: the defaults, on the adapter `WGPU_BACKEND` and
+/// `WGPU_ADAPTER_NAME` choose where set.
+fn options() -> WgpuOptions {
+    WgpuOptions::from_env()
+}
 
 /// The committer, with the adapter's preferred arithmetic unless one is given (the adapter is
 /// known to be present).
 fn committer(arithmetic: Option<Arithmetic>) -> WgpuCommitter {
-    let committer = match arithmetic {
-        None => WgpuCommitter::new(),
-        Some(arithmetic) => WgpuCommitter::with_arithmetic(arithmetic),
-    }
-    .expect("wgpu backend");
+    committer_with(WgpuOptions { arithmetic, ..options() })
+}
+
+/// The committer `options` make (the adapter is known to be present).
+fn committer_with(options: WgpuOptions) -> WgpuCommitter {
+    let committer = WgpuCommitter::with_options(options).expect("wgpu backend");
     eprintln!(
-        "wgpu adapter: {} (software: {}, arithmetic: {:?}, RPO/RPX lanes: {})",
+        "wgpu adapter: {} (software: {}, arithmetic: {:?}, RPO/RPX lanes: {:?})",
         committer.device_name(),
         committer.is_software(),
         committer.arithmetic(),
@@ -36,7 +43,7 @@ fn committer(arithmetic: Option<Arithmetic>) -> WgpuCommitter {
 }
 
 fn main() {
-    let absent = AdapterSummary::find().err().map(|e| e.to_string());
+    let absent = AdapterSummary::find(&options()).err().map(|e| e.to_string());
     DeviceTests::new("wgpu", absent)
         .on_device(tests![
             wgpu_backend_matches_winterfell,
@@ -66,8 +73,11 @@ fn wgpu_prover_matches_winterfell() {
 }
 
 fn wgpu_backend_matches_winterfell_with_small_chunks() {
-    let committer = committer(Some(Arithmetic::U32));
-    let committer = committer.with_max_chunk_bytes(64 << 10);
+    let committer = committer_with(WgpuOptions {
+        arithmetic: Some(Arithmetic::U32),
+        max_chunk_bytes: Some(64 << 10),
+        ..options()
+    });
     assert_eq!(committer.max_chunk_bytes(), 64 << 10);
     common::run_parity_suite(&committer, 0x5A11, 24, &common::GPU_HASHES);
 }
@@ -97,7 +107,7 @@ fn field_ops(@builtin(global_invocation_id) gid: vec3<u32>) {
 /// the 64-bit arithmetic on an adapter without 64-bit integers.
 fn run_field_ops(arithmetic: Arithmetic, a: &[u64], b: &[u64]) -> Option<Vec<u64>> {
     use wgpu::util::DeviceExt;
-    let adapter = miden_gpu::wgpu::find_adapter().expect("adapter");
+    let adapter = miden_gpu::wgpu::find_adapter(&options()).expect("adapter");
     let features = match arithmetic {
         Arithmetic::U32 => wgpu::Features::empty(),
         Arithmetic::U64 => wgpu::Features::SHADER_INT64,
@@ -164,7 +174,8 @@ fn run_field_ops(arithmetic: Arithmetic, a: &[u64], b: &[u64]) -> Option<Vec<u64
     queue.submit([encoder.finish()]);
     staging.slice(..).map_async(wgpu::MapMode::Read, |r| r.expect("map"));
     device.poll(wgpu::PollType::wait_indefinitely()).expect("poll");
-    let words = bytemuck::cast_slice::<u8, u64>(&staging.slice(..).get_mapped_range()).to_vec();
+    let view = staging.slice(..).get_mapped_range().expect("mapped");
+    let words = bytemuck::cast_slice::<u8, u64>(&view).to_vec();
     Some(words)
 }
 
@@ -194,8 +205,8 @@ fn wgpu_field_arithmetic_matches_felt() {
 /// hashing (whole and partitioned, multi-dispatch rows), trees and commitments.
 fn wgpu_rescue_on_one_invocation_matches_winterfell() {
     let committer =
-        committer(None).with_rescue_quads(false).expect("one invocation per permutation");
-    assert_eq!(committer.rescue_lanes(), 1);
+        committer_with(WgpuOptions { rescue_lanes: Some(RescueLanes::Single), ..options() });
+    assert_eq!(committer.rescue_lanes(), RescueLanes::Single);
     let hashes = [HashFunction::Rpo256, HashFunction::Rpx256];
     let seed = 0x1A7E;
     common::check_hash_rows(&committer, seed, &hashes);
@@ -209,8 +220,11 @@ fn wgpu_rescue_on_one_invocation_matches_winterfell() {
 /// Columns longer than one part: interpolation on the host, coset evaluation by folding, and
 /// DEEP combinations over polynomials and sums in many parts.
 fn wgpu_backend_matches_winterfell_with_columns_longer_than_a_chunk() {
-    let committer = committer(Some(Arithmetic::U32));
-    let committer = committer.with_max_chunk_bytes(4 << 10);
+    let committer = committer_with(WgpuOptions {
+        arithmetic: Some(Arithmetic::U32),
+        max_chunk_bytes: Some(4 << 10),
+        ..options()
+    });
     let cases = [
         (10, 3, 2, 1, 1, HashFunction::Rpo256, false),
         (11, 5, 4, 2, 2, HashFunction::Rpx256, false),
@@ -239,7 +253,11 @@ fn wgpu_fri_matches_winterfell() {
 /// The FRI commit phase with 1 KiB parts in the portable arithmetic: layers, leaves and tree
 /// levels in many parts, polynomials longer than a part (coset evaluation by folding).
 fn wgpu_fri_matches_winterfell_with_small_chunks() {
-    let committer = committer(Some(Arithmetic::U32)).with_max_chunk_bytes(1 << 10);
+    let committer = committer_with(WgpuOptions {
+        arithmetic: Some(Arithmetic::U32),
+        max_chunk_bytes: Some(1 << 10),
+        ..options()
+    });
     common::check_fri(&committer, &common::random_fri_cases(0xF42, 20, 9), 0xF42);
 }
 
@@ -252,7 +270,7 @@ fn wgpu_stage_times() {
     use miden_gpu::{CommitRequest, Felt, PolyInput, RowHashing};
 
     let committer = committer(None);
-    assert_eq!(committer.last_stage_times(), None, "no commitment yet");
+    assert_eq!(committer.last_stage_times(), [], "no commitment yet");
     let columns: Vec<Vec<Felt>> = (0..11u64)
         .map(|c| (0..1u64 << 10).map(|i| Felt::new(c * 4096 + i + 1)).collect())
         .collect();
@@ -267,14 +285,16 @@ fn wgpu_stage_times() {
     let times = committer.last_stage_times();
     eprintln!("stage times (can time: {}): {times:?}", committer.can_time_stages());
     if !committer.can_time_stages() {
-        assert_eq!(times, None);
+        assert_eq!(times, []);
         return;
     }
-    let times = times.expect("stage times");
+    let [times] = times.as_slice() else { panic!("one device's times: {times:?}") };
+    assert_eq!((times.device.as_str(), times.passes), ("wgpu", 1));
+    assert_eq!((times.upload_lde_ms, times.exchange_ms), (None, None));
     for (stage, ms) in [
         ("interpolate", times.interpolate_ms),
         ("lde", times.lde_ms),
-        ("rows", times.rows_ms),
+        ("rows", times.rows_ms.expect("rows timed apart")),
         ("hash", times.hash_ms),
         ("tree", times.tree_ms),
     ] {
@@ -283,13 +303,14 @@ fn wgpu_stage_times() {
     committer
         .hash_rows(&commitment.lde, RowHashing::WholeRow, HashFunction::Rpo256)
         .expect("hash rows");
-    assert_eq!(committer.last_stage_times(), Some(times));
+    assert_eq!(committer.last_stage_times(), std::slice::from_ref(times));
 
     // Columns longer than a part: interpolated on the host (RPX rows on quads: fewer passes
     // than BLAKE3's, so every one is timed).
-    let committer = committer.with_max_chunk_bytes(4 << 10);
+    let committer = committer_with(WgpuOptions { max_chunk_bytes: Some(4 << 10), ..options() });
     committer.commit(&CommitRequest { hash: HashFunction::Rpx256, ..request }).expect("commit");
-    let times = committer.last_stage_times().expect("stage times");
+    let times = committer.last_stage_times();
+    let [times] = times.as_slice() else { panic!("one device's times: {times:?}") };
     assert_eq!(times.interpolate_ms, 0.0);
     assert!(times.lde_ms > 0.0 && times.hash_ms > 0.0, "{times:?}");
 }

@@ -41,7 +41,7 @@ pub struct DeviceTimes {
     pub passes: Option<usize>,
 }
 
-#[cfg(feature = "cuda")]
+/// One device's entry of `GpuCommitter::last_stage_times`.
 impl From<miden_gpu::StageTimes> for DeviceTimes {
     fn from(t: miden_gpu::StageTimes) -> Self {
         Self {
@@ -50,25 +50,10 @@ impl From<miden_gpu::StageTimes> for DeviceTimes {
             lde_ms: t.lde_ms.into(),
             hash_ms: t.hash_ms.into(),
             tree_ms: t.tree_ms.into(),
+            rows_ms: t.rows_ms.map(Into::into),
             upload_lde_ms: t.upload_lde_ms.map(Into::into),
-            exchange_ms: Some(t.exchange_ms.unwrap_or(0.0).into()),
+            exchange_ms: t.exchange_ms.map(Into::into),
             passes: Some(t.passes),
-            ..Self::default()
-        }
-    }
-}
-
-#[cfg(feature = "wgpu")]
-impl From<miden_gpu::wgpu::StageTimes> for DeviceTimes {
-    fn from(t: miden_gpu::wgpu::StageTimes) -> Self {
-        Self {
-            gpu: "wgpu".into(),
-            interpolate_ms: t.interpolate_ms.into(),
-            lde_ms: t.lde_ms.into(),
-            hash_ms: t.hash_ms.into(),
-            tree_ms: t.tree_ms.into(),
-            rows_ms: Some(t.rows_ms.into()),
-            ..Self::default()
         }
     }
 }

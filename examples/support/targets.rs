@@ -84,7 +84,7 @@ fn open(backend: Backend, set: Option<&[usize]>) -> Result<Opened> {
     match backend {
         #[cfg(feature = "wgpu")]
         Backend::Wgpu => Ok(with_reader(
-            miden_gpu::wgpu::WgpuCommitter::new()?,
+            miden_gpu::wgpu::WgpuCommitter::with_options(miden_gpu::wgpu::WgpuOptions::from_env())?,
             miden_gpu::wgpu::WgpuCommitter::last_stage_times,
         )),
         #[cfg(feature = "cuda")]

@@ -13,6 +13,7 @@ use super::{
     pipelines::{Kernel, Pipelines, PARAMS_BYTES},
     timestamps::{Stage, Timer},
 };
+use crate::hash::RescueLanes;
 
 enum Op {
     Dispatch {
@@ -47,7 +48,7 @@ pub(super) struct Batch {
     /// Stage of the dispatches recorded from now on.
     stage: Option<Stage>,
     /// Invocations per RPO/RPX permutation of whole-row hashing and Merkle levels.
-    rescue_lanes: u32,
+    rescue_lanes: RescueLanes,
 }
 
 impl Batch {
@@ -64,7 +65,7 @@ impl Batch {
 
     /// Whether whole-row RPO/RPX hashing and Merkle levels run on quads (the device's choice).
     pub fn rescue_quads(&self) -> bool {
-        self.rescue_lanes == 4
+        self.rescue_lanes == RescueLanes::Quad
     }
 
     /// Tags the dispatches recorded from now on with `stage` (`None`: untimed).

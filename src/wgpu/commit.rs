@@ -6,7 +6,7 @@
 //! of the `W` cosets of `U` rows of the LDE domain (`U = n` unless a column does not fit one
 //! binding): coset scaling, forward NTT, and for each chunk of rows: transposition into RowMatrix
 //! rows, row hashing into the leaves, download of the rows; finally all Merkle levels and their
-//! download. Everything goes through one [`Stream`], so the device never waits for the host
+//! download. Everything goes through one [`DownloadQueue`], so the device never waits for the host
 //! except when all its staging buffers are full. Dispatches are tagged with their [`Stage`]; where the
 //! device has timestamp queries, the stages' device times come back with the commitment.
 
@@ -18,7 +18,7 @@ use super::{
     buffers::{Chunked, STORAGE},
     constants::felt_bytes,
     context::device_error,
-    download::{RecordSink, Sinks, SpareDownload, Store, Stream, Target},
+    download::{DownloadQueue, RecordSink, Sinks, SpareDownload, Store, Target},
     hash::{on_quads, record_hash_rows, sponge_buffer, RowBlock, RowBuffers, RowSource},
     lde::{
         record_coset_evaluation, record_finish_interpolation, record_to_rows, CoefficientBlock,
@@ -28,23 +28,23 @@ use super::{
     ntt::record_dif,
     shaders::saved_bytes,
     sizes::{Sizes, DIGEST_BYTES, FELT_BYTES},
-    timestamps::{Stage, StageTimes},
+    timestamps::Stage,
     upload::{upload, Write},
     Engine,
 };
 use crate::{
     committer::{CommitRequest, Commitment, LdeRows, PolyInput, Shape},
     error::{GpuError, Result},
-    host::zeroed_host,
+    host::{zeroed_host, HostOptions},
+    stage_times::StageTimes,
 };
 
-/// Staging buffers of a commitment's download stream. The first coset's rows reach every page of
-/// the fresh host vector of LDE rows, so its deliveries run at the speed of page faults (W1 on an
-/// H200: ~35 ms per row chunk against ~8 ms later, the device taking ~20 ms per chunk); with the
-/// device free to run several chunks ahead, the later cosets' slack absorbs that. W1 on an H200
-/// with 2, 3, 4 and 6 buffers of 256 MiB (means of two runs): RPO 0.851, 0.832, 0.816, 0.812 s;
-/// RPX 0.670, 0.662, 0.648, 0.627 s. The buffers stay in the engine's pool (1.5 GiB of
-/// host-visible memory at that size), so a commitment whose downloads fill fewer takes fewer.
+/// Staging buffers of a commitment's download queue. The first coset's rows reach every page of
+/// the fresh host vector of LDE rows, so its deliveries run at the speed of page faults, slower
+/// than the device produces row chunks, while later deliveries are faster than it; with the
+/// device free to run several chunks ahead, the later cosets' slack absorbs that, and each buffer
+/// up to six shortened a large commitment. The buffers stay in the engine's pool (1.5 GiB of
+/// host-visible memory at 256 MiB each), so a commitment whose downloads fill fewer takes fewer.
 const COMMIT_STAGING_BUFFERS: usize = 6;
 
 /// Sink indices of a commitment's records.
@@ -146,11 +146,13 @@ pub(super) fn commit(
     let levels = tree_levels(engine.pool, device, shape.lde_len as u64, engine.sizes.digests());
 
     let (commitment, times) = std::thread::scope(|scope| {
-        // The host allocates the outputs on another thread while the device works; the stream
-        // takes them when the first download arrives.
+        // The host allocates the outputs on another thread while the device works; the
+        // download queue takes them when the first download arrives.
         let with_polys = values.is_some() && host_polys;
+        let host = engine.host;
         let allocation = scope.spawn(move || {
-            info_span!("wgpu.host_alloc").in_scope(|| commit_sinks(&shape, with_polys, layout))
+            info_span!("wgpu.host_alloc")
+                .in_scope(|| commit_sinks(&shape, with_polys, layout, &host))
         });
 
         if let Some(timer) = engine.timer {
@@ -194,7 +196,7 @@ pub(super) fn commit(
             allocation.join().map_err(|_| device_error("host allocation failed".into()))?
         });
         let buffers = download_bytes(&shape, with_polys).div_ceil(engine.sizes.staging);
-        let mut stream = Stream::with_buffers(
+        let mut downloads = DownloadQueue::with_buffers(
             engine,
             make_sinks,
             (buffers as usize).min(COMMIT_STAGING_BUFFERS),
@@ -209,22 +211,22 @@ pub(super) fn commit(
         // staging buffer, else by a copy after it. Where it does and the coset evaluation is one
         // binding, it reads the rows from the NTT's output: no transposition into a row buffer.
         let bytes = plan.rows * rw as u64 * FELT_BYTES;
-        let kernel_copies = on_quads(stream.batch(), request.hash, request.row_hashing) && stream.reserves(bytes);
+        let kernel_copies = on_quads(downloads.batch(), request.hash, request.row_hashing) && downloads.reserves(bytes);
         let row_buffer = (!kernel_copies || work.num_parts() > 1).then(|| {
             let buffer = engine.pool.acquire(device, bytes, STORAGE);
-            stream.batch().clear(&buffer);
+            downloads.batch().clear(&buffer);
             buffer
         });
         let sponges = sponge_buffer(engine, request.hash, request.row_hashing, cols, plan.rows);
         let twiddles = engine.tables().twiddles(device, &engine.ctx.queue, plan.unit.ilog2(), false);
         for coset in 0..plan.units {
-            let batch = stream.batch();
+            let batch = downloads.batch();
             batch.set_stage(Some(Stage::Lde));
             let arrays = CosetArrays { coefficients: &coefficients, work: &work, powers: &powers, twiddles: &twiddles };
             record_coset_evaluation(batch, plan.cosets(), coset, arrays, tables);
             for row0 in (0..plan.unit).step_by(plan.rows as usize) {
                 if let Some(row_buffer) = &row_buffer {
-                    let batch = stream.batch();
+                    let batch = downloads.batch();
                     batch.set_stage(Some(Stage::Rows));
                     for p in 0..work.num_parts() {
                         let (first, len) = work.part_range(p);
@@ -250,41 +252,41 @@ pub(super) fn commit(
                 };
                 let block = RowBlock { num_rows: plan.rows, row_width: rw, num_cols: cols, src_offset: 0, dst_offset: leaf_offset, source };
                 let rows_target = Target::Records { sink: LDE_SINK, first: leaf as usize };
-                let copies = if kernel_copies { stream.reserve(bytes, rows_target)? } else { None };
+                let copies = if kernel_copies { downloads.reserve(bytes, rows_target)? } else { None };
                 let buffers = RowBuffers {
                     rows,
                     leaves: leaf_buffer,
                     sponges: &sponges,
                     copies: copies.as_ref().map(|(buffer, offset)| (buffer, *offset)),
                 };
-                let batch = stream.batch();
+                let batch = downloads.batch();
                 batch.set_stage(Some(Stage::Hash));
                 record_hash_rows(batch, request.hash, request.row_hashing, block, buffers, engine.sizes.hash_events);
                 if copies.is_none() {
                     let row_buffer = row_buffer.as_ref().ok_or_else(|| device_error("rows neither copied by the hashing kernel nor transposed".into()))?;
-                    stream.download(row_buffer, 0, bytes, rw as u64 * FELT_BYTES, rows_target)?;
+                    downloads.download(row_buffer, 0, bytes, rw as u64 * FELT_BYTES, rows_target)?;
                 }
                 // the chunk's leaves travel with its rows, so after the tree only its levels remain
                 let leaf_bytes = u64::from(leaf_offset) * DIGEST_BYTES;
-                stream.download(leaf_buffer, leaf_bytes, plan.rows * DIGEST_BYTES, DIGEST_BYTES, Target::Records { sink: LEAF_SINK, first: leaf as usize })?;
+                downloads.download(leaf_buffer, leaf_bytes, plan.rows * DIGEST_BYTES, DIGEST_BYTES, Target::Records { sink: LEAF_SINK, first: leaf as usize })?;
                 if let Some(polys) = &mut polys_download {
                     let chunks_left = (plan.units - coset) * plan.unit.div_ceil(plan.rows) - row0 / plan.rows;
-                    polys.top_up(&mut stream, chunks_left)?;
+                    polys.top_up(&mut downloads, chunks_left)?;
                 }
             }
         }
         if let Some(polys) = polys_download {
-            polys.finish(&mut stream)?;
+            polys.finish(&mut downloads)?;
         }
         Ok::<_, GpuError>(())
     })?;
 
         // The last rows go to the host while the tree is merged.
-        stream.flush()?;
+        downloads.flush()?;
         info_span!("wgpu.tree").in_scope(|| {
-            stream.batch().set_stage(Some(Stage::Tree));
+            downloads.batch().set_stage(Some(Stage::Tree));
             record_tree_downloads(
-                &mut stream,
+                &mut downloads,
                 request.hash,
                 &leaf_array,
                 layout,
@@ -293,8 +295,8 @@ pub(super) fn commit(
             )
         })?;
         let mut sinks = info_span!("wgpu.download").in_scope(|| {
-            stream.batch().resolve_timestamps();
-            stream.finish()
+            downloads.batch().resolve_timestamps();
+            downloads.finish()
         })?;
         let times = match engine.timer {
             Some(timer) => timer.finish(engine.ctx)?,
@@ -326,16 +328,19 @@ fn download_bytes(shape: &Shape, with_polys: bool) -> u64 {
 
 /// The host outputs of a commitment: the polynomials (if the device computes them), the LDE
 /// rows, the leaves and the tree levels above leaves stored in `layout`.
-fn commit_sinks(shape: &Shape, with_polys: bool, layout: Layout) -> Result<Sinks> {
+fn commit_sinks(
+    shape: &Shape,
+    with_polys: bool,
+    layout: Layout,
+    host: &HostOptions,
+) -> Result<Sinks> {
     let mut sinks = Sinks::default();
     if with_polys {
-        sinks.reserve_columns(shape.num_cols, shape.poly_len)?;
+        sinks.reserve_columns(shape.num_cols, shape.poly_len, host)?;
     }
-    sinks
-        .felts
-        .push(zeroed_host(shape.lde_len * shape.row_width, &crate::host::HostOptions::default())?);
-    sinks.digests.push(zeroed_host(shape.lde_len, &crate::host::HostOptions::default())?);
-    sinks.digests.push(zeroed_host(shape.lde_len, &crate::host::HostOptions::default())?);
+    sinks.felts.push(zeroed_host(shape.lde_len * shape.row_width, host)?);
+    sinks.digests.push(zeroed_host(shape.lde_len, host)?);
+    sinks.digests.push(zeroed_host(shape.lde_len, host)?);
     let (groups, group_len) = (layout.groups as usize, layout.group_len as usize);
     sinks.records.push(RecordSink {
         store: Store::Felts(0),

@@ -5,21 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use tracing::{info, warn};
 
-use crate::{backend::Backend, error::GpuError, error::Result};
-
-/// `MIDEN_GPU_WGPU_INT64=0` turns the 64-bit-integer kernels off.
-const INT64_ENV: &str = "MIDEN_GPU_WGPU_INT64";
-
-/// `MIDEN_GPU_WGPU_TIMESTAMPS=0` leaves `TIMESTAMP_QUERY` off (no stage times).
-const TIMESTAMPS_ENV: &str = "MIDEN_GPU_WGPU_TIMESTAMPS";
-
-/// `MIDEN_GPU_WGPU_RESCUE_LANES=1` hashes RPO and RPX with one invocation per permutation even
-/// where the adapter has subgroups (the quad kernels otherwise).
-pub(super) const RESCUE_LANES_ENV: &str = "MIDEN_GPU_WGPU_RESCUE_LANES";
-
-/// `MIDEN_GPU_WGPU_KERNEL_DOWNLOADS=0` downloads LDE rows with copies into the staging buffers
-/// even where the row-hashing kernels could write them there themselves.
-const KERNEL_DOWNLOADS_ENV: &str = "MIDEN_GPU_WGPU_KERNEL_DOWNLOADS";
+use super::{Arithmetic, WgpuOptions};
+use crate::{backend::Backend, error::GpuError, error::Result, hash::RescueLanes};
 
 /// Invocations per workgroup of every kernel (`WORKGROUP_SIZE` in common.wgsl).
 pub(super) const WORKGROUP_SIZE: u64 = 256;
@@ -38,9 +25,10 @@ pub struct AdapterSummary {
 }
 
 impl AdapterSummary {
-    /// Finds the adapter [`super::WgpuCommitter::new`] would open; `BackendUnavailable` if none.
-    pub fn find() -> Result<Self> {
-        let info = find_adapter()?.get_info();
+    /// Finds the adapter [`super::WgpuCommitter::with_options`] would open with `options`;
+    /// `BackendUnavailable` if none.
+    pub fn find(options: &WgpuOptions) -> Result<Self> {
+        let info = find_adapter(options)?.get_info();
         Ok(Self {
             name: adapter_name(&info),
             software: info.device_type == ::wgpu::DeviceType::Cpu,
@@ -48,36 +36,31 @@ impl AdapterSummary {
     }
 }
 
-/// Prepares a process without a desktop session for Vulkan compute: where `XDG_RUNTIME_DIR` is
-/// unset, turns off Mesa's device-select layer (`NODEVICE_SELECT=1`), which otherwise looks for a
-/// Wayland display that compute does not need and prints
-/// `error: XDG_RUNTIME_DIR is invalid or not set in the environment.` Changes the process
-/// environment, so call it at the start of `main`, before any other thread runs.
-pub fn prepare_headless_vulkan() {
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none()
-        && std::env::var_os("NODEVICE_SELECT").is_none()
-    {
-        std::env::set_var("NODEVICE_SELECT", "1");
-    }
-}
-
-/// The adapter to open: `WGPU_ADAPTER_NAME` picks one by name, `WGPU_BACKEND` the APIs, which
-/// are otherwise Vulkan, Metal and DX12 (the compute APIs; OpenGL only when asked for), and the
-/// high-performance adapter is preferred. Public so that kernels of one's own (the WGSL
-/// field-arithmetic test's) run on the adapter the backend uses; `BackendUnavailable` if none.
-pub fn find_adapter() -> Result<::wgpu::Adapter> {
-    let descriptor = ::wgpu::InstanceDescriptor {
-        backends: ::wgpu::Backends::PRIMARY.with_env(),
-        ..::wgpu::InstanceDescriptor::from_env_or_default()
-    };
-    let instance = ::wgpu::Instance::new(&descriptor);
-    if let Ok(adapter) = ::wgpu::util::initialize_adapter_from_env(&instance, None) {
-        return Ok(adapter);
+/// The adapter to open: among those of `options.backends`, the first whose name contains
+/// `options.adapter_name` (any case), else the high-performance one. Public so that kernels of
+/// one's own (the WGSL field-arithmetic test's) run on the adapter the backend uses;
+/// `BackendUnavailable` if none (or none has the name asked for).
+pub fn find_adapter(options: &WgpuOptions) -> Result<::wgpu::Adapter> {
+    let instance = ::wgpu::Instance::new(::wgpu::InstanceDescriptor {
+        backends: options.backends,
+        ..::wgpu::InstanceDescriptor::new_without_display_handle()
+    });
+    if let Some(wanted) = &options.adapter_name {
+        let wanted = wanted.to_lowercase();
+        let adapters = pollster::block_on(instance.enumerate_adapters(options.backends));
+        let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+        return adapters
+            .into_iter()
+            .find(|adapter| adapter.get_info().name.to_lowercase().contains(&wanted))
+            .ok_or_else(|| {
+                unavailable(format!("no adapter named like `{wanted}` among {names:?}"))
+            });
     }
     pollster::block_on(instance.request_adapter(&::wgpu::RequestAdapterOptions {
         power_preference: ::wgpu::PowerPreference::HighPerformance,
         force_fallback_adapter: false,
         compatible_surface: None,
+        apply_limit_buckets: false,
     }))
     .map_err(|e| unavailable(format!("no adapter: {e}")))
 }
@@ -103,11 +86,11 @@ pub(super) struct Context {
     /// The device has subgroup operations, with subgroups of at least 4 invocations that tile a
     /// workgroup: the quad kernels of RPO and RPX are built.
     pub quads: bool,
-    /// Invocations per RPO/RPX permutation in whole-row hashing and Merkle trees: 4 (quads)
-    /// where `quads`, unless `MIDEN_GPU_WGPU_RESCUE_LANES=1`; else 1.
-    pub rescue_lanes: u32,
+    /// Invocations per RPO/RPX permutation in whole-row hashing and Merkle trees: quads only
+    /// where `quads`, as [`WgpuOptions::rescue_lanes`] says.
+    pub rescue_lanes: RescueLanes,
     /// Kernels may write the staging buffers of downloads (`MAPPABLE_PRIMARY_BUFFERS`, on Vulkan
-    /// and Metal, unless `MIDEN_GPU_WGPU_KERNEL_DOWNLOADS=0`): the quad row-hashing kernels
+    /// and Metal, unless [`WgpuOptions::kernel_downloads`] is off): the quad row-hashing kernels
     /// write the rows they read there, and the LDE rows need no copy on the device's queue.
     pub kernel_downloads: bool,
     /// The first error wgpu reported outside an error scope, or the reason the device was lost.
@@ -115,43 +98,48 @@ pub(super) struct Context {
 }
 
 impl Context {
-    /// Opens a device on the adapter [`find_adapter`] finds, with the adapter's best limits, and `TIMESTAMP_QUERY` where the adapter
-    /// has it (unless `MIDEN_GPU_WGPU_TIMESTAMPS=0`). `int64`: use 64-bit integers if the
-    /// adapter has them (`None`, unless `MIDEN_GPU_WGPU_INT64=0`), never (`Some(false)`), or
-    /// always (`Some(true)`: an error without them).
-    pub fn new(int64: Option<bool>) -> Result<Self> {
-        let adapter = find_adapter()?;
+    /// Opens a device on the adapter [`find_adapter`] finds for `options`, with the adapter's
+    /// best limits, and the features the options ask for where the adapter has them: 64-bit
+    /// integers, subgroups, `TIMESTAMP_QUERY`, `MAPPABLE_PRIMARY_BUFFERS`. An arithmetic or
+    /// rescue lanes the adapter cannot run is `BackendUnavailable`.
+    pub fn new(options: &WgpuOptions) -> Result<Self> {
+        let adapter = find_adapter(options)?;
         let info = adapter.get_info();
         let downlevel = adapter.get_downlevel_capabilities();
         if !downlevel.flags.contains(::wgpu::DownlevelFlags::COMPUTE_SHADERS) {
             return Err(unavailable(format!("adapter {} has no compute shaders", info.name)));
         }
         let has_int64 = adapter.features().contains(::wgpu::Features::SHADER_INT64);
-        let int64 = match int64 {
-            Some(true) if !has_int64 => {
+        let int64 = match options.arithmetic {
+            Some(Arithmetic::U64) if !has_int64 => {
                 return Err(unavailable(format!("adapter {} has no 64-bit integers", info.name)))
             },
-            Some(wanted) => wanted,
-            None => has_int64 && std::env::var(INT64_ENV).map_or(true, |v| v.trim() != "0"),
+            Some(arithmetic) => arithmetic == Arithmetic::U64,
+            None => has_int64,
         };
-        let timestamps = adapter.features().contains(::wgpu::Features::TIMESTAMP_QUERY)
-            && std::env::var(TIMESTAMPS_ENV).map_or(true, |v| v.trim() != "0");
+        let timestamps =
+            adapter.features().contains(::wgpu::Features::TIMESTAMP_QUERY) && options.timestamps;
         let limits = adapter.limits();
         let quads = adapter.features().contains(::wgpu::Features::SUBGROUP)
-            && limits.min_subgroup_size >= 4
-            && limits.max_subgroup_size > 0
-            && WORKGROUP_SIZE.is_multiple_of(limits.max_subgroup_size as u64);
-        let rescue_lanes =
-            if quads && std::env::var(RESCUE_LANES_ENV).map_or(true, |v| v.trim() != "1") {
-                4
-            } else {
-                1
-            };
+            && info.subgroup_min_size >= 4
+            && info.subgroup_max_size > 0
+            && WORKGROUP_SIZE.is_multiple_of(info.subgroup_max_size as u64);
+        let rescue_lanes = match options.rescue_lanes {
+            Some(RescueLanes::Quad) if !quads => {
+                return Err(unavailable(format!(
+                    "adapter {} has no subgroups of 4 or more invocations for the quad kernels",
+                    info.name
+                )))
+            },
+            Some(lanes) => lanes,
+            None if quads => RescueLanes::Quad,
+            None => RescueLanes::Single,
+        };
         // DX12 keeps read-back buffers in heaps that shaders cannot write.
         let kernel_downloads =
             adapter.features().contains(::wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
                 && matches!(info.backend, ::wgpu::Backend::Vulkan | ::wgpu::Backend::Metal)
-                && std::env::var(KERNEL_DOWNLOADS_ENV).map_or(true, |v| v.trim() != "0");
+                && options.kernel_downloads;
         let mut required_features = ::wgpu::Features::empty();
         if kernel_downloads {
             required_features |= ::wgpu::Features::MAPPABLE_PRIMARY_BUFFERS;
@@ -192,9 +180,9 @@ impl Context {
             device_type = ?info.device_type,
             int64,
             timestamps,
-            rescue_lanes,
+            rescue_lanes = rescue_lanes.count(),
             kernel_downloads,
-            subgroup_sizes = ?(limits.min_subgroup_size, limits.max_subgroup_size),
+            subgroup_sizes = ?(info.subgroup_min_size, info.subgroup_max_size),
             max_binding = limits.max_storage_buffer_binding_size,
             max_buffer = limits.max_buffer_size,
             "wgpu device opened"
@@ -227,13 +215,15 @@ impl Context {
     /// turns any error it caused into a [`GpuError`].
     pub fn checked<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<T> {
         self.take_fault()?;
-        self.device.push_error_scope(::wgpu::ErrorFilter::Internal);
-        self.device.push_error_scope(::wgpu::ErrorFilter::OutOfMemory);
-        self.device.push_error_scope(::wgpu::ErrorFilter::Validation);
+        let internal = self.device.push_error_scope(::wgpu::ErrorFilter::Internal);
+        let out_of_memory = self.device.push_error_scope(::wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(::wgpu::ErrorFilter::Validation);
         let result = work();
+        // Innermost first. Scopes belong to the calling thread, as every wgpu call of `work`
+        // does.
         let mut errors = Vec::new();
-        for _ in 0..3 {
-            if let Some(error) = pollster::block_on(self.device.pop_error_scope()) {
+        for scope in [validation, out_of_memory, internal] {
+            if let Some(error) = pollster::block_on(scope.pop()) {
                 errors.push(error);
             }
         }

@@ -16,7 +16,7 @@ use tracing::info_span;
 
 use super::{
     buffers::Chunked,
-    download::{download_array, RecordSink, Sinks, Store, Stream, Target},
+    download::{download_array, DownloadQueue, RecordSink, Sinks, Store, Target},
     pipelines::Kernel,
     sizes::FELT_BYTES,
     Engine,
@@ -41,6 +41,24 @@ struct DeepParams {
     x1: [[u32; 2]; 3],
     block_len: u32,
     _pad: u32,
+}
+
+/// The layout of this module's parameter structs, checked against their WGSL twins.
+#[cfg(test)]
+pub(super) fn params_layouts() -> Vec<super::params_layout::ParamsLayout> {
+    use super::params_layout::describe_params;
+    vec![describe_params!(DeepParams {
+        count,
+        first,
+        src,
+        col_degree,
+        degree,
+        init,
+        k,
+        x1,
+        block_len,
+        _pad,
+    })]
 }
 
 // RESIDENT POLYNOMIALS
@@ -135,7 +153,7 @@ pub(super) fn evaluate(
     let out = Chunked::new(engine.pool, device, total_cols * blocks, 2 * d * FELT_BYTES, out_part);
     let values = (total_cols * blocks * 2 * d) as usize;
     let mut sinks = Sinks::default();
-    sinks.felts.push(zeroed_host(values, &crate::host::HostOptions::default())?);
+    sinks.felts.push(zeroed_host(values, &engine.host)?);
     sinks.records.push(RecordSink {
         store: Store::Felts(0),
         start: 0,
@@ -143,7 +161,7 @@ pub(super) fn evaluate(
         groups: 1,
         group_len: (total_cols * blocks) as usize,
     });
-    let mut stream = Stream::new(engine, Box::new(move || Ok(sinks)));
+    let mut downloads = DownloadQueue::new(engine, Box::new(move || Ok(sinks)));
     let x0 = element_words(&request.points[..d as usize]);
     let x1 = element_words(&request.points[d as usize..]);
     info_span!("wgpu.deep_evaluate", rows = poly_len).in_scope(|| {
@@ -169,7 +187,7 @@ pub(super) fn evaluate(
                         block_len: block_len as u32,
                         ..DeepParams::default()
                     };
-                    stream.batch().dispatch_items(
+                    downloads.batch().dispatch_items(
                         Kernel::DeepEvaluate,
                         &params,
                         &buffers,
@@ -180,11 +198,11 @@ pub(super) fn evaluate(
             }
         }
     });
-    download_array(&mut stream, &out, 2 * d * FELT_BYTES, |first| Target::Records {
+    download_array(&mut downloads, &out, 2 * d * FELT_BYTES, |first| Target::Records {
         sink: 0,
         first,
     })?;
-    let mut sinks = stream.finish()?;
+    let mut sinks = downloads.finish()?;
     let partials = sinks.felts.pop().unwrap_or_default();
     Ok(join_blocks(&partials, request.points, poly_len, block_len as usize, d as usize))
 }
@@ -207,7 +225,7 @@ pub(super) fn combine(
     let sum_part = 1u64 << (engine.sizes.felts() / d).ilog2();
     let sum = Chunked::new(engine.pool, device, n, d * FELT_BYTES, sum_part);
     let mut sinks = Sinks::default();
-    sinks.felts.push(zeroed_host(poly_len * d as usize, &crate::host::HostOptions::default())?);
+    sinks.felts.push(zeroed_host(poly_len * d as usize, &engine.host)?);
     sinks.records.push(RecordSink {
         store: Store::Felts(0),
         start: 0,
@@ -215,7 +233,7 @@ pub(super) fn combine(
         groups: 1,
         group_len: poly_len,
     });
-    let mut stream = Stream::new(engine, Box::new(move || Ok(sinks)));
+    let mut downloads = DownloadQueue::new(engine, Box::new(move || Ok(sinks)));
 
     let mut coefficients = request.coefficients.chunks_exact(d as usize);
     let mut init = 1;
@@ -243,14 +261,17 @@ pub(super) fn combine(
                         k: k_words,
                         ..DeepParams::default()
                     };
-                    stream.batch().dispatch_items(Kernel::DeepCombine, &params, &buffers, run);
+                    downloads.batch().dispatch_items(Kernel::DeepCombine, &params, &buffers, run);
                 }
                 init = 0;
             }
         }
         Ok::<_, GpuError>(())
     })?;
-    download_array(&mut stream, &sum, d * FELT_BYTES, |first| Target::Records { sink: 0, first })?;
-    let mut sinks = stream.finish()?;
+    download_array(&mut downloads, &sum, d * FELT_BYTES, |first| Target::Records {
+        sink: 0,
+        first,
+    })?;
+    let mut sinks = downloads.finish()?;
     Ok(sinks.felts.pop().unwrap_or_default())
 }

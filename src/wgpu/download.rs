@@ -1,7 +1,7 @@
-//! Downloads, pipelined with the device work: a [`Stream`] records work and copies into one of
-//! its staging buffers (two, or more for long streams); when one is full it is submitted and
-//! mapped, and once every buffer is submitted the oldest one's bytes are delivered to host memory
-//! while the device runs the newer submissions.
+//! Downloads, pipelined with the device work: a [`DownloadQueue`] records work and copies into
+//! one of its staging buffers (two, or more for long queues); when one is full it is submitted
+//! and mapped, and once every buffer is submitted the oldest one's bytes are delivered to host
+//! memory while the device runs the newer submissions.
 
 use std::{collections::VecDeque, mem::MaybeUninit, sync::mpsc};
 
@@ -15,7 +15,11 @@ use super::{
     context::device_error,
     Engine,
 };
-use crate::{error::Result, hash::Digest, host::reserve_host};
+use crate::{
+    error::Result,
+    hash::Digest,
+    host::{reserve_host, HostOptions},
+};
 
 /// Records per parallel task when scattering downloaded records.
 const MIN_RECORDS_PER_TASK: usize = 256;
@@ -65,7 +69,7 @@ impl Target {
     }
 }
 
-/// All host destinations of one call; the stream owns them until it is finished.
+/// All host destinations of one call; the download queue owns them until it is finished.
 #[derive(Default)]
 pub(super) struct Sinks {
     /// Polynomial coefficients, one vector per column (see [`Sinks::reserve_columns`]).
@@ -80,12 +84,10 @@ pub(super) struct Sinks {
 impl Sinks {
     /// Makes `count` empty columns with room for `len` coefficients each, which the
     /// [`Target::Columns`] downloads fill in order. Nothing is written here: zeroing memory that
-    /// the downloads overwrite (recycled heap memory, which the allocator must clear) cost a
-    /// commitment tens of milliseconds on the thread the first delivery waits for.
-    pub fn reserve_columns(&mut self, count: usize, len: usize) -> Result<()> {
-        self.columns = (0..count)
-            .map(|_| reserve_host(len, &crate::host::HostOptions::default()))
-            .collect::<Result<_>>()?;
+    /// the downloads overwrite (recycled heap memory, which the allocator must clear) would delay
+    /// the thread the first delivery waits for.
+    pub fn reserve_columns(&mut self, count: usize, len: usize, host: &HostOptions) -> Result<()> {
+        self.columns = (0..count).map(|_| reserve_host(len, host)).collect::<Result<_>>()?;
         self.column_len = len;
         Ok(())
     }
@@ -225,7 +227,7 @@ fn device_word(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(word)
 }
 
-// STREAM
+// DOWNLOAD QUEUE
 // ================================================================================================
 
 /// A piece of a staging buffer and where its bytes go.
@@ -248,7 +250,7 @@ struct InFlight {
 pub(super) type MakeSinks<'s> = Box<dyn FnOnce() -> Result<Sinks> + 's>;
 
 /// Records device work and downloads; see the module docs.
-pub(super) struct Stream<'e, 's> {
+pub(super) struct DownloadQueue<'e, 's> {
     engine: &'e Engine<'e>,
     sinks: Option<Sinks>,
     make_sinks: Option<MakeSinks<'s>>,
@@ -261,15 +263,15 @@ pub(super) struct Stream<'e, 's> {
     in_flight: VecDeque<InFlight>,
 }
 
-impl<'e, 's> Stream<'e, 's> {
-    /// A stream of two staging buffers whose downloads go to the sinks `make_sinks` returns; it
+impl<'e, 's> DownloadQueue<'e, 's> {
+    /// A queue of two staging buffers whose downloads go to the sinks `make_sinks` returns; it
     /// is called when the first download has arrived, so the host can prepare them while the
     /// device works.
     pub fn new(engine: &'e Engine<'e>, make_sinks: MakeSinks<'s>) -> Self {
         Self::with_buffers(engine, make_sinks, 2)
     }
 
-    /// A stream of `count` (at least 2) staging buffers: the device may run up to `count - 1`
+    /// A queue of `count` (at least 2) staging buffers: the device may run up to `count - 1`
     /// submissions ahead of the host's deliveries, so a stretch where delivering is slower than
     /// the device (fresh host pages faulting in) is absorbed by the stretches after it.
     pub fn with_buffers(engine: &'e Engine<'e>, make_sinks: MakeSinks<'s>, count: usize) -> Self {
@@ -416,11 +418,16 @@ impl<'e, 's> Stream<'e, 's> {
         let staging = &self.staging[flight.slot];
         let mut delivered = made;
         if let Some(sinks) = self.sinks.as_mut().filter(|_| delivered.is_ok()) {
-            let view = staging.get_mapped_range(0..flight.used);
-            delivered = flight.pieces.iter().try_for_each(|piece| {
-                let bytes = &view[piece.offset as usize..(piece.offset + piece.size) as usize];
-                sinks.deliver(piece.target, bytes)
-            });
+            delivered = staging
+                .get_mapped_range(0..flight.used)
+                .map_err(|e| device_error(format!("reading a download: {e}")))
+                .and_then(|view| {
+                    flight.pieces.iter().try_for_each(|piece| {
+                        let bytes =
+                            &view[piece.offset as usize..(piece.offset + piece.size) as usize];
+                        sinks.deliver(piece.target, bytes)
+                    })
+                });
         }
         staging.unmap();
         delivered
@@ -445,7 +452,7 @@ impl<'e, 's> Stream<'e, 's> {
     }
 }
 
-impl Drop for Stream<'_, '_> {
+impl Drop for DownloadQueue<'_, '_> {
     /// After an error, leaves no staging buffer mapped when it goes back to the pool.
     fn drop(&mut self) {
         for flight in std::mem::take(&mut self.in_flight) {
@@ -461,14 +468,14 @@ impl Drop for Stream<'_, '_> {
 
 /// Downloads every part of `array`.
 pub(super) fn download_array(
-    stream: &mut Stream<'_, '_>,
+    downloads: &mut DownloadQueue<'_, '_>,
     array: &Chunked,
     record_bytes: u64,
     target: impl Fn(usize) -> Target,
 ) -> Result<()> {
     for p in 0..array.num_parts() {
         let (first, len) = array.part_range(p);
-        stream.download(
+        downloads.download(
             array.part(p),
             0,
             len * record_bytes,
@@ -499,34 +506,34 @@ impl<'a> SpareDownload<'a> {
     /// Records the download of a `1 / shares` share of the records left (rounded up), or of as
     /// many as the staging buffer being filled has room for if fewer: spread over the downloads
     /// of `shares` pieces of other work, the records add the same host work to each.
-    pub fn top_up(&mut self, stream: &mut Stream<'_, '_>, shares: u64) -> Result<()> {
+    pub fn top_up(&mut self, downloads: &mut DownloadQueue<'_, '_>, shares: u64) -> Result<()> {
         let share = (self.array.len - self.next).div_ceil(shares.max(1));
-        self.download(stream, self.next + share, |stream| stream.room())
+        self.download(downloads, self.next + share, |downloads| downloads.room())
     }
 
     /// Records the download of every record left.
-    pub fn finish(mut self, stream: &mut Stream<'_, '_>) -> Result<()> {
-        self.download(stream, self.array.len, |_| u64::MAX)
+    pub fn finish(mut self, downloads: &mut DownloadQueue<'_, '_>) -> Result<()> {
+        self.download(downloads, self.array.len, |_| u64::MAX)
     }
 
-    /// Records downloads up to record `end`, of at most `room(stream)` bytes at a time and
+    /// Records downloads up to record `end`, of at most `room(downloads)` bytes at a time and
     /// within one part each.
     fn download(
         &mut self,
-        stream: &mut Stream<'_, '_>,
+        downloads: &mut DownloadQueue<'_, '_>,
         end: u64,
-        room: impl Fn(&Stream<'_, '_>) -> u64,
+        room: impl Fn(&DownloadQueue<'_, '_>) -> u64,
     ) -> Result<()> {
         while self.next < end {
             let (buffer, offset) = self.array.locate(self.next);
             let in_part = (self.array.part_len - u64::from(offset)).min(end - self.next);
-            let take = in_part.min(room(stream) / self.record_bytes);
+            let take = in_part.min(room(downloads) / self.record_bytes);
             if take == 0 {
                 break;
             }
             let target = self.target.advance(self.next as usize);
             let rb = self.record_bytes;
-            stream.download(buffer, u64::from(offset) * rb, take * rb, rb, target)?;
+            downloads.download(buffer, u64::from(offset) * rb, take * rb, rb, target)?;
             self.next += take;
         }
         Ok(())
@@ -551,7 +558,7 @@ mod tests {
     #[test]
     fn columns_fill_in_order_and_refuse_gaps_and_overruns() {
         let mut sinks = Sinks::default();
-        sinks.reserve_columns(2, 3).unwrap();
+        sinks.reserve_columns(2, 3, &HostOptions::default()).unwrap();
         // one piece across the boundary of the two columns
         sinks.deliver(Target::Columns { first: 0 }, &bytes(&[11, 12, 13, 21])).unwrap();
         assert!(sinks.check_columns().is_err(), "a column is still short");

@@ -36,6 +36,28 @@ struct FriParams {
     f_inv: [u32; 2],
 }
 
+/// The layout of this module's parameter structs, checked against their WGSL twins.
+#[cfg(test)]
+pub(super) fn params_layouts() -> Vec<super::params_layout::ParamsLayout> {
+    use super::params_layout::describe_params;
+    vec![describe_params!(FriParams {
+        count,
+        src_offset,
+        dst_offset,
+        dst_stride,
+        folding,
+        degree,
+        first,
+        log_unit,
+        slot_step,
+        rows,
+        domain_mask,
+        root_table,
+        alpha,
+        f_inv,
+    })]
+}
+
 // LAYERS
 // ================================================================================================
 

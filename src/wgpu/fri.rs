@@ -2,10 +2,11 @@
 //! commitments' coset evaluation, row hashing and Merkle levels.
 //!
 //! The DEEP coefficients go up once and are evaluated coset by coset into the first layer's
-//! rows (as a commitment's LDE, `lde.rs`). Each layer is then one [`Stream`]: hash its rows into
-//! leaves, build its tree, download the root (and, unless the layers are kept on the device,
-//! rows, leaves and nodes); the host draws `alpha` from the channel, and the next stream folds
-//! the layer, still on the device, into the next one (or into the remainder, downloaded last).
+//! rows (as a commitment's LDE, `lde.rs`). Each layer is then one [`DownloadQueue`]: hash its
+//! rows into leaves, build its tree, download the root (and, unless the layers are kept on the
+//! device, rows, leaves and nodes); the host draws `alpha` from the channel, and the next
+//! download queue folds the layer, still on the device, into the next one (or into the
+//! remainder, downloaded last).
 //! Kept layers are opened by copying the queried rows and path nodes into one read-back buffer.
 
 use miden_crypto::Felt;
@@ -16,7 +17,7 @@ use super::{
     buffers::Chunked,
     constants::felt_bytes,
     context::device_error,
-    download::{download_array, RecordSink, Sinks, Store, Stream, Target},
+    download::{download_array, DownloadQueue, RecordSink, Sinks, Store, Target},
     fold::{record_fold, record_layer_rows, Layer},
     hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers, RowSource},
     lde::{record_coset_evaluation, CosetArrays, CosetShape},
@@ -33,7 +34,7 @@ use crate::{
         LayerOpening,
     },
     hash::Digest,
-    host::zeroed_host,
+    host::{zeroed_host, HostOptions},
 };
 
 /// Sink indices of a layer's downloads: rows, leaves, then the tree levels.
@@ -62,17 +63,17 @@ pub(super) fn commit_fri(
         degree,
         request.hash,
     );
-    let mut stream = layer_stream(engine, &layer, request.keep_layers);
-    // The upload's staging buffers are kept until the first stream is submitted.
+    let mut downloads = layer_downloads(engine, &layer, request.keep_layers);
+    // The upload's staging buffers are kept until the first download queue is submitted.
     let mut staged = Some(
         info_span!("wgpu.fri.evaluate", points = shape.domain_len)
-            .in_scope(|| record_evaluation(engine, &mut stream, request, shape, &layer))?,
+            .in_scope(|| record_evaluation(engine, &mut downloads, request, shape, &layer))?,
     );
     let mut layers = Vec::with_capacity(request.num_layers);
     let mut kept = Vec::with_capacity(request.num_layers);
     for l in 0..request.num_layers {
         let _span = info_span!("wgpu.fri.layer", layer = l, rows = layer.rows()).entered();
-        let committed = commit_layer(engine, stream, &layer, request)?;
+        let committed = commit_layer(engine, downloads, &layer, request)?;
         drop(staged.take());
         let alpha = channel(committed.root);
         if alpha.len() != shape.ext_degree {
@@ -88,15 +89,15 @@ pub(super) fn commit_fri(
         } else {
             Layer::new(engine, layer.rows() / folding, folding, degree, request.hash)
         };
-        stream = if last {
-            remainder_stream(engine, &next)
+        downloads = if last {
+            remainder_downloads(engine, &next)
         } else {
-            layer_stream(engine, &next, request.keep_layers)
+            layer_downloads(engine, &next, request.keep_layers)
         };
         let log_domain = (layer.rows() * folding).ilog2();
         let (powers, tables) =
             engine.tables().powers(&engine.ctx.device, &engine.ctx.queue, log_domain);
-        record_fold(stream.batch(), &layer, &next, &alpha, (&powers, tables));
+        record_fold(downloads.batch(), &layer, &next, &alpha, (&powers, tables));
         let layer = std::mem::replace(&mut layer, next);
         match committed.host {
             Some(host) => layers.push(host),
@@ -106,11 +107,11 @@ pub(super) fn commit_fri(
         }
     }
 
-    download_array(&mut stream, &layer.array, degree * FELT_BYTES, |first| Target::Records {
+    download_array(&mut downloads, &layer.array, degree * FELT_BYTES, |first| Target::Records {
         sink: ROWS_SINK,
         first,
     })?;
-    let remainder = stream.finish()?.felts.pop().unwrap_or_default();
+    let remainder = downloads.finish()?.felts.pop().unwrap_or_default();
     let kept: Option<Box<dyn KeptLayers>> = request.keep_layers.then(|| {
         let device = engine.ctx.device.clone();
         Box::new(WgpuKeptLayers { device, queue: engine.ctx.queue.clone(), layers: kept }) as _
@@ -126,7 +127,7 @@ pub(super) fn commit_fri(
 /// coset has at least as many points as a row has slots and every coset fills whole rows.
 fn record_evaluation(
     engine: &Engine<'_>,
-    stream: &mut Stream<'_, '_>,
+    downloads: &mut DownloadQueue<'_, '_>,
     request: &FriRequest<'_>,
     shape: FriShape,
     layer: &Layer,
@@ -141,7 +142,7 @@ fn record_evaluation(
     let coefficients = Chunked::new(engine.pool, device, layer.degree * poly_len, FELT_BYTES, part);
     if poly_len > shape.poly_len as u64 {
         for p in 0..coefficients.num_parts() {
-            stream.batch().clear(coefficients.part(p));
+            downloads.batch().clear(coefficients.part(p));
         }
     }
     let writes: Vec<Write<'_>> = request
@@ -155,7 +156,7 @@ fn record_evaluation(
             record_bytes: FELT_BYTES,
         })
         .collect();
-    let staged = upload(engine, stream.batch(), &writes)?;
+    let staged = upload(engine, downloads.batch(), &writes)?;
 
     let work = Chunked::new(engine.pool, device, layer.degree * unit, FELT_BYTES, part);
     let (powers, tables) = engine.tables().powers(device, &engine.ctx.queue, domain_len.ilog2());
@@ -168,8 +169,8 @@ fn record_evaluation(
             powers: &powers,
             twiddles: &twiddles,
         };
-        record_coset_evaluation(stream.batch(), cosets, coset, arrays, tables);
-        record_layer_rows(stream.batch(), &work, unit, coset, num_cosets, layer);
+        record_coset_evaluation(downloads.batch(), cosets, coset, arrays, tables);
+        record_layer_rows(downloads.batch(), &work, unit, coset, num_cosets, layer);
     }
     Ok(staged)
 }
@@ -186,12 +187,12 @@ struct Committed {
     levels: Vec<Chunked>,
 }
 
-/// Records the hashing of `layer`'s rows and its Merkle tree on `stream`; downloads the root, and
-/// the rows, leaves and nodes unless the request keeps the layers (columns transposed on the
+/// Records the hashing of `layer`'s rows and its Merkle tree on `downloads`; downloads the root,
+/// and the rows, leaves and nodes unless the request keeps the layers (columns transposed on the
 /// host).
 fn commit_layer(
     engine: &Engine<'_>,
-    mut stream: Stream<'_, '_>,
+    mut downloads: DownloadQueue<'_, '_>,
     layer: &Layer,
     request: &FriRequest<'_>,
 ) -> Result<Committed> {
@@ -225,7 +226,7 @@ fn commit_layer(
         };
         let events = engine.sizes.hash_events;
         record_hash_rows(
-            stream.batch(),
+            downloads.batch(),
             request.hash,
             RowHashing::WholeRow,
             block,
@@ -233,39 +234,44 @@ fn commit_layer(
             events,
         );
     }
-    record_tree(stream.batch(), request.hash, &leaves, Layout::new(rows, 1), &levels);
+    record_tree(downloads.batch(), request.hash, &leaves, Layout::new(rows, 1), &levels);
 
     if request.keep_layers {
         let root = levels.last().expect("a layer has at least two rows");
-        download_array(&mut stream, root, DIGEST_BYTES, |first| Target::Records {
+        download_array(&mut downloads, root, DIGEST_BYTES, |first| Target::Records {
             sink: ROWS_SINK,
             first,
         })?;
-        let root = stream.finish()?.digests.pop().unwrap_or_default()[0];
+        let root = downloads.finish()?.digests.pop().unwrap_or_default()[0];
         return Ok(Committed { root, host: None, leaves, levels });
     }
-    download_array(&mut stream, &layer.array, width * FELT_BYTES, |first| Target::Records {
+    download_array(&mut downloads, &layer.array, width * FELT_BYTES, |first| Target::Records {
         sink: ROWS_SINK,
         first,
     })?;
-    download_array(&mut stream, &leaves, DIGEST_BYTES, |first| Target::Records {
+    download_array(&mut downloads, &leaves, DIGEST_BYTES, |first| Target::Records {
         sink: LEAF_SINK,
         first,
     })?;
-    download_levels(&mut stream, &levels, LEVEL_SINK)?;
-    let mut sinks = stream.finish()?;
+    download_levels(&mut downloads, &levels, LEVEL_SINK)?;
+    let mut sinks = downloads.finish()?;
     let nodes = sinks.digests.pop().unwrap_or_default();
     let leaf_digests = sinks.digests.pop().unwrap_or_default();
     let row_major = sinks.felts.pop().unwrap_or_default();
     let columns = info_span!("wgpu.fri.columns")
-        .in_scope(|| transpose(&row_major, rows as usize, width as usize))?;
+        .in_scope(|| transpose(&row_major, rows as usize, width as usize, &engine.host))?;
     let host = FriLayer { columns, num_rows: rows as usize, leaves: leaf_digests, nodes };
     Ok(Committed { root: host.root(), host: Some(host), leaves, levels })
 }
 
 /// Column-major `columns` of [`FriLayer`] from `num_rows` row-major rows of `width` elements.
-fn transpose(rows: &[Felt], num_rows: usize, width: usize) -> Result<Vec<Felt>> {
-    let mut columns = zeroed_host(rows.len(), &crate::host::HostOptions::default())?;
+fn transpose(
+    rows: &[Felt],
+    num_rows: usize,
+    width: usize,
+    host: &HostOptions,
+) -> Result<Vec<Felt>> {
+    let mut columns = zeroed_host(rows.len(), host)?;
     columns.par_chunks_mut(num_rows).enumerate().for_each(|(c, column)| {
         for (i, value) in column.iter_mut().enumerate() {
             *value = rows[i * width + c];
@@ -277,22 +283,27 @@ fn transpose(rows: &[Felt], num_rows: usize, width: usize) -> Result<Vec<Felt>> 
 // HOST SINKS
 // ================================================================================================
 
-/// A stream delivering `layer`'s rows, leaves and nodes (Winterfell's layout), or its root alone
-/// when the layers are kept on the device.
-fn layer_stream<'e>(engine: &'e Engine<'e>, layer: &Layer, keep: bool) -> Stream<'e, 'static> {
+/// A download queue delivering `layer`'s rows, leaves and nodes (Winterfell's layout), or its
+/// root alone when the layers are kept on the device.
+fn layer_downloads<'e>(
+    engine: &'e Engine<'e>,
+    layer: &Layer,
+    keep: bool,
+) -> DownloadQueue<'e, 'static> {
     let (rows, width) = (layer.rows() as usize, layer.width() as usize);
-    Stream::new(
+    let host = engine.host;
+    DownloadQueue::new(
         engine,
         Box::new(move || {
             let mut sinks = Sinks::default();
             if keep {
-                sinks.digests.push(zeroed_host(1, &crate::host::HostOptions::default())?);
+                sinks.digests.push(zeroed_host(1, &host)?);
                 sinks.records.push(natural_sink(Store::Digests(0), 4, 1));
                 return Ok(sinks);
             }
-            sinks.felts.push(zeroed_host(rows * width, &crate::host::HostOptions::default())?);
-            sinks.digests.push(zeroed_host(rows, &crate::host::HostOptions::default())?);
-            sinks.digests.push(zeroed_host(rows, &crate::host::HostOptions::default())?);
+            sinks.felts.push(zeroed_host(rows * width, &host)?);
+            sinks.digests.push(zeroed_host(rows, &host)?);
+            sinks.digests.push(zeroed_host(rows, &host)?);
             sinks.records.push(natural_sink(Store::Felts(0), width, rows));
             sinks.records.push(natural_sink(Store::Digests(0), 4, rows));
             push_level_sinks(&mut sinks, Store::Digests(1), rows, Layout::new(rows as u64, 1));
@@ -301,14 +312,15 @@ fn layer_stream<'e>(engine: &'e Engine<'e>, layer: &Layer, keep: bool) -> Stream
     )
 }
 
-/// A stream delivering the remainder `layer` (one slot per row) in natural order.
-fn remainder_stream<'e>(engine: &'e Engine<'e>, layer: &Layer) -> Stream<'e, 'static> {
+/// A download queue delivering the remainder `layer` (one slot per row) in natural order.
+fn remainder_downloads<'e>(engine: &'e Engine<'e>, layer: &Layer) -> DownloadQueue<'e, 'static> {
     let (rows, width) = (layer.rows() as usize, layer.width() as usize);
-    Stream::new(
+    let host = engine.host;
+    DownloadQueue::new(
         engine,
         Box::new(move || {
             let mut sinks = Sinks::default();
-            sinks.felts.push(zeroed_host(rows * width, &crate::host::HostOptions::default())?);
+            sinks.felts.push(zeroed_host(rows * width, &host)?);
             sinks.records.push(natural_sink(Store::Felts(0), width, rows));
             Ok(sinks)
         }),
@@ -373,7 +385,7 @@ impl KeptLayers for WgpuKeptLayers {
         }
         let total: u64 = copies.iter().map(|c| c.2).sum();
         // invalid work is an error here, not a warning with zeros read back
-        self.device.push_error_scope(::wgpu::ErrorFilter::Validation);
+        let scope = self.device.push_error_scope(::wgpu::ErrorFilter::Validation);
         let staging = self.device.create_buffer(&::wgpu::BufferDescriptor {
             label: Some("miden-gpu fri openings"),
             size: total.max(8),
@@ -387,7 +399,7 @@ impl KeptLayers for WgpuKeptLayers {
             offset += bytes;
         }
         self.queue.submit([encoder.finish()]);
-        if let Some(error) = pollster::block_on(self.device.pop_error_scope()) {
+        if let Some(error) = pollster::block_on(scope.pop()) {
             return Err(device_error(format!("copying FRI openings: {error}")));
         }
         let (tx, rx) = std::sync::mpsc::channel();
@@ -401,7 +413,10 @@ impl KeptLayers for WgpuKeptLayers {
             .map_err(|_| device_error("the FRI openings' buffer was dropped".into()))?
             .map_err(|e| device_error(format!("reading FRI openings: {e}")))?;
         let words: Vec<u64> = {
-            let view = staging.slice(..).get_mapped_range();
+            let view = staging
+                .slice(..)
+                .get_mapped_range()
+                .map_err(|e| device_error(format!("reading FRI openings: {e}")))?;
             view.chunks_exact(8)
                 .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
                 .collect()

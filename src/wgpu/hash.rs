@@ -33,6 +33,28 @@ struct HashRowsParams {
     row0: u32,
 }
 
+/// The layout of this module's parameter structs, checked against their WGSL twins.
+#[cfg(test)]
+pub(super) fn params_layouts() -> Vec<super::params_layout::ParamsLayout> {
+    use super::params_layout::describe_params;
+    vec![describe_params!(HashRowsParams {
+        num_rows,
+        row_width,
+        num_cols,
+        partition_size,
+        src_offset,
+        dst_offset,
+        first_event,
+        num_events,
+        total_events,
+        copy_offset,
+        copy_rows,
+        coset_rows,
+        log_len,
+        row0,
+    })]
+}
+
 /// How the rows of a [`RowBlock`] lie in their buffer.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum RowSource {

@@ -206,6 +206,49 @@ pub(super) struct RowsParams {
     pub dst_offset: u32,
 }
 
+/// The layout of this module's parameter structs, checked against their WGSL twins.
+#[cfg(test)]
+pub(super) fn params_layouts() -> Vec<super::params_layout::ParamsLayout> {
+    use super::params_layout::describe_params;
+    vec![
+        describe_params!(InterpolateParams {
+            count,
+            log_len,
+            src_offset,
+            src_stride,
+            log_src_len,
+            dst_offset,
+            first,
+            offset_table,
+            factor_lo,
+            factor_hi,
+        }),
+        describe_params!(CosetParams {
+            count,
+            log_len,
+            src_offset,
+            src_stride,
+            dst_offset,
+            exp_offset,
+            coset,
+            accumulate,
+            domain_mask,
+            generator_table,
+            root_table,
+        }),
+        describe_params!(RowsParams {
+            count,
+            num_cols,
+            src_offset,
+            log_len,
+            row0,
+            row_width,
+            col0,
+            dst_offset,
+        }),
+    ]
+}
+
 /// Records the transposition of a block of bit-reversed evaluation columns into rows.
 pub(super) fn record_to_rows(
     batch: &mut Batch,

@@ -14,7 +14,7 @@ use bytemuck::{Pod, Zeroable};
 use super::{
     batch::Batch,
     buffers::{BufferPool, Chunked},
-    download::{download_array, RecordSink, Sinks, Store, Stream, Target},
+    download::{download_array, DownloadQueue, RecordSink, Sinks, Store, Target},
     pipelines::Kernel,
     shaders::QUAD_HASHES,
     sizes::DIGEST_BYTES,
@@ -30,6 +30,13 @@ struct MergeParams {
     left_offset: u32,
     right_offset: u32,
     dst_offset: u32,
+}
+
+/// The layout of this module's parameter structs, checked against their WGSL twins.
+#[cfg(test)]
+pub(super) fn params_layouts() -> Vec<super::params_layout::ParamsLayout> {
+    use super::params_layout::describe_params;
+    vec![describe_params!(MergeParams { count, log_group, left_offset, right_offset, dst_offset })]
 }
 
 /// The group-major layout of an array of `len` nodes: `groups` groups of `len / groups`.
@@ -78,7 +85,7 @@ pub(super) fn record_tree(
 /// The lowest level, half of the nodes, is submitted with its download by itself: the host takes
 /// it while the device merges the levels above.
 pub(super) fn record_tree_downloads(
-    stream: &mut Stream<'_, '_>,
+    downloads: &mut DownloadQueue<'_, '_>,
     hash: HashFunction,
     leaves: &Chunked,
     layout: Layout,
@@ -88,11 +95,11 @@ pub(super) fn record_tree_downloads(
     let Some((lowest, above)) = levels.split_first() else {
         return Ok(());
     };
-    record_tree(stream.batch(), hash, leaves, layout, std::slice::from_ref(lowest));
-    download_levels(stream, std::slice::from_ref(lowest), first_sink)?;
-    stream.flush()?;
-    record_tree(stream.batch(), hash, lowest, layout.parent(), above);
-    download_levels(stream, above, first_sink + 1)
+    record_tree(downloads.batch(), hash, leaves, layout, std::slice::from_ref(lowest));
+    download_levels(downloads, std::slice::from_ref(lowest), first_sink)?;
+    downloads.flush()?;
+    record_tree(downloads.batch(), hash, lowest, layout.parent(), above);
+    download_levels(downloads, above, first_sink + 1)
 }
 
 /// Records one level: `parents` from `children` stored in `layout`.
@@ -167,12 +174,12 @@ pub(super) fn push_level_sinks(sinks: &mut Sinks, store: Store, len: usize, leav
 /// Downloads every level recorded by [`tree_levels`] into the sinks of [`push_level_sinks`],
 /// the first of which is sink `first_sink`.
 pub(super) fn download_levels(
-    stream: &mut Stream<'_, '_>,
+    downloads: &mut DownloadQueue<'_, '_>,
     levels: &[Chunked],
     first_sink: usize,
 ) -> Result<()> {
     for (i, level) in levels.iter().enumerate() {
-        download_array(stream, level, DIGEST_BYTES, |first| Target::Records {
+        download_array(downloads, level, DIGEST_BYTES, |first| Target::Records {
             sink: first_sink + i,
             first,
         })?;

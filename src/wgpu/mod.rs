@@ -9,10 +9,12 @@
 //! - `batch`, `upload`, `download`: recording submissions, uploads, pipelined downloads;
 //! - `ntt`, `lde`, `hash`, `merkle`, `fold`: the dispatches of each kernel family;
 //! - `sizes`: how work is split to fit the device;
-//! - `timestamps`: device times of a commitment's stages ([`StageTimes`]) from timestamp queries;
+//! - `options`: [`WgpuOptions`], how a committer is made (the backend's only environment reads);
+//! - `timestamps`: device times of a commitment's stages from timestamp queries;
 //! - `commit`, `fri`, `standalone`: the orchestration of a whole commitment, of the FRI commit
 //!   phase (and the openings of the layers it keeps), and of the per-stage calls;
-//! - `deep`: polynomials kept after a commitment and the DEEP composition over them.
+//! - `deep`: polynomials kept after a commitment and the DEEP composition over them;
+//! - `params_layout` (tests only): each kernel's parameter struct checked against its WGSL twin.
 //!
 //! A commitment uploads the evaluations once and keeps everything on the device until the
 //! polynomials, LDE rows (already in `RowMatrix` layout), leaves and nodes come back. Arrays
@@ -32,8 +34,10 @@ use crate::{
     deep::{CombineRequest, EvaluateRequest},
     error::Result,
     fri::{FoldingChannel, FriLayers, FriRequest},
-    hash::{blake3_tables::check_row_width, Digest, HashFunction},
+    hash::{blake3_tables::check_row_width, Digest, HashFunction, RescueLanes},
+    host::HostOptions,
     resident::ResidentPolys,
+    stage_times::StageTimes,
 };
 use shaders::HASHES;
 
@@ -50,6 +54,9 @@ mod hash;
 mod lde;
 mod merkle;
 mod ntt;
+mod options;
+#[cfg(test)]
+mod params_layout;
 mod pipelines;
 mod shaders;
 mod sizes;
@@ -60,11 +67,11 @@ mod upload;
 use buffers::BufferPool;
 use constants::{HashConstants, Tables};
 use context::{device_error, Context};
-pub use context::{find_adapter, prepare_headless_vulkan, AdapterSummary};
+pub use context::{find_adapter, AdapterSummary};
+pub use options::{prepare_headless_vulkan, WgpuOptions};
 use pipelines::Pipelines;
 pub use shaders::{composed_shaders, field_source, Arithmetic, ComposedShader};
 use sizes::Sizes;
-pub use timestamps::StageTimes;
 use timestamps::Timer;
 
 // COMMITTER
@@ -83,6 +90,8 @@ pub struct WgpuCommitter {
     sizes: Sizes,
     /// Timestamp queries, where the device has them.
     timer: Option<Timer>,
+    /// How result vectors are reserved on the host.
+    host: HostOptions,
     /// Stage times of the last commitment.
     last_times: Mutex<Option<StageTimes>>,
     /// Held for the whole of a call.
@@ -103,22 +112,18 @@ static NEXT_COMMITTER_ID: AtomicU64 = AtomicU64::new(0);
 const MAX_RESIDENT_BYTES: u64 = 8 << 30;
 
 impl WgpuCommitter {
-    /// Opens the best adapter (`WGPU_ADAPTER_NAME` and `WGPU_BACKEND` narrow the choice) and
-    /// builds every pipeline, with 64-bit integer kernels where the adapter has
-    /// `SHADER_INT64` (unless `MIDEN_GPU_WGPU_INT64=0`). [`crate::GpuError::BackendUnavailable`]
-    /// if there is no usable adapter.
+    /// [`Self::with_options`] with the default options (reads no environment variable):
+    /// the high-performance adapter on Vulkan, Metal or DX12, 64-bit integer kernels where it has
+    /// `SHADER_INT64`, RPO/RPX on quads where it has subgroups.
     pub fn new() -> Result<Self> {
-        Self::open(None)
+        Self::with_options(WgpuOptions::default())
     }
 
-    /// As [`Self::new`], with the given kernel arithmetic; [`Arithmetic::U64`] is
-    /// [`crate::GpuError::BackendUnavailable`] on an adapter without 64-bit integers.
-    pub fn with_arithmetic(arithmetic: Arithmetic) -> Result<Self> {
-        Self::open(Some(arithmetic == Arithmetic::U64))
-    }
-
-    fn open(int64: Option<bool>) -> Result<Self> {
-        let ctx = Context::new(int64)?;
+    /// Opens the adapter `options` choose and builds every pipeline and constant table.
+    /// [`crate::GpuError::BackendUnavailable`] if there is no usable adapter, or if the options
+    /// ask for an arithmetic or rescue lanes the adapter cannot run.
+    pub fn with_options(options: WgpuOptions) -> Result<Self> {
+        let ctx = Context::new(&options)?;
         let arithmetic = if ctx.int64 { Arithmetic::U64 } else { Arithmetic::U32 };
         let (pipelines, constants) = ctx.checked(|| {
             let pipelines = info_span!("wgpu.pipelines")
@@ -126,7 +131,12 @@ impl WgpuCommitter {
             let constants = HashConstants::new(&ctx.device, &ctx.queue, &pipelines)?;
             Ok((pipelines, constants))
         })?;
-        let sizes = Sizes::new(&ctx.limits, ctx.is_software(), None, ctx.kernel_downloads);
+        let sizes = Sizes::new(
+            &ctx.limits,
+            ctx.is_software(),
+            options.max_chunk_bytes,
+            ctx.kernel_downloads,
+        );
         let timer = Timer::new(&ctx);
         Ok(Self {
             ctx,
@@ -136,6 +146,7 @@ impl WgpuCommitter {
             tables: Mutex::new(Tables::default()),
             sizes,
             timer,
+            host: options.host,
             last_times: Mutex::new(None),
             exclusive: Mutex::new(()),
             id: NEXT_COMMITTER_ID.fetch_add(1, Ordering::Relaxed),
@@ -144,20 +155,8 @@ impl WgpuCommitter {
         })
     }
 
-    /// Splits device arrays into parts of at most `bytes` bytes (rounded down to a power of
-    /// two, at least 256) instead of the adapter's binding limit: makes tests run the
-    /// multi-part paths on small inputs.
-    pub fn with_max_chunk_bytes(mut self, bytes: u64) -> Self {
-        self.sizes = Sizes::new(
-            &self.ctx.limits,
-            self.ctx.is_software(),
-            Some(bytes),
-            self.ctx.kernel_downloads,
-        );
-        self
-    }
-
-    /// Bytes of one part of a device array (see [`Self::with_max_chunk_bytes`]).
+    /// Bytes of one part of a device array: the adapter's binding limit, or
+    /// [`WgpuOptions::max_chunk_bytes`] where set (rounded down to a power of two, at least 256).
     pub fn max_chunk_bytes(&self) -> u64 {
         self.sizes.chunk
     }
@@ -168,8 +167,8 @@ impl WgpuCommitter {
         self.ctx.is_software()
     }
 
-    /// The arithmetic the kernels use: [`Arithmetic::U64`] where the adapter has
-    /// `SHADER_INT64` (unless `MIDEN_GPU_WGPU_INT64=0`), else [`Arithmetic::U32`].
+    /// The arithmetic the kernels use: [`WgpuOptions::arithmetic`], or by default
+    /// [`Arithmetic::U64`] where the adapter has `SHADER_INT64`, else [`Arithmetic::U32`].
     pub fn arithmetic(&self) -> Arithmetic {
         if self.ctx.int64 {
             Arithmetic::U64
@@ -178,41 +177,18 @@ impl WgpuCommitter {
         }
     }
 
-    /// Invocations per RPO/RPX permutation in whole-row hashing and Merkle trees: 4 (a quad of
-    /// a subgroup) where the adapter has subgroup operations (unless
-    /// `MIDEN_GPU_WGPU_RESCUE_LANES=1`), else 1. Partitioned rows and the other hash functions
-    /// always take one invocation per permutation.
-    pub fn rescue_lanes(&self) -> u32 {
+    /// Invocations per RPO/RPX permutation in whole-row hashing and Merkle trees:
+    /// [`WgpuOptions::rescue_lanes`], or by default quads where the adapter has subgroup
+    /// operations, else one. Partitioned rows and the other hash functions always take one
+    /// invocation per permutation.
+    pub fn rescue_lanes(&self) -> RescueLanes {
         self.ctx.rescue_lanes
     }
 
-    /// The same committer hashing RPO/RPX on quads (`true`) or with one invocation per
-    /// permutation (`false`); see [`Self::rescue_lanes`].
-    /// [`crate::GpuError::BackendUnavailable`] for quads on an adapter without subgroup
-    /// operations.
-    pub fn with_rescue_quads(mut self, quads: bool) -> Result<Self> {
-        if quads && !self.ctx.quads {
-            return Err(context::unavailable(format!(
-                "adapter {} has no subgroups of 4 or more invocations for the quad kernels",
-                self.ctx.info.name
-            )));
-        }
-        self.ctx.rescue_lanes = if quads { 4 } else { 1 };
-        Ok(self)
-    }
-
-    /// Whether commitments can be timed on this device: the adapter has `TIMESTAMP_QUERY` (and
-    /// `MIDEN_GPU_WGPU_TIMESTAMPS=0` did not turn it off).
+    /// Whether commitments can be timed on this device: the adapter has `TIMESTAMP_QUERY` and
+    /// [`WgpuOptions::timestamps`] is on.
     pub fn can_time_stages(&self) -> bool {
         self.timer.is_some()
-    }
-
-    /// Device times of the stages of the last [`GpuCommitter::commit`] (kernel time from GPU
-    /// timestamp queries; also logged as the `info` event "wgpu stage times"). `None` if the
-    /// device cannot time stages ([`Self::can_time_stages`]), before the first commitment, after
-    /// a failed one, or if a commitment ran more compute passes than one query set holds (2048).
-    pub fn last_stage_times(&self) -> Option<StageTimes> {
-        *self.times()
     }
 
     fn times(&self) -> MutexGuard<'_, Option<StageTimes>> {
@@ -275,6 +251,7 @@ impl WgpuCommitter {
             tables: &self.tables,
             sizes: self.sizes,
             timer: self.timer.as_ref(),
+            host: self.host,
         };
         self.ctx.checked(|| work(&engine))
     }
@@ -344,6 +321,15 @@ impl GpuCommitter for WgpuCommitter {
     fn peak_memory_in_use(&self) -> Option<u64> {
         Some(self.peak.load(Ordering::SeqCst))
     }
+
+    /// Device times of the stages of the last [`GpuCommitter::commit`], from GPU timestamp
+    /// queries (kernel time; also logged as the `info` event "wgpu stage times"): one entry
+    /// (`device` "wgpu", one pass), or none if the device cannot time stages
+    /// ([`WgpuCommitter::can_time_stages`]), before the first commitment, after a failed one,
+    /// or if a commitment ran more compute passes than one query set holds (2048).
+    fn last_stage_times(&self) -> Vec<StageTimes> {
+        self.times().iter().cloned().collect()
+    }
 }
 
 // ENGINE
@@ -359,6 +345,8 @@ pub(super) struct Engine<'a> {
     sizes: Sizes,
     /// Timestamp queries, where the device has them.
     timer: Option<&'a Timer>,
+    /// How result vectors are reserved on the host.
+    host: HostOptions,
 }
 
 impl Engine<'_> {

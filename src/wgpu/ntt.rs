@@ -17,6 +17,13 @@ struct NttParams {
     log_half: u32,
 }
 
+/// The layout of this module's parameter structs, checked against their WGSL twins.
+#[cfg(test)]
+pub(super) fn params_layouts() -> Vec<super::params_layout::ParamsLayout> {
+    use super::params_layout::describe_params;
+    vec![describe_params!(NttParams { offset, count, log_half })]
+}
+
 /// Records a decimation-in-frequency NTT of `num_cols` columns of 2^log_len elements stored
 /// one after another from element `offset` of `data`: natural order in, bit-reversed out.
 /// `twiddles` holds w^i for i < 2^(log_len - 1); w^-1 gives the inverse transform (times n).

@@ -1,5 +1,5 @@
 //! The options of the wgpu backend, as a value; [`WgpuOptions::from_env`] is the one place the
-//! backend reads the environment.
+//! backend reads the environment (and [`prepare_headless_vulkan`] the one place it changes it).
 
 use super::Arithmetic;
 use crate::{hash::RescueLanes, host::HostOptions};
@@ -53,13 +53,31 @@ impl Default for WgpuOptions {
 }
 
 impl WgpuOptions {
-    /// The defaults, with wgpu's own variables where set: `WGPU_BACKEND` (the APIs, e.g.
-    /// `vulkan`) and `WGPU_ADAPTER_NAME` (part of the adapter's name).
+    /// The defaults, with wgpu's own variables where set: `WGPU_BACKEND` (the APIs, a
+    /// comma-separated list such as `vulkan` or `metal,dx12`) and `WGPU_ADAPTER_NAME` (part of
+    /// the adapter's name; blank leaves the default).
     pub fn from_env() -> Self {
+        let defaults = Self::default();
         Self {
-            backends: ::wgpu::Backends::from_env().unwrap_or(::wgpu::Backends::PRIMARY),
+            backends: ::wgpu::Backends::from_env().unwrap_or(defaults.backends),
             adapter_name: std::env::var("WGPU_ADAPTER_NAME").ok().filter(|n| !n.trim().is_empty()),
-            ..Self::default()
+            ..defaults
         }
+    }
+}
+
+// HEADLESS VULKAN
+// ================================================================================================
+
+/// Prepares a process without a desktop session for Vulkan compute: where `XDG_RUNTIME_DIR` is
+/// unset, turns off Mesa's device-select layer (`NODEVICE_SELECT=1`), which otherwise looks for a
+/// Wayland display that compute does not need and prints
+/// `error: XDG_RUNTIME_DIR is invalid or not set in the environment.` Changes the process
+/// environment, so call it at the start of `main`, before any other thread runs.
+pub fn prepare_headless_vulkan() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none()
+        && std::env::var_os("NODEVICE_SELECT").is_none()
+    {
+        std::env::set_var("NODEVICE_SELECT", "1");
     }
 }

@@ -180,10 +180,12 @@ impl Pipelines {
                     label: Some(&name),
                     source: ::wgpu::ShaderSource::Wgsl(module.source(arithmetic, quads).into()),
                 };
-                // Bounds checks stay on; the injected loop counters are dropped (they keep
-                // drivers from unrolling the permutation loops).
-                let checks =
-                    ::wgpu::ShaderRuntimeChecks { bounds_checks: true, force_loop_bounding: false };
+                // Every check stays on (bounds, guarded integer division) except the injected
+                // loop counters, which keep drivers from unrolling the permutation loops.
+                let checks = ::wgpu::ShaderRuntimeChecks {
+                    force_loop_bounding: false,
+                    ..::wgpu::ShaderRuntimeChecks::checked()
+                };
                 // SAFETY: `force_loop_bounding` may be off only for shaders without infinite
                 // loops. Every loop in wgsl/ counts a variable up to a bound fixed before the
                 // loop starts (a constant, a parameter, or the work left), so each terminates.
@@ -254,14 +256,14 @@ fn make_pipeline(
         label: Some(kernel.entry_point()),
         entries: &entries,
     });
-    let mut groups = vec![&layout];
+    let mut groups = vec![Some(&layout)];
     if kernel.constants().is_some() {
-        groups.push(constants_layout);
+        groups.push(Some(constants_layout));
     }
     let pipeline_layout = device.create_pipeline_layout(&::wgpu::PipelineLayoutDescriptor {
         label: Some(kernel.entry_point()),
         bind_group_layouts: &groups,
-        push_constant_ranges: &[],
+        immediate_size: 0,
     });
     let pipeline = device.create_compute_pipeline(&::wgpu::ComputePipelineDescriptor {
         label: Some(kernel.entry_point()),

@@ -18,7 +18,7 @@ pub(super) struct Sizes {
     /// The adapter's largest storage binding: a single row (a row chunk of one row) may exceed
     /// a forced small `chunk`, never this.
     pub binding: u64,
-    /// Bytes of each staging buffer of a download stream.
+    /// Bytes of each staging buffer of a download queue.
     pub staging: u64,
     /// Most permutations per row in one row-hashing dispatch.
     pub hash_events: u32,
@@ -42,7 +42,11 @@ impl Sizes {
         max_chunk: Option<u64>,
         bound_staging: bool,
     ) -> Self {
-        let binding = (limits.max_storage_buffer_binding_size as u64).min(limits.max_buffer_size);
+        // Below 4 GiB whatever the adapter reports (Metal reports its whole buffer size): the
+        // shading languages take a binding's size in 32 bits (naga's MSL passes the sizes behind
+        // `arrayLength` as `uint`).
+        let binding =
+            limits.max_storage_buffer_binding_size.min(u32::MAX.into()).min(limits.max_buffer_size);
         let wanted = max_chunk.unwrap_or(u64::MAX).max(Self::MIN_CHUNK);
         let chunk = prev_power_of_two(binding.min(wanted));
         let staging_limit = if bound_staging { binding } else { limits.max_buffer_size };

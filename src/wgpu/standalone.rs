@@ -6,7 +6,7 @@ use tracing::info_span;
 use super::{
     buffers::Chunked,
     constants::felt_bytes,
-    download::{download_array, RecordSink, Sinks, Store, Stream, Target},
+    download::{download_array, DownloadQueue, RecordSink, Sinks, Store, Target},
     hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers, RowSource},
     merkle::{push_level_sinks, record_tree_downloads, tree_levels, Layout},
     shaders::saved_bytes,
@@ -45,7 +45,7 @@ pub(super) fn hash_rows(
     let row_chunk = Chunked::new(engine.pool, device, rows_per_chunk, row_bytes, rows_per_chunk);
     let sponges = sponge_buffer(engine, hash, row_hashing, lde.num_cols, rows_per_chunk);
     let mut sinks = Sinks::default();
-    sinks.digests.push(zeroed_host(num_rows, &crate::host::HostOptions::default())?);
+    sinks.digests.push(zeroed_host(num_rows, &engine.host)?);
     sinks.records.push(RecordSink {
         store: Store::Digests(0),
         start: 0,
@@ -53,7 +53,7 @@ pub(super) fn hash_rows(
         groups: 1,
         group_len: num_rows,
     });
-    let mut stream = Stream::new(engine, Box::new(move || Ok(sinks)));
+    let mut downloads = DownloadQueue::new(engine, Box::new(move || Ok(sinks)));
     info_span!("wgpu.hash_leaves", rows = num_rows, hash = %hash).in_scope(|| {
         for first in (0..num_rows as u64).step_by(rows_per_chunk as usize) {
             let count = rows_per_chunk.min(num_rows as u64 - first);
@@ -64,7 +64,7 @@ pub(super) fn hash_rows(
                 first: 0,
                 record_bytes: row_bytes,
             };
-            let staged = upload(engine, stream.batch(), &[write])?;
+            let staged = upload(engine, downloads.batch(), &[write])?;
             let (leaf_buffer, dst_offset) = leaf_array.locate(first);
             let block = RowBlock {
                 num_rows: count,
@@ -81,24 +81,24 @@ pub(super) fn hash_rows(
                 copies: None,
             };
             record_hash_rows(
-                stream.batch(),
+                downloads.batch(),
                 hash,
                 row_hashing,
                 block,
                 buffers,
                 engine.sizes.hash_events,
             );
-            stream.flush()?;
+            downloads.flush()?;
             drop(staged);
         }
         Ok::<_, GpuError>(())
     })?;
     let mut sinks = info_span!("wgpu.download").in_scope(|| {
-        download_array(&mut stream, &leaf_array, DIGEST_BYTES, |first| Target::Records {
+        download_array(&mut downloads, &leaf_array, DIGEST_BYTES, |first| Target::Records {
             sink: 0,
             first,
         })?;
-        stream.finish()
+        downloads.finish()
     })?;
     Ok(sinks.digests.pop().unwrap_or_default())
 }
@@ -115,9 +115,9 @@ pub(super) fn build_tree(
     let levels = tree_levels(engine.pool, device, len, engine.sizes.digests());
     let layout = Layout::new(len, 1);
     let mut sinks = Sinks::default();
-    sinks.digests.push(zeroed_host(leaves.len(), &crate::host::HostOptions::default())?);
+    sinks.digests.push(zeroed_host(leaves.len(), &engine.host)?);
     push_level_sinks(&mut sinks, Store::Digests(0), leaves.len(), layout);
-    let mut stream = Stream::new(engine, Box::new(move || Ok(sinks)));
+    let mut downloads = DownloadQueue::new(engine, Box::new(move || Ok(sinks)));
     let write = Write {
         bytes: Digest::slice_as_bytes(leaves),
         array: &leaf_array,
@@ -125,9 +125,10 @@ pub(super) fn build_tree(
         record_bytes: DIGEST_BYTES,
     };
     let _staged =
-        info_span!("wgpu.upload").in_scope(|| upload(engine, stream.batch(), &[write]))?;
-    info_span!("wgpu.tree")
-        .in_scope(|| record_tree_downloads(&mut stream, hash, &leaf_array, layout, &levels, 0))?;
-    let mut sinks = info_span!("wgpu.download").in_scope(|| stream.finish())?;
+        info_span!("wgpu.upload").in_scope(|| upload(engine, downloads.batch(), &[write]))?;
+    info_span!("wgpu.tree").in_scope(|| {
+        record_tree_downloads(&mut downloads, hash, &leaf_array, layout, &levels, 0)
+    })?;
+    let mut sinks = info_span!("wgpu.download").in_scope(|| downloads.finish())?;
     Ok(sinks.digests.pop().unwrap_or_default())
 }

@@ -14,66 +14,55 @@
 use std::sync::{Mutex, MutexGuard};
 
 use super::context::{device_error, Context};
-use crate::error::Result;
+use crate::{error::Result, stage_times::StageTimes};
 
 /// Timestamps of one query set; two per timed pass.
 const MAX_QUERIES: u32 = ::wgpu::QUERY_SET_MAX_QUERIES;
 
-// STAGE TIMES
+// STAGES
 // ================================================================================================
 
-/// Device times of the stages of one wgpu commitment, in milliseconds: the summed
-/// timestamp-query spans of the compute passes of each stage (kernels only; uploads and
-/// downloads are copies outside passes and not counted).
-///
-/// Returned by [`WgpuCommitter::last_stage_times`](super::WgpuCommitter::last_stage_times)
-/// where the adapter has `TIMESTAMP_QUERY`. Stages line up with CUDA's
-/// `cuda::StageTimes`, except that CUDA counts the row-major copy of the LDE in its hash time
-/// while here it is [`Self::rows_ms`] (or in the hash time too, where the hashing kernel reads
-/// the coset evaluations itself).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct StageTimes {
-    /// Inverse NTTs and finishing into coefficients (bit reversal, 1/n and offset scaling);
-    /// 0 where the columns are longer than one binding and are interpolated on the host.
-    pub interpolate_ms: f32,
-    /// Coset scaling (and folding of long columns) and the forward NTTs of every coset.
-    pub lde_ms: f32,
-    /// Transposition of each coset's evaluations into `RowMatrix` rows; 0 where the hashing
-    /// kernel reads them itself (RPO/RPX rows hashed on quads that write the host's rows).
-    pub rows_ms: f32,
-    /// Row hashing into the leaves.
-    pub hash_ms: f32,
-    /// Every Merkle level.
-    pub tree_ms: f32,
-}
-
-/// The stage a dispatch belongs to; passes are split where it changes.
+/// The stage a dispatch belongs to; passes are split where it changes. A stage's time is the
+/// sum of the timestamp-query spans of its compute passes (kernels only; uploads and downloads
+/// are copies outside passes and not counted).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stage {
-    /// [`StageTimes::interpolate_ms`].
+    /// Inverse NTTs and finishing into coefficients (bit reversal, 1/n and offset scaling); no
+    /// pass where the columns are longer than one binding and are interpolated on the host.
     Interpolate,
-    /// [`StageTimes::lde_ms`].
+    /// Coset scaling (and folding of long columns) and the forward NTTs of every coset.
     Lde,
-    /// [`StageTimes::rows_ms`].
+    /// Transposition of each coset's evaluations into `RowMatrix` rows; no pass where the
+    /// hashing kernel reads them itself (RPO/RPX rows hashed on quads that write the host's
+    /// rows).
     Rows,
-    /// [`StageTimes::hash_ms`].
+    /// Row hashing into the leaves.
     Hash,
-    /// [`StageTimes::tree_ms`].
+    /// Every Merkle level.
     Tree,
 }
 
-impl StageTimes {
-    /// The field of `stage`.
-    fn of_mut(&mut self, stage: Stage) -> &mut f32 {
-        match stage {
-            Stage::Interpolate => &mut self.interpolate_ms,
-            Stage::Lde => &mut self.lde_ms,
-            Stage::Rows => &mut self.rows_ms,
-            Stage::Hash => &mut self.hash_ms,
-            Stage::Tree => &mut self.tree_ms,
-        }
+/// The backend-neutral stage times of one wgpu commitment from the summed milliseconds of each
+/// stage. Stages line up with CUDA's, except that CUDA counts the row-major copy of the LDE in
+/// its hash time while here it is `rows_ms` (or in the hash time too, where the hashing kernel
+/// reads the coset evaluations itself).
+fn stage_times(ms: &StageSums) -> StageTimes {
+    let of = |stage: Stage| ms[stage as usize];
+    StageTimes {
+        device: "wgpu".into(),
+        passes: 1,
+        interpolate_ms: of(Stage::Interpolate),
+        lde_ms: of(Stage::Lde),
+        hash_ms: of(Stage::Hash),
+        tree_ms: of(Stage::Tree),
+        rows_ms: Some(of(Stage::Rows)),
+        upload_lde_ms: None,
+        exchange_ms: None,
     }
 }
+
+/// Milliseconds of each [`Stage`], indexed by the stage.
+type StageSums = [f32; 5];
 
 // TIMER
 // ================================================================================================
@@ -179,7 +168,8 @@ impl Timer {
     }
 
     /// Ends the commitment's timing and reads its stage times, once its submissions are done
-    /// (the stream has finished). `None` if some pass was not timed or nothing was resolved.
+    /// (the download queue has finished). `None` if some pass was not timed or nothing was
+    /// resolved.
     pub fn finish(&self, ctx: &Context) -> Result<Option<StageTimes>> {
         let log = std::mem::take(&mut *self.log());
         let passes = log.stages.len();
@@ -199,18 +189,22 @@ impl Timer {
         if let Err(e) = mapped {
             return Err(device_error(format!("mapping the timestamps: {e}")));
         }
-        let mut times = StageTimes::default();
+        let mut sums = StageSums::default();
         {
-            let view = self.readback.slice(0..bytes).get_mapped_range();
+            let view = self
+                .readback
+                .slice(0..bytes)
+                .get_mapped_range()
+                .map_err(|e| device_error(format!("reading the timestamps: {e}")))?;
             for (stage, pair) in log.stages.iter().zip(view.chunks_exact(16)) {
                 let word =
                     |i: usize| u64::from_le_bytes(pair[i..i + 8].try_into().expect("8 bytes"));
                 let ticks = word(8).saturating_sub(word(0));
-                *times.of_mut(*stage) += (ticks as f64 * self.period_ns / 1e6) as f32;
+                sums[*stage as usize] += (ticks as f64 * self.period_ns / 1e6) as f32;
             }
         }
         self.readback.unmap();
-        Ok(Some(times))
+        Ok(Some(stage_times(&sums)))
     }
 
     fn log(&self) -> MutexGuard<'_, Log> {

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use super::{
     batch::Batch,
     buffers::{Chunked, PooledBuffer},
+    context::device_error,
     Engine,
 };
 use crate::{error::Result, host::copy_bytes};
@@ -73,9 +74,19 @@ pub(super) fn upload(
         let group = &segments[start..end];
         let staging = engine.pool.acquire_upload(&engine.ctx.device, size)?;
         {
-            let mut view = staging.slice(..size).get_mapped_range_mut();
+            let mut view = staging
+                .slice(..size)
+                .get_mapped_range_mut()
+                .map_err(|e| device_error(format!("writing an upload: {e}")))?;
+            let mut whole = view.slice(..);
+            // SAFETY: the view is the whole of a mapped staging buffer, `whole.len()` bytes that
+            // nothing else accesses while it lives; wgpu zero-fills new buffers, so the bytes
+            // are initialized, and the streaming copies below only write them (never read: the
+            // memory may be write-combined).
+            let mut rest: &mut [u8] = unsafe {
+                std::slice::from_raw_parts_mut(whole.as_raw_element_ptr().as_ptr(), whole.len())
+            };
             let mut targets = Vec::with_capacity(group.len());
-            let mut rest: &mut [u8] = &mut view;
             for segment in group {
                 let (head, tail) = rest.split_at_mut(segment.bytes.len());
                 targets.push((head, segment.bytes));
