@@ -3,8 +3,8 @@
 //!
 //! Before the DEEP coefficients are drawn, the prover sends the out-of-domain frame: every
 //! trace and composition polynomial at `z` and `gz` ([`EvaluateRequest`]). A backend evaluates
-//! blocks of [`EVALUATION_BLOCK`] coefficients by Horner's rule, as winter_math's
-//! `polynom::eval` steps, and [`join_blocks`] finishes on the host.
+//! blocks of 1024 coefficients by Horner's rule, as winter_math's
+//! `polynom::eval` steps, and the host joins the blocks.
 //!
 //! winter-prover's DEEP composition polynomial starts from `S = Σ kᵢ·Tᵢ` over every trace and
 //! composition polynomial `Tᵢ` (main trace columns in the base field, auxiliary and composition
