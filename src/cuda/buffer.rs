@@ -26,7 +26,7 @@ use cudarc::driver::{
 };
 use miden_crypto::Felt;
 
-use super::driver::{bind, device_error, DriverResult};
+use super::driver::{bind, check, device_error, DriverResult, Stream};
 use crate::{backend::Backend, error::GpuError, hash::Digest};
 
 // ELEMENTS
@@ -437,5 +437,97 @@ fn unsized_scratch() -> GpuError {
     GpuError::Device {
         backend: Backend::Cuda,
         message: "a device buffer was used before it was allocated".into(),
+    }
+}
+
+// COPIES
+// ================================================================================================
+
+/// Copies between host memory, device ranges and peers, enqueued on a stream: the typed side of
+/// the driver's streams.
+impl Stream {
+    /// Enqueues an asynchronous copy of `dst.len()` elements from host memory at `src` into
+    /// `dst`.
+    ///
+    /// # Safety
+    /// `src` must be valid for `dst.len()` elements and stay valid and unmodified until the copy
+    /// completes.
+    pub(super) unsafe fn copy_htod<T: DeviceElement>(
+        &self,
+        dst: DeviceSliceMut<'_, T>,
+        src: *const T,
+    ) -> DriverResult<()> {
+        check(
+            sys::cuMemcpyHtoDAsync_v2(
+                dst.device_ptr(),
+                src.cast(),
+                dst.len() * size_of::<T>(),
+                self.raw(),
+            )
+            .result(),
+            "cuMemcpyHtoDAsync",
+        )
+    }
+
+    /// Enqueues an asynchronous copy of `src` into host memory at `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be valid for `src.len()` elements and stay valid and untouched by the host
+    /// until the copy completes.
+    pub(super) unsafe fn copy_dtoh<T: DeviceElement>(
+        &self,
+        dst: *mut T,
+        src: DeviceSlice<'_, T>,
+    ) -> DriverResult<()> {
+        check(
+            sys::cuMemcpyDtoHAsync_v2(
+                dst.cast(),
+                src.device_ptr(),
+                src.len() * size_of::<T>(),
+                self.raw(),
+            )
+            .result(),
+            "cuMemcpyDtoHAsync",
+        )
+    }
+
+    /// Enqueues a copy of `src` into `dst`, on the same GPU or between two (a peer copy);
+    /// [`GpuError::Device`] if their lengths differ. Both buffers must outlive the copy: their
+    /// owners order their release after it (an event or a synchronization), as for a kernel.
+    pub(super) fn copy_peer<T: DeviceElement>(
+        &self,
+        dst: DeviceSliceMut<'_, T>,
+        src: DeviceSlice<'_, T>,
+    ) -> DriverResult<()> {
+        if dst.len() != src.len() {
+            return Err(GpuError::Device {
+                backend: Backend::Cuda,
+                message: format!(
+                    "device copy of {} elements into a range of {}",
+                    src.len(),
+                    dst.len()
+                ),
+            });
+        }
+        let bytes = src.len() * size_of::<T>();
+        let (dst_ctx, src_ctx) = (dst.ctx(), src.ctx());
+        // SAFETY: both ranges lie in live allocations of `bytes` bytes (their slices' promise).
+        let status = if Arc::ptr_eq(dst_ctx, src_ctx) {
+            unsafe {
+                sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, self.raw())
+            }
+        } else {
+            unsafe {
+                sys::cuMemcpyPeerAsync(
+                    dst.device_ptr(),
+                    dst_ctx.cu_ctx(),
+                    src.device_ptr(),
+                    src_ctx.cu_ctx(),
+                    bytes,
+                    self.raw(),
+                )
+            }
+        };
+        check(status.result(), "cuMemcpyPeerAsync")
     }
 }

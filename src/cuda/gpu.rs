@@ -9,8 +9,8 @@ use miden_crypto::Felt;
 use super::{
     buffer::{Allocator, DeviceBuffer, DeviceElement, DeviceSlice, DeviceSliceMut, Gauge, Scratch},
     driver::{bind, check, DriverResult, Event, Stream},
-    kernels::{sig, Signature},
-    launch::{Kernel, Module},
+    kernels::sig,
+    launch::{Kernel, Module, Signature},
     program::{compile_for_arch, HASHES},
     transfer::{self, Lane, Ring},
     CudaOptions,

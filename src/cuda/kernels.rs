@@ -18,29 +18,17 @@ use std::sync::Arc;
 use cudarc::driver::{sys, CudaContext};
 use miden_crypto::Felt;
 
+#[cfg(test)]
+use super::launch::Param;
 use super::{
     buffer::{DeviceElement, DeviceSlice, DeviceSliceMut},
     driver::{DriverResult, Stream},
-    launch::Kernel,
+    launch::{Kernel, Signature},
 };
 use crate::{backend::Backend, error::GpuError, hash::Digest};
 
 // ARGUMENTS
 // ================================================================================================
-
-/// One kernel parameter as the CUDA side declares it (what the signature test compares).
-#[cfg(test)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Param {
-    /// `const W*`, for the word type `W` (`u64`, `u32`).
-    ConstPtr(&'static str),
-    /// `W*`.
-    MutPtr(&'static str),
-    /// `u32`.
-    U32,
-    /// `u64`.
-    U64,
-}
 
 /// A Rust value that crosses the kernel boundary as one parameter.
 pub(super) trait KernelArg {
@@ -114,15 +102,6 @@ impl<T: DeviceElement> KernelArg for Option<DeviceSliceMut<'_, T>> {
     fn into_raw(self, ctx: &Arc<CudaContext>) -> DriverResult<sys::CUdeviceptr> {
         self.map_or(Ok(0), |slice| slice.into_raw(ctx))
     }
-}
-
-/// A kernel signature: the kernels that have it and their parameters.
-pub(super) trait Signature {
-    /// The `extern "C"` names of the kernels of this signature.
-    const KERNELS: &'static [&'static str];
-    /// The parameters, in order.
-    #[cfg(test)]
-    const PARAMS: &'static [Param];
 }
 
 /// The launch shape: `blocks` blocks of `threads_per_block` threads.

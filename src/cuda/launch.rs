@@ -1,5 +1,5 @@
-//! Loaded CUDA modules and kernel handles, over the driver API (through cudarc's
-//! `result`/`sys` layers).
+//! Kernel signatures ([`Signature`]: the kernels that share one parameter list), loaded CUDA
+//! modules and kernel handles, over the driver API (through cudarc's `result`/`sys` layers).
 //!
 //! Like the owners in `driver`, a [`Module`] unloads itself on drop with its context bound. A
 //! [`Kernel`] is typed by its signature (see `kernels`, where every launch is packed), so a
@@ -12,11 +12,34 @@ use std::{marker::PhantomData, sync::Arc};
 
 use cudarc::driver::{result, sys, CudaContext};
 
-use super::{
-    driver::{bind, check, DriverResult, Stream},
-    kernels::Signature,
-};
+use super::driver::{bind, check, DriverResult, Stream};
 use crate::{backend::Backend, error::GpuError};
+
+// SIGNATURES
+// ================================================================================================
+
+/// One kernel parameter as the CUDA side declares it (what the signature test compares).
+#[cfg(test)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Param {
+    /// `const W*`, for the word type `W` (`u64`, `u32`).
+    ConstPtr(&'static str),
+    /// `W*`.
+    MutPtr(&'static str),
+    /// `u32`.
+    U32,
+    /// `u64`.
+    U64,
+}
+
+/// A kernel signature: the kernels that have it and their parameters.
+pub(super) trait Signature {
+    /// The `extern "C"` names of the kernels of this signature.
+    const KERNELS: &'static [&'static str];
+    /// The parameters, in order.
+    #[cfg(test)]
+    const PARAMS: &'static [Param];
+}
 
 // MODULES AND LAUNCHES
 // ================================================================================================
