@@ -14,6 +14,16 @@
 //! are start-up costs). With `--compare-cpu`, `miden_prover::prove` (Winterfell on the CPU) runs
 //! too, every timing gets its ratio to it, and the proofs are compared. `RUST_LOG=miden_gpu=info`
 //! adds the crate's log lines (the trace's size among them).
+//!
+//! With `--pool-jobs N` it measures throughput instead: N copies of the program are proved
+//! through a `ProverPool` for each device set of `--pool-devices` (default: the first GPU, the
+//! first two, ... up to every CUDA GPU; on the CPU backend a set's size is its number of CPU
+//! slots) and proofs per minute are printed side by side:
+//!
+//! ```text
+//! cargo run --release --features cuda,miden --example prove_miden -- \
+//!     --program fib --cycles-log 20 --backend cuda --pool-jobs 8 --pool-devices '0;0,1'
+//! ```
 
 use std::{process::ExitCode, sync::Arc, time::Instant};
 
@@ -23,7 +33,7 @@ use miden_gpu::{
     compare_proofs,
     miden::{self as gpu_miden, programs},
     timing::{self, RunTimes, SpanTimes},
-    Backend, BackendOptions, Felt, GpuCommitter,
+    Backend, BackendOptions, Felt, GpuCommitter, PoolOptions, ProverPool,
 };
 use miden_processor::{
     AdviceInputs, DefaultHost, ExecutionOptions, Program, StackInputs, StackOutputs, NUM_RAND_ROWS,
@@ -61,6 +71,39 @@ struct Args {
     /// Also print the total of every span (the backends' stages included).
     #[arg(long)]
     breakdown: bool,
+    /// Measure throughput instead: prove N copies of the program through a `ProverPool` for
+    /// each device set and print proofs per minute (one backend only).
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with_all = ["compare_cpu", "breakdown"],
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pool_jobs: Option<u32>,
+    /// The pool's device sets, `;` between sets, `,` between CUDA ordinals (`0;0,1`: GPU 0
+    /// alone, then GPUs 0 and 1); on the CPU backend a set's size is its number of CPU slots
+    /// [default: the first GPU, the first two, ... every CUDA GPU; else one slot].
+    #[arg(long, value_parser = parse_device_sets, requires = "pool_jobs")]
+    pool_devices: Option<DeviceSets>,
+    /// Workers per slot: proofs in flight on each GPU [default: the pool's, 2].
+    #[arg(long, value_name = "K", requires = "pool_jobs", value_parser = clap::value_parser!(u16).range(1..))]
+    pool_workers_per_slot: Option<u16>,
+}
+
+/// Device sets of `--pool-devices`, each a list of CUDA ordinals.
+#[derive(Clone)]
+struct DeviceSets(Vec<Vec<usize>>);
+
+fn parse_device_sets(text: &str) -> Result<DeviceSets, String> {
+    let parse_set = |set: &str| -> Result<Vec<usize>, String> {
+        set.split(',')
+            .map(|item| {
+                let item = item.trim();
+                item.parse().map_err(|_| format!("`{item}` is not a device number"))
+            })
+            .collect()
+    };
+    Ok(DeviceSets(text.split(';').map(parse_set).collect::<Result<_, _>>()?))
 }
 
 /// The workloads of `miden_gpu::miden::programs`.
@@ -123,8 +166,12 @@ fn run(args: &Args, times: &SpanTimes) -> Result<(), String> {
         args.cycles_log, args.hash, args.security
     );
 
-    // the backends, created once and warmed up on a small program
     let from_env = BackendOptions::from_env().map_err(|e| e.to_string())?;
+    if let Some(jobs) = args.pool_jobs {
+        return run_pool(args, jobs as usize, &program, iterations, &options, from_env);
+    }
+
+    // the backends, created once and warmed up on a small program
     let backends = match &args.backend {
         Some(list) => list.clone(),
         None => vec![from_env.backend],
@@ -209,6 +256,149 @@ fn run(args: &Args, times: &SpanTimes) -> Result<(), String> {
         Ok(())
     } else {
         Err(failures.join("; "))
+    }
+}
+
+// POOL THROUGHPUT
+// ================================================================================================
+
+/// The throughput of one device set: `jobs` proofs in `wall`.
+struct PoolRun {
+    devices: String,
+    slots: usize,
+    workers: usize,
+    wall: std::time::Duration,
+}
+
+/// Proves `jobs` copies of `program` through a pool on each device set, verifies every proof
+/// and prints the proofs per minute of each set side by side.
+fn run_pool(
+    args: &Args,
+    jobs: usize,
+    program: &Program,
+    iterations: u64,
+    options: &ProvingOptions,
+    from_env: BackendOptions,
+) -> Result<(), String> {
+    let backend = match args.backend.as_deref() {
+        None => from_env.backend,
+        Some([backend]) => *backend,
+        Some(_) => return Err("--pool-jobs takes one backend".into()),
+    };
+    let sets = match &args.pool_devices {
+        Some(DeviceSets(sets)) => sets.clone(),
+        None => default_device_sets(backend),
+    };
+    let mut runs = Vec::new();
+    let mut failures = Vec::new();
+    for set in sets {
+        let mut pool_options = PoolOptions::new(BackendOptions { backend, ..from_env.clone() });
+        pool_options.cpu_slots = set.len();
+        #[cfg(feature = "cuda")]
+        {
+            pool_options.backend.cuda.devices = Some(set.clone());
+        }
+        // wgpu has one slot, its adapter, whatever the set
+        let slots = if backend == Backend::Wgpu { 1 } else { set.len() };
+        pool_options.workers =
+            args.pool_workers_per_slot.map(|per_slot| usize::from(per_slot) * slots);
+        let pool = ProverPool::new(&pool_options).map_err(|e| e.to_string())?;
+        let devices = match pool.backend() {
+            Backend::Cuda => format!("cuda {}", list(&set)),
+            backend => format!("{backend} x{}", pool.slots()),
+        };
+        // every slot proves a small program untimed: kernels compiled, device buffers grown
+        let warm_up = iterations_for(program, 12)?;
+        for committer in pool.committers() {
+            prove(program, warm_up, options, committer)?;
+        }
+
+        let start = Instant::now();
+        let handles: Vec<_> = (0..jobs)
+            .map(|_| {
+                pool.prove_miden(
+                    program.clone(),
+                    stack_inputs(iterations),
+                    AdviceInputs::default(),
+                    DefaultHost::default(),
+                    options.clone(),
+                )
+            })
+            .collect();
+        let proofs: Vec<_> = handles.into_iter().map(|handle| handle.wait()).collect();
+        let wall = start.elapsed();
+        let run = PoolRun { devices, slots: pool.slots(), workers: pool.workers(), wall };
+        pool.shutdown();
+
+        for (job, proved) in proofs.into_iter().enumerate() {
+            let label = format!("{} job {job}", run.devices);
+            match proved {
+                Ok((outputs, proof)) => {
+                    if let Err(e) = miden_verifier::verify(
+                        ProgramInfo::from(program.clone()),
+                        stack_inputs(iterations),
+                        outputs,
+                        proof,
+                    ) {
+                        failures.push(format!("{label}: verification failed: {e}"));
+                    }
+                },
+                Err(e) => failures.push(format!("{label}: {e}")),
+            }
+        }
+        println!(
+            "{}: {jobs} proofs in {:.1?} ({} slots, {} workers)",
+            run.devices, run.wall, run.slots, run.workers
+        );
+        runs.push(run);
+    }
+
+    print_pool_table(&runs, jobs);
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
+}
+
+/// The first GPU, the first two, ... every CUDA GPU; one slot where there is no CUDA GPU.
+#[cfg(feature = "cuda")]
+fn default_device_sets(backend: Backend) -> Vec<Vec<usize>> {
+    let gpus = match backend {
+        Backend::Cuda | Backend::Auto => miden_gpu::cuda::device_count().unwrap_or(1),
+        Backend::Cpu | Backend::Wgpu => 1,
+    };
+    (1..=gpus).map(|n| (0..n).collect()).collect()
+}
+
+/// One slot: without the `cuda` feature no backend has more than one device to count.
+#[cfg(not(feature = "cuda"))]
+fn default_device_sets(_: Backend) -> Vec<Vec<usize>> {
+    vec![vec![0]]
+}
+
+fn list(set: &[usize]) -> String {
+    set.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")
+}
+
+/// Proofs per minute of each device set, with the ratio to the first set's.
+fn print_pool_table(runs: &[PoolRun], jobs: usize) {
+    let per_minute = |run: &PoolRun| jobs as f64 * 60.0 / run.wall.as_secs_f64();
+    let Some(first) = runs.first().map(per_minute) else { return };
+    println!(
+        "\n{:<16}{:>7}{:>9}{:>10}{:>12}{:>9}",
+        "devices", "slots", "workers", "wall", "proofs/min", "ratio"
+    );
+    for run in runs {
+        println!(
+            "{:<16}{:>7}{:>9}{:>9.1}s{:>12.2}{:>8.2}x",
+            run.devices,
+            run.slots,
+            run.workers,
+            run.wall.as_secs_f64(),
+            per_minute(run),
+            per_minute(run) / first
+        );
     }
 }
 

@@ -51,6 +51,7 @@ mod host;
 #[cfg(feature = "miden")]
 pub mod miden;
 mod options;
+pub mod pool;
 #[cfg(feature = "tools")]
 pub mod progress;
 mod prover;
@@ -70,6 +71,7 @@ pub use hash::{Digest, GpuHasher, HashFunction, RescueLanes, DIGEST_BYTES};
 pub use host::HostOptions;
 pub use miden_crypto::Felt;
 pub use options::{BackendOptions, BACKEND_ENV};
+pub use pool::{PoolOptions, ProverPool};
 pub use prover::{
     commit_composition, commit_trace_segment, compare_proofs, spans, FriPlacement,
     GpuConstraintCommitment, GpuProver, GpuTraceLde, ProofMatch, ProverOptions, SegmentCommitment,

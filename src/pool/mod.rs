@@ -1,0 +1,398 @@
+//! [`ProverPool`]: independent proofs proved concurrently on a host's GPUs, one committer per
+//! GPU.
+//!
+//! One proof gains little from a second GPU: its columns are split between them, but the host's
+//! share of the proof does not shrink. Separate proofs on separate GPUs do scale, so the pool
+//! owns one committer per **slot** (one per CUDA GPU, the one wgpu adapter, or
+//! [`PoolOptions::cpu_slots`] CPU committers) and proves the jobs submitted to it concurrently.
+//!
+//! ## Scheduling policy
+//! - **Workers.** [`PoolOptions::workers`] threads (default [`WORKERS_PER_SLOT`] per slot) each
+//!   take the oldest queued job and run it to its end on the slot that has the fewest jobs
+//!   running when it starts (the first such slot on a tie), so the slots share the work evenly
+//!   and a slot that finishes sooner takes more.
+//! - **Two proofs per GPU.** A committer serializes its calls (one commitment on its device at
+//!   a time), and a proof alternates between commitments and host phases (trace generation or
+//!   execution, constraint evaluation, DEEP and FRI queries, grinding). With two proofs per
+//!   slot, one proof's commitment runs on the GPU while the other is in a host phase. A third
+//!   would mostly wait for the device while holding its LDE rows in host memory.
+//! - **Backpressure.** Jobs wait in a bounded FIFO queue ([`PoolOptions::queue_capacity`],
+//!   default one per worker): [`ProverPool::submit`] waits for room, [`ProverPool::try_submit`]
+//!   refuses at once and gives the job back ([`QueueFull`]).
+//! - **Isolation.** Each job's result or error is its own ([`JobHandle::wait`]): an error ends
+//!   that job only, and a panic is caught and becomes [`PoolError::Panicked`]. The committers
+//!   tolerate a panic mid-call (their locks ignore poisoning), so the slot keeps serving.
+//! - **Shutdown.** [`ProverPool::shutdown`] (or dropping the pool) takes no new job (both need
+//!   the pool itself, which `submit` borrows), lets the workers finish every queued job, and
+//!   joins them.
+//!
+//! A job must not wait for another job of the same pool, nor submit one while the queue may be
+//! full: with every worker waiting, nothing would run.
+
+use std::{
+    panic::{catch_unwind, AssertUnwindSafe},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        mpsc, Arc,
+    },
+    thread::{self, JoinHandle},
+    time::Instant,
+};
+
+use miden_crypto::Felt;
+use tracing::{debug, info, info_span, warn};
+use winter_air::Air;
+use winter_prover::{Proof, Prover};
+
+use crate::{
+    backend::Backend, committer::GpuCommitter, hash::GpuHasher, options::BackendOptions,
+    prover::GpuProver,
+};
+
+mod error;
+#[cfg(feature = "miden")]
+mod miden;
+mod queue;
+mod slots;
+
+pub use error::PoolError;
+use queue::JobQueue;
+use slots::{open_committers, Slots};
+
+// OPTIONS
+// ================================================================================================
+
+/// The default number of workers per slot: one proof in a commitment on the device while
+/// another is in a host phase (see the module's scheduling policy).
+pub const WORKERS_PER_SLOT: usize = 2;
+
+/// How a [`ProverPool`] is built: its backend, its slots and how many jobs it takes at once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolOptions {
+    /// The backend and its options. CUDA gets one slot per GPU, each committer opened on one
+    /// device (`cuda.devices`, else every visible GPU); wgpu one slot (its adapter); the CPU
+    /// [`Self::cpu_slots`] slots. `Auto` picks the backend as [`BackendOptions::create`] does.
+    pub backend: BackendOptions,
+    /// Jobs in flight at once, one worker thread each (at least 1); `None` (the default) is
+    /// [`WORKERS_PER_SLOT`] per slot.
+    pub workers: Option<usize>,
+    /// Jobs that may wait for a worker (at least 1); `None` (the default) is one per worker.
+    pub queue_capacity: Option<usize>,
+    /// Slots of the CPU backend, one `CpuCommitter` each (at least 1; default 1). Their proofs
+    /// share the host's rayon threads.
+    pub cpu_slots: usize,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        Self::new(BackendOptions::default())
+    }
+}
+
+impl PoolOptions {
+    /// The options of a pool on `backend`, with the default workers, queue and CPU slots.
+    pub fn new(backend: BackendOptions) -> Self {
+        Self { backend, workers: None, queue_capacity: None, cpu_slots: 1 }
+    }
+
+    /// Every count that is set must be at least 1.
+    fn check(&self) -> Result<(), PoolError> {
+        let counts = [
+            ("workers", self.workers),
+            ("queue_capacity", self.queue_capacity),
+            ("cpu_slots", Some(self.cpu_slots)),
+        ];
+        match counts.into_iter().find(|(_, value)| *value == Some(0)) {
+            Some((option, _)) => {
+                Err(PoolError::InvalidOption { option, value: 0, expected: "at least 1" })
+            },
+            None => Ok(()),
+        }
+    }
+}
+
+// POOL
+// ================================================================================================
+
+/// Proves independent jobs concurrently, one committer per GPU; see the module documentation
+/// for its scheduling policy.
+///
+/// ```ignore
+/// let pool = ProverPool::new(&PoolOptions::new(BackendOptions::new(Backend::Cuda)))?;
+/// let handles: Vec<_> = traces.into_iter().map(|t| pool.prove_winterfell(prover(), t)).collect();
+/// for handle in handles {
+///     let proof = handle.wait()?;
+/// }
+/// ```
+pub struct ProverPool {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+    next_job: AtomicU64,
+}
+
+/// What the workers share with the pool.
+struct Shared {
+    queue: JobQueue<Task>,
+    slots: Slots,
+}
+
+/// A queued job, with the sending of its result.
+type Task = Box<dyn FnOnce(&Slots) + Send>;
+
+impl ProverPool {
+    /// Opens the committers of `options` (one per slot) and starts the workers.
+    ///
+    /// # Errors
+    /// [`PoolError::InvalidOption`] for a count of 0; [`PoolError::Backend`] when a committer
+    /// cannot be created (an explicit backend that is unavailable, a malformed device list);
+    /// [`PoolError::Spawn`] when a thread cannot be started.
+    pub fn new(options: &PoolOptions) -> Result<Self, PoolError> {
+        options.check()?;
+        let slots = Slots::new(open_committers(options)?);
+        let workers = options.workers.unwrap_or(WORKERS_PER_SLOT * slots.len());
+        let queue = JobQueue::new(options.queue_capacity.unwrap_or(workers));
+        let mut pool = Self {
+            shared: Arc::new(Shared { queue, slots }),
+            workers: Vec::with_capacity(workers),
+            next_job: AtomicU64::new(0),
+        };
+        for index in 0..workers {
+            let shared = pool.shared.clone();
+            let worker = thread::Builder::new()
+                .name(format!("prover-pool-{index}"))
+                .spawn(move || work(&shared))
+                // dropping the pool joins the workers already started
+                .map_err(PoolError::Spawn)?;
+            pool.workers.push(worker);
+        }
+        info!(
+            backend = %pool.backend(),
+            slots = pool.slots(),
+            workers,
+            queue_capacity = pool.queue_capacity(),
+            "prover pool started"
+        );
+        Ok(pool)
+    }
+
+    /// Queues `job`, first waiting while the queue is full. The job runs on a worker with the
+    /// [`JobContext`] of its slot; its result comes back through the handle.
+    pub fn submit<T, F>(&self, job: F) -> JobHandle<T>
+    where
+        F: FnOnce(&JobContext) -> Result<T, PoolError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (task, handle) = self.task(job);
+        self.shared.queue.push(task);
+        handle
+    }
+
+    /// Queues `job` if the queue has room now, as [`Self::submit`]; otherwise returns it in
+    /// [`QueueFull`] without waiting.
+    pub fn try_submit<T, F>(&self, job: F) -> Result<JobHandle<T>, QueueFull<F>>
+    where
+        F: FnOnce(&JobContext) -> Result<T, PoolError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let capacity = self.queue_capacity();
+        self.shared
+            .queue
+            .try_push(job, |job| self.task(job))
+            .map_err(|job| QueueFull { job, capacity })
+    }
+
+    /// Queues the proof of `trace` by `prover` with [`GpuProver`] on the job's committer
+    /// (the CPU fallback on, FRI on the backend: [`GpuProver::with_committer`]'s defaults; a
+    /// job closure given to [`Self::submit`] can set others).
+    pub fn prove_winterfell<P>(&self, prover: P, trace: P::Trace) -> JobHandle<Proof>
+    where
+        P: Prover<BaseField = Felt> + Send + 'static,
+        P::HashFn: GpuHasher,
+        P::Trace: Send + 'static,
+        <P::Air as Air>::PublicInputs: Send,
+    {
+        self.submit(move |job| {
+            Ok(GpuProver::with_committer(prover, job.committer().clone()).prove(trace)?)
+        })
+    }
+
+    /// Stops taking jobs, waits until the workers have finished every queued job, and joins
+    /// them (dropping the pool does the same).
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    /// The backend of the slots.
+    pub fn backend(&self) -> Backend {
+        self.shared.slots.backend()
+    }
+
+    /// The number of slots (committers).
+    pub fn slots(&self) -> usize {
+        self.shared.slots.len()
+    }
+
+    /// The committer of each slot, in slot order.
+    pub fn committers(&self) -> Vec<Arc<dyn GpuCommitter>> {
+        self.shared.slots.committers().cloned().collect()
+    }
+
+    /// The number of workers: the most jobs running at once.
+    pub fn workers(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// The most jobs that may wait for a worker.
+    pub fn queue_capacity(&self) -> usize {
+        self.shared.queue.capacity()
+    }
+
+    /// The jobs waiting for a worker now.
+    pub fn queued(&self) -> usize {
+        self.shared.queue.len()
+    }
+
+    /// `job` as a queue entry that runs it and sends its result, and the handle receiving it.
+    fn task<T, F>(&self, job: F) -> (Task, JobHandle<T>)
+    where
+        F: FnOnce(&JobContext) -> Result<T, PoolError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let id = self.next_job.fetch_add(1, Ordering::Relaxed);
+        let (sender, receiver) = mpsc::channel();
+        let task: Task = Box::new(move |slots: &Slots| {
+            if sender.send(run_job(id, job, slots)).is_err() {
+                debug!(job = id, "result dropped: nobody holds the job's handle");
+            }
+        });
+        debug!(job = id, "job queued");
+        (task, JobHandle { id, result: receiver })
+    }
+
+    /// Closes the queue and joins the workers once it is empty.
+    fn stop(&mut self) {
+        self.shared.queue.close();
+        // a job that drops the last handle on the pool runs on a worker, which cannot join itself
+        let current = thread::current().id();
+        for worker in self.workers.drain(..) {
+            if worker.thread().id() != current && worker.join().is_err() {
+                warn!("a prover pool worker panicked outside its jobs");
+            }
+        }
+    }
+}
+
+impl Drop for ProverPool {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A worker: runs queued jobs until the queue is closed and empty.
+fn work(shared: &Shared) {
+    while let Some(task) = shared.queue.pop() {
+        task(&shared.slots);
+    }
+}
+
+/// Runs `job` on the least loaded slot, in its span, catching a panic.
+fn run_job<T, F>(id: u64, job: F, slots: &Slots) -> Result<T, PoolError>
+where
+    F: FnOnce(&JobContext) -> Result<T, PoolError>,
+{
+    let lease = slots.lease();
+    let context = JobContext { id, slot: lease.index(), committer: lease.committer().clone() };
+    let _span =
+        info_span!("pool.job", job = id, slot = context.slot, device = lease.device()).entered();
+    let start = Instant::now();
+    // the job owns its state, and the committer's locks ignore poisoning: nothing a panic
+    // leaves half-done is seen again
+    let result = catch_unwind(AssertUnwindSafe(|| job(&context))).unwrap_or_else(|payload| {
+        Err(PoolError::Panicked { job: id, message: panic_message(payload.as_ref()) })
+    });
+    let elapsed_ms = start.elapsed().as_millis() as u64;
+    match &result {
+        Ok(_) => info!(elapsed_ms, "job done"),
+        Err(error) => warn!(elapsed_ms, %error, "job failed"),
+    }
+    result
+}
+
+/// The message of a panic: its payload when that is a string.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(text), _) => text.to_string(),
+        (_, Some(text)) => text.clone(),
+        _ => "a panic payload that is not a string".to_string(),
+    }
+}
+
+// JOBS
+// ================================================================================================
+
+/// What a job is given: its id, its slot and the slot's committer.
+pub struct JobContext {
+    id: u64,
+    slot: usize,
+    committer: Arc<dyn GpuCommitter>,
+}
+
+impl JobContext {
+    /// The job's id, unique in its pool, in order of submission ([`JobHandle::id`]).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The index of the job's slot ([`ProverPool::committers`]).
+    pub fn slot(&self) -> usize {
+        self.slot
+    }
+
+    /// The slot's committer, to give to [`GpuProver::with_committer`] or
+    /// `miden::prove_with_committer`. Other jobs may use it at the same time: it serializes
+    /// their calls.
+    pub fn committer(&self) -> &Arc<dyn GpuCommitter> {
+        &self.committer
+    }
+}
+
+/// The result of a submitted job, once it has run. Dropping the handle does not cancel the job.
+#[must_use = "a job's result, error included, is only seen through its handle"]
+pub struct JobHandle<T> {
+    id: u64,
+    result: mpsc::Receiver<Result<T, PoolError>>,
+}
+
+impl<T> JobHandle<T> {
+    /// The job's id ([`JobContext::id`]; also in its `pool.job` span).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Waits until the job has run and returns its result, or its own error.
+    pub fn wait(self) -> Result<T, PoolError> {
+        self.result.recv().unwrap_or(Err(PoolError::WorkerLost { job: self.id }))
+    }
+}
+
+/// A job [`ProverPool::try_submit`] refused because the queue was full, given back.
+pub struct QueueFull<F> {
+    /// The job, not run.
+    pub job: F,
+    /// The queue's capacity.
+    pub capacity: usize,
+}
+
+impl<F> std::fmt::Debug for QueueFull<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueFull").field("capacity", &self.capacity).finish_non_exhaustive()
+    }
+}
+
+impl<F> std::fmt::Display for QueueFull<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the pool's queue is full ({} jobs waiting)", self.capacity)
+    }
+}
+
+impl<F> std::error::Error for QueueFull<F> {}

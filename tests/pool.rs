@@ -1,0 +1,518 @@
+//! `ProverPool`: mixed jobs (Fibonacci AIRs of several sizes, hashes and fields; Miden programs
+//! with feature `miden`) proved concurrently, each proof identical to the one proved alone and
+//! verified; a failing or panicking job fails alone; a full queue refuses or makes `submit`
+//! wait; shutdown finishes the queued jobs.
+//!
+//! On the CPU backend everywhere, and on wgpu where an adapter is present (lavapipe in CI);
+//! without one the wgpu test is reported as ignored, with the reason (`common/device.rs`).
+
+mod common;
+
+use std::{
+    collections::BTreeSet,
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        mpsc, Arc,
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use common::{
+    device::{tests, DeviceTests},
+    fib::{FibAir, FibProver, FibTrace},
+};
+use miden_crypto::hash::{rpo::Rpo256, rpx::Rpx256};
+use miden_gpu::{
+    compare_proofs,
+    faults::{Fault, FaultyCommitter},
+    pool::{JobHandle, PoolError},
+    Backend, BackendOptions, GpuCommitter, GpuError, GpuHasher, GpuProver, HashFunction,
+    PoolOptions, ProverPool,
+};
+use winter_air::{proof::Proof, BatchingMethod, FieldExtension, ProofOptions};
+use winter_crypto::{hashers::Blake3_256, DefaultRandomCoin, MerkleTree};
+use winter_prover::Prover;
+use winter_verifier::AcceptableOptions;
+
+fn main() {
+    DeviceTests::new("wgpu", wgpu_absent())
+        .on_host(tests![
+            cpu_pool_proves_mixed_jobs_as_alone,
+            concurrent_jobs_spread_over_the_slots,
+            failing_jobs_fail_alone,
+            full_queue_refuses_and_submit_waits,
+            shutdown_finishes_queued_jobs,
+            drop_finishes_queued_jobs,
+            options_out_of_range_are_typed_errors
+        ])
+        .on_device(tests![wgpu_pool_proves_mixed_jobs_as_alone])
+        .run()
+}
+
+#[cfg(feature = "wgpu")]
+fn wgpu_absent() -> Option<String> {
+    let options = miden_gpu::wgpu::WgpuOptions::from_env();
+    miden_gpu::wgpu::AdapterSummary::find(&options).err().map(|e| e.to_string())
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn wgpu_absent() -> Option<String> {
+    Some("miden-gpu was built without the `wgpu` feature".into())
+}
+
+fn cpu_pool(cpu_slots: usize, workers: Option<usize>, queue_capacity: Option<usize>) -> ProverPool {
+    let options = PoolOptions {
+        cpu_slots,
+        workers,
+        queue_capacity,
+        ..PoolOptions::new(BackendOptions::new(Backend::Cpu))
+    };
+    ProverPool::new(&options).expect("CPU pool")
+}
+
+/// Runs `f` on a rayon pool of one thread: Winterfell's concurrent grinding keeps the first
+/// nonce any thread finds, so only then are two correct proofs equal byte for byte.
+fn on_one_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
+    one_thread.install(f)
+}
+
+// FIBONACCI JOBS
+// ================================================================================================
+
+/// A Fibonacci proof: its hash, field, trace length and width.
+#[derive(Debug, Clone, Copy)]
+struct FibCase {
+    hash: HashFunction,
+    field: FieldExtension,
+    log_steps: u32,
+    pairs: usize,
+}
+
+const FIB_CASES: [FibCase; 4] = [
+    FibCase {
+        hash: HashFunction::Rpo256,
+        field: FieldExtension::Quadratic,
+        log_steps: 10,
+        pairs: 2,
+    },
+    FibCase { hash: HashFunction::Rpx256, field: FieldExtension::Cubic, log_steps: 8, pairs: 3 },
+    FibCase {
+        hash: HashFunction::Blake3_256,
+        field: FieldExtension::Quadratic,
+        log_steps: 9,
+        pairs: 1,
+    },
+    FibCase { hash: HashFunction::Rpo256, field: FieldExtension::Cubic, log_steps: 8, pairs: 4 },
+];
+
+impl FibCase {
+    fn options(&self) -> ProofOptions {
+        ProofOptions::new(
+            27,
+            8,
+            0,
+            self.field,
+            4,
+            31,
+            BatchingMethod::Linear,
+            BatchingMethod::Linear,
+        )
+    }
+
+    fn trace(&self) -> FibTrace {
+        FibTrace::new(self.pairs, 1 << self.log_steps)
+    }
+
+    /// The proof on one rayon thread: by `GpuProver` on `committer` (CPU fallback off), or by
+    /// Winterfell's own prover when there is none.
+    fn prove(&self, committer: Option<Arc<dyn GpuCommitter>>) -> Vec<u8> {
+        match self.hash {
+            HashFunction::Rpo256 => self.prove_with::<Rpo256>(committer),
+            HashFunction::Rpx256 => self.prove_with::<Rpx256>(committer),
+            HashFunction::Blake3_256 => self.prove_with::<Blake3_256<miden_gpu::Felt>>(committer),
+            hash => unreachable!("no Fibonacci case uses {hash}"),
+        }
+    }
+
+    fn prove_with<H: GpuHasher>(&self, committer: Option<Arc<dyn GpuCommitter>>) -> Vec<u8> {
+        let prover = FibProver::<H>::new(self.options());
+        let proof = on_one_thread(|| match committer {
+            Some(committer) => GpuProver::with_committer(prover, committer)
+                .with_cpu_fallback(false)
+                .prove(self.trace()),
+            None => prover.prove(self.trace()),
+        });
+        proof.expect("Fibonacci proof").to_bytes()
+    }
+
+    fn verifies(&self, proof: &[u8]) -> bool {
+        match self.hash {
+            HashFunction::Rpo256 => self.verifies_with::<Rpo256>(proof),
+            HashFunction::Rpx256 => self.verifies_with::<Rpx256>(proof),
+            HashFunction::Blake3_256 => self.verifies_with::<Blake3_256<miden_gpu::Felt>>(proof),
+            hash => unreachable!("no Fibonacci case uses {hash}"),
+        }
+    }
+
+    fn verifies_with<H: GpuHasher>(&self, proof: &[u8]) -> bool {
+        let acceptable = AcceptableOptions::OptionSet(vec![self.options()]);
+        Proof::from_bytes(proof).is_ok_and(|proof| {
+            winter_verifier::verify::<FibAir, H, DefaultRandomCoin<H>, MerkleTree<H>>(
+                proof,
+                self.trace().inputs(),
+                &acceptable,
+            )
+            .is_ok()
+        })
+    }
+}
+
+/// Queues the proof of `case` on the job's committer, on one rayon thread.
+fn submit_fib(pool: &ProverPool, case: FibCase) -> JobHandle<Vec<u8>> {
+    pool.submit(move |job| Ok(case.prove(Some(job.committer().clone()))))
+}
+
+// MIXED JOBS
+// ================================================================================================
+
+fn cpu_pool_proves_mixed_jobs_as_alone() {
+    check_mixed_jobs(cpu_pool(2, Some(3), None));
+}
+
+fn wgpu_pool_proves_mixed_jobs_as_alone() {
+    let pool =
+        ProverPool::new(&PoolOptions::new(BackendOptions::new(Backend::Wgpu))).expect("wgpu pool");
+    assert_eq!((pool.backend(), pool.slots(), pool.workers()), (Backend::Wgpu, 1, 2));
+    check_mixed_jobs(pool);
+}
+
+/// Every Fibonacci case (one thread each, so byte-identical to Winterfell's proof of the trace
+/// alone), one `prove_winterfell` job (all threads: compared with `compare_proofs`, which
+/// accepts another grinding nonce), and the Miden jobs, all queued at once; every proof
+/// verifies.
+fn check_mixed_jobs(pool: ProverPool) {
+    let fib_jobs: Vec<_> = FIB_CASES.iter().map(|&case| submit_fib(&pool, case)).collect();
+    let helper_case = FIB_CASES[0];
+    let helper_job =
+        pool.prove_winterfell(FibProver::<Rpo256>::new(helper_case.options()), helper_case.trace());
+    #[cfg(feature = "miden")]
+    let miden_jobs = miden_jobs::submit(&pool);
+
+    for (case, job) in FIB_CASES.iter().zip(fib_jobs) {
+        let proof = job.wait().expect("Fibonacci job");
+        assert!(
+            proof == case.prove(None),
+            "{case:?}: the pool's proof differs from the proof alone"
+        );
+        assert!(case.verifies(&proof), "{case:?}: the pool's proof does not verify");
+    }
+    let proof = helper_job.wait().expect("prove_winterfell job");
+    let alone = Proof::from_bytes(&helper_case.prove(None)).expect("proof");
+    let agreement = compare_proofs(&alone, &proof);
+    assert!(agreement.is_match(), "prove_winterfell: {agreement}");
+    assert!(helper_case.verifies(&proof.to_bytes()), "prove_winterfell's proof does not verify");
+    #[cfg(feature = "miden")]
+    miden_jobs::check(miden_jobs);
+    pool.shutdown();
+}
+
+#[cfg(feature = "miden")]
+mod miden_jobs {
+    use miden_assembly::Assembler;
+    use miden_gpu::{
+        compare_proofs,
+        miden::{self, programs},
+        pool::JobHandle,
+        Felt, ProverPool,
+    };
+    use miden_processor::{AdviceInputs, DefaultHost, Program, StackInputs, StackOutputs};
+    use miden_prover::{ExecutionProof, HashFunction, ProvingOptions};
+    use miden_verifier::ProgramInfo;
+
+    use super::on_one_thread;
+
+    const N: u64 = 30;
+
+    pub struct Jobs {
+        fibonacci: JobHandle<(StackOutputs, ExecutionProof)>,
+        hash_memory: JobHandle<(StackOutputs, ExecutionProof)>,
+    }
+
+    fn program(source: &str) -> Program {
+        Assembler::default().assemble_program(source).expect("program assembles")
+    }
+
+    fn inputs() -> StackInputs {
+        StackInputs::new(vec![Felt::new(N)]).expect("valid stack inputs")
+    }
+
+    fn options(hash: HashFunction) -> ProvingOptions {
+        ProvingOptions::with_96_bit_security(hash)
+    }
+
+    /// `FIBONACCI` (RPO) through a closure on one thread, `HASH_MEMORY` (RPX) through
+    /// `prove_miden`.
+    pub fn submit(pool: &ProverPool) -> Jobs {
+        let fibonacci = pool.submit(|job| {
+            let committer = job.committer().clone();
+            Ok(on_one_thread(|| {
+                miden::prove_with_committer(
+                    &program(programs::FIBONACCI),
+                    inputs(),
+                    AdviceInputs::default(),
+                    &mut DefaultHost::default(),
+                    options(HashFunction::Rpo256),
+                    committer,
+                )
+            })?)
+        });
+        let hash_memory = pool.prove_miden(
+            program(programs::HASH_MEMORY),
+            inputs(),
+            AdviceInputs::default(),
+            DefaultHost::default(),
+            options(HashFunction::Rpx256),
+        );
+        Jobs { fibonacci, hash_memory }
+    }
+
+    /// Each proof against `miden_prover`'s of the program alone: byte-identical for the
+    /// one-thread job, equal but for the grinding nonce for the other; both verify.
+    pub fn check(jobs: Jobs) {
+        let cases = [
+            (programs::FIBONACCI, HashFunction::Rpo256, jobs.fibonacci, true),
+            (programs::HASH_MEMORY, HashFunction::Rpx256, jobs.hash_memory, false),
+        ];
+        for (source, hash, job, exact) in cases {
+            let program = program(source);
+            let (outputs, proof) = job.wait().expect("Miden job");
+            let (alone_outputs, alone) = on_one_thread(|| {
+                miden_prover::prove(
+                    &program,
+                    inputs(),
+                    AdviceInputs::default(),
+                    &mut DefaultHost::default(),
+                    options(hash),
+                )
+                .expect("miden_prover proves")
+            });
+            assert_eq!(outputs, alone_outputs, "{hash:?}: stack outputs differ");
+            if exact {
+                assert!(proof.to_bytes() == alone.to_bytes(), "{hash:?}: proofs differ");
+            } else {
+                let stark = |proof: &ExecutionProof| proof.clone().into_parts().1;
+                let agreement = compare_proofs(&stark(&alone), &stark(&proof));
+                assert!(agreement.is_match(), "{hash:?}: {agreement}");
+            }
+            let verified =
+                miden_verifier::verify(ProgramInfo::from(program), inputs(), outputs, proof);
+            assert!(verified.is_ok(), "{hash:?}: the pool's proof does not verify: {verified:?}");
+        }
+    }
+}
+
+// SCHEDULING
+// ================================================================================================
+
+/// Two jobs that can only finish together run at once, on the two slots.
+fn concurrent_jobs_spread_over_the_slots() {
+    let pool = cpu_pool(2, Some(2), None);
+    assert_eq!((pool.slots(), pool.workers(), pool.queue_capacity()), (2, 2, 2));
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let jobs: Vec<_> = (0..2)
+        .map(|_| {
+            let arrived = arrived.clone();
+            pool.submit(move |job| {
+                arrived.fetch_add(1, Ordering::SeqCst);
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while arrived.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
+                    thread::sleep(Duration::from_millis(1));
+                }
+                Ok((job.slot(), arrived.load(Ordering::SeqCst)))
+            })
+        })
+        .collect();
+    let results: Vec<_> = jobs.into_iter().map(|job| job.wait().expect("job")).collect();
+    assert!(results.iter().all(|&(_, arrived)| arrived == 2), "the jobs did not run together");
+    let slots: BTreeSet<_> = results.iter().map(|&(slot, _)| slot).collect();
+    assert_eq!(slots, BTreeSet::from([0, 1]), "both jobs ran on one slot");
+}
+
+/// A job that blocks its worker until `gate` receives, after telling `started` it runs.
+fn gated_job(pool: &ProverPool) -> (JobHandle<usize>, mpsc::Sender<()>) {
+    let (open, gate) = mpsc::channel();
+    let (started, running) = mpsc::channel();
+    let job = pool.submit(move |_| {
+        started.send(()).expect("test waits");
+        gate.recv().expect("test opens the gate");
+        Ok(0)
+    });
+    running.recv_timeout(Duration::from_secs(30)).expect("the gated job starts");
+    (job, open)
+}
+
+/// With the only worker held, a queue of 2 takes two jobs, `try_submit` refuses the third
+/// (handing it back), and `submit` of it waits until the worker frees a place.
+fn full_queue_refuses_and_submit_waits() {
+    let pool = cpu_pool(1, Some(1), Some(2));
+    let (first, gate) = gated_job(&pool);
+    let queued: Vec<_> =
+        (1..=2).map(|n| pool.try_submit(move |_| Ok(n)).expect("room in the queue")).collect();
+    assert_eq!(pool.queued(), 2);
+    let full = match pool.try_submit(move |_| Ok(3)) {
+        Err(full) => full,
+        Ok(_) => panic!("a full queue took a job"),
+    };
+    assert_eq!(full.capacity, 2);
+    assert_eq!(full.to_string(), "the pool's queue is full (2 jobs waiting)");
+
+    let submitted = AtomicBool::new(false);
+    let last = thread::scope(|scope| {
+        let waiting = scope.spawn(|| {
+            let job = pool.submit(full.job);
+            submitted.store(true, Ordering::SeqCst);
+            job
+        });
+        thread::sleep(Duration::from_millis(200));
+        assert!(!submitted.load(Ordering::SeqCst), "submit did not wait for room in the queue");
+        gate.send(()).expect("gated job waits");
+        waiting.join().expect("submitting thread")
+    });
+    let results: Vec<_> = std::iter::once(first)
+        .chain(queued)
+        .chain([last])
+        .map(|job| job.wait().expect("job"))
+        .collect();
+    assert_eq!(results, [0, 1, 2, 3]);
+}
+
+fn shutdown_finishes_queued_jobs() {
+    finish_queued_jobs(ProverPool::shutdown);
+}
+
+fn drop_finishes_queued_jobs() {
+    finish_queued_jobs(drop);
+}
+
+/// Five proofs queued behind a held worker are all proved once `end` (shutdown or drop)
+/// returns, the worker freed meanwhile.
+fn finish_queued_jobs(end: fn(ProverPool)) {
+    let pool = cpu_pool(1, Some(1), Some(8));
+    let (first, gate) = gated_job(&pool);
+    let case = FIB_CASES[3];
+    let proved = Arc::new(AtomicUsize::new(0));
+    let jobs: Vec<_> = (0..5)
+        .map(|_| {
+            let proved = proved.clone();
+            pool.submit(move |job| {
+                let proof = case.prove(Some(job.committer().clone()));
+                proved.fetch_add(1, Ordering::SeqCst);
+                Ok(proof)
+            })
+        })
+        .collect();
+    let opener = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(100));
+        gate.send(()).expect("gated job waits");
+    });
+    end(pool);
+    assert_eq!(proved.load(Ordering::SeqCst), 5, "the pool ended before its queued jobs");
+    opener.join().expect("gate opener");
+    assert_eq!(first.wait().expect("gated job"), 0);
+    let alone = case.prove(None);
+    for job in jobs {
+        assert!(job.wait().expect("queued proof") == alone, "a queued proof differs");
+    }
+}
+
+// FAILURES
+// ================================================================================================
+
+/// An injected backend fault (CPU fallback off), a job's own error, a panic and (feature
+/// `miden`) a failing program each end their own job with their own error; the jobs around
+/// them prove as alone, and the pool keeps proving on every slot.
+fn failing_jobs_fail_alone() {
+    let pool = cpu_pool(2, Some(3), None);
+    let case = FIB_CASES[1];
+    let before = submit_fib(&pool, case);
+    let fault = Fault::KernelFailure;
+    let faulty = pool.submit(move |job| {
+        let committer = Arc::new(FaultyCommitter::new(job.committer().clone(), fault, 0));
+        Ok(case.prove(Some(committer)))
+    });
+    let own_error = pool.submit(|_| -> Result<(), PoolError> {
+        Err(PoolError::Failed("the job found no trace".into()))
+    });
+    let panics = pool.submit(|_| -> Result<(), PoolError> { panic!("the job gives up") });
+    #[cfg(feature = "miden")]
+    let failing_program = pool.prove_miden(
+        miden_assembly::Assembler::default()
+            .assemble_program("begin push.0 assert end")
+            .expect("program assembles"),
+        miden_processor::StackInputs::default(),
+        miden_processor::AdviceInputs::default(),
+        miden_processor::DefaultHost::default(),
+        miden_prover::ProvingOptions::with_96_bit_security(miden_prover::HashFunction::Rpo256),
+    );
+    let after: Vec<_> = (0..2 * pool.slots()).map(|_| submit_fib(&pool, case)).collect();
+
+    let expected = fault.error(Backend::Cpu).to_string();
+    match faulty.wait() {
+        Err(PoolError::Panicked { message, .. }) if message.contains(&expected) => {},
+        other => panic!("the faulty job ended in {other:?}, not a panic carrying `{expected}`"),
+    }
+    match own_error.wait() {
+        Err(PoolError::Failed(error)) => assert_eq!(error.to_string(), "the job found no trace"),
+        other => panic!("the failing job ended in {other:?}"),
+    }
+    match panics.wait() {
+        Err(error @ PoolError::Panicked { .. }) => {
+            assert!(error.to_string().ends_with("panicked: the job gives up"), "{error}")
+        },
+        other => panic!("the panicking job ended in {other:?}"),
+    }
+    #[cfg(feature = "miden")]
+    match failing_program.wait() {
+        Err(PoolError::Miden(miden_gpu::miden::ProveError::Execution(_))) => {},
+        other => panic!("the failing program ended in {:?}", other.map(|_| ())),
+    }
+    let alone = case.prove(None);
+    for job in std::iter::once(before).chain(after) {
+        assert!(job.wait().expect("proof next to failures") == alone, "a proof differs");
+    }
+}
+
+fn options_out_of_range_are_typed_errors() {
+    let cpu = || PoolOptions::new(BackendOptions::new(Backend::Cpu));
+    for (options, name) in [
+        (PoolOptions { workers: Some(0), ..cpu() }, "workers"),
+        (PoolOptions { queue_capacity: Some(0), ..cpu() }, "queue_capacity"),
+        (PoolOptions { cpu_slots: 0, ..cpu() }, "cpu_slots"),
+    ] {
+        match ProverPool::new(&options) {
+            Err(PoolError::InvalidOption { option, value: 0, .. }) => assert_eq!(option, name),
+            other => panic!("{name} = 0 gave {:?}", other.map(|_| ())),
+        }
+    }
+    let defaults = cpu_pool(3, None, None);
+    assert_eq!((defaults.slots(), defaults.workers(), defaults.queue_capacity()), (3, 6, 6));
+    assert_eq!(defaults.committers().len(), 3);
+
+    let cuda = BackendOptions::new(Backend::Cuda);
+    #[cfg(feature = "cuda")]
+    for list in [vec![], vec![0, 0]] {
+        let mut options = cuda.clone();
+        options.cuda.devices = Some(list.clone());
+        match ProverPool::new(&PoolOptions::new(options)) {
+            Err(PoolError::Backend(GpuError::InvalidDeviceList { .. })) => {},
+            other => panic!("devices {list:?} gave {:?}", other.map(|_| ())),
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    match ProverPool::new(&PoolOptions::new(cuda)) {
+        Err(PoolError::Backend(GpuError::BackendUnavailable { .. })) => {},
+        other => panic!("CUDA without the feature gave {:?}", other.map(|_| ())),
+    }
+}
