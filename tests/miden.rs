@@ -21,7 +21,8 @@ use miden_gpu::{
 };
 use miden_processor::{AdviceInputs, DefaultHost, Program, StackInputs, StackOutputs};
 use miden_prover::{ExecutionProof, HashFunction, ProvingOptions};
-use miden_verifier::ProgramInfo;
+use miden_verifier::{ProgramInfo, VerificationError, VerifierError};
+use winter_air::proof::Context;
 
 // HELPERS
 // ================================================================================================
@@ -250,11 +251,15 @@ fn tampered_proofs_are_rejected() {
 // ================================================================================================
 
 /// Every hash function at both security levels: `verifier_accepts` (the mirror of
-/// `miden_verifier`'s option sets) agrees with the verifier itself on a proof made with
-/// `miden_prover`.
+/// `miden_verifier`'s option sets) agrees with the verifier itself. One real proof is relabelled
+/// with each pair's hash function and proof options; the verifier checks the options first, so
+/// it answers `UnacceptableProofOptions` exactly for the pairs it refuses (any other failure, or
+/// a panic on the relabelled proof, comes after the options passed).
 #[test]
 fn accepted_options_agree_with_miden_verifier() {
-    let program = assemble("begin push.1 add end");
+    const N: u64 = 8;
+    let program = assemble(programs::FIBONACCI);
+    let (outputs, proof) = prove_both(&program, N, options(HashFunction::Rpo256, 96));
     let hashes = [
         HashFunction::Rpo256,
         HashFunction::Rpx256,
@@ -266,21 +271,31 @@ fn accepted_options_agree_with_miden_verifier() {
     for hash_fn in hashes {
         for security in [96, 128] {
             let options = options(hash_fn, security);
-            let (outputs, proof) = miden_prover::prove(
-                &program,
-                inputs(3),
-                AdviceInputs::default(),
-                &mut DefaultHost::default(),
-                options.clone(),
-            )
-            .expect("miden_prover proves");
-            let verified = verify(&program, 3, outputs, proof).is_ok();
+            let (_, mut stark, requests) = proof.clone().into_parts();
+            let context = &stark.context;
+            stark.context = Context::new::<Felt>(
+                context.trace_info().clone(),
+                options.clone().into(),
+                context.num_constraints(),
+            );
+            let relabelled = ExecutionProof::new(stark, hash_fn, requests);
+            let outputs = outputs.clone();
+            let refused = std::panic::catch_unwind(|| verify(&program, N, outputs, relabelled))
+                .is_ok_and(|result| {
+                    matches!(
+                        result,
+                        Err(VerificationError::ProgramVerificationError(
+                            _,
+                            VerifierError::UnacceptableProofOptions
+                        ))
+                    )
+                });
             assert_eq!(
                 miden::verifier_accepts(&options),
-                verified,
-                "{hash_fn:?} at {security} bits: the verifier says {verified}"
+                !refused,
+                "{hash_fn:?} at {security} bits: the verifier refuses it: {refused}"
             );
-            if verified {
+            if !refused {
                 accepted.push((hash_fn, security));
             }
         }
