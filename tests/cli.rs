@@ -332,18 +332,20 @@ fn prove_refuses_colliding_paths() {
     let x = arg(&dir.file("x", "keep"));
     fs::create_dir(dir.path("sub")).expect("create a directory");
     let inputs_elsewhere = arg(&dir.path("sub/../program.inputs"));
-    let cases: [(&[&str], &str); 6] = [
+    let missing = arg(&dir.path("none/program.outputs"));
+    let cases: [(&[&str], &str); 7] = [
         (&["-p", &x, "-o", &x], "the proof file and the outputs file are the same file"),
         (&["-o", &inputs], "the outputs file and the inputs file are the same file"),
         (&["-p", &program], "the proof file and the program file are the same file"),
         (&["-p", &inputs_elsewhere], "the proof file and the inputs file are the same file"),
         (&["-o", &x, "-i", &x], "the outputs file and the inputs file are the same file"),
         (&["-p", &arg(&dir.path("sub"))], "cannot write proof file"),
+        (&["-o", &missing], "its directory does not exist"),
     ];
     let before = dir.names();
     for (args, message) in cases {
         let output = miden_gpu(&[&["prove", &program, "-b", "cpu"], args].concat());
-        let status = if message.starts_with("cannot") { 1 } else { 2 };
+        let status = if message.starts_with("the") { 2 } else { 1 };
         assert_error_status(&output, status, message);
         assert_eq!(fs::read_to_string(&x).expect("read x"), "keep", "{args:?} wrote x");
         assert_eq!(fs::read_to_string(&inputs).expect("read the inputs"), INPUTS);

@@ -399,22 +399,23 @@ impl GpuCommitter for WrongRootCommitter {
     }
 }
 
-/// Proves Fibonacci(`N`) on [`WrongRootCommitter`] with `checks`, on one rayon thread.
+/// Proves Fibonacci(`N`) on [`WrongRootCommitter`], on one rayon thread: with `checks`, or,
+/// for `None`, with `prove_with_committer` (the defaults, the command line's call).
 fn prove_on_wrong_roots(
-    checks: &MidenProveOptions,
+    checks: Option<&MidenProveOptions>,
 ) -> (Program, Result<(StackOutputs, ExecutionProof), miden::ProveError>) {
     let program = assemble(programs::FIBONACCI);
     let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
     let result = one_thread.install(|| {
-        miden::prove_with_options(
-            &program,
-            inputs(SELF_CHECK_N),
-            AdviceInputs::default(),
-            &mut DefaultHost::default(),
-            options(HashFunction::Rpo256, 96),
-            WrongRootCommitter::shared(),
-            checks,
-        )
+        let (inputs, advice, options) =
+            (inputs(SELF_CHECK_N), AdviceInputs::default(), options(HashFunction::Rpo256, 96));
+        let (host, committer) = (&mut DefaultHost::default(), WrongRootCommitter::shared());
+        match checks {
+            Some(checks) => miden::prove_with_options(
+                &program, inputs, advice, host, options, committer, checks,
+            ),
+            None => miden::prove_with_committer(&program, inputs, advice, host, options, committer),
+        }
     });
     (program, result)
 }
@@ -426,16 +427,16 @@ const SELF_CHECK_N: u64 = 50;
 #[test]
 fn wrong_commitment_gives_a_proof_that_does_not_verify() {
     let checks = MidenProveOptions { self_check: false, ..MidenProveOptions::default() };
-    let (program, result) = prove_on_wrong_roots(&checks);
+    let (program, result) = prove_on_wrong_roots(Some(&checks));
     let (outputs, proof) = result.expect("proves without checking");
     assert!(verify(&program, SELF_CHECK_N, outputs, proof).is_err(), "the bad proof verified");
 }
 
-/// With the self-check and its fallback (the defaults), the proof is made again on the CPU: it
-/// verifies and is `miden_prover`'s.
+/// With the self-check and its fallback (the defaults, as `miden-gpu prove` proves), the proof
+/// is made again on the CPU: it verifies and is `miden_prover`'s.
 #[test]
 fn self_check_reproves_a_wrong_proof_on_the_cpu() {
-    let (program, result) = prove_on_wrong_roots(&MidenProveOptions::default());
+    let (program, result) = prove_on_wrong_roots(None);
     let (outputs, proof) = result.expect("the CPU fallback proves");
     let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
     let (_, cpu_proof) = one_thread
@@ -457,7 +458,7 @@ fn self_check_reproves_a_wrong_proof_on_the_cpu() {
 #[test]
 fn self_check_without_fallback_is_a_typed_error() {
     let checks = MidenProveOptions { cpu_fallback: false, ..MidenProveOptions::default() };
-    let (_, result) = prove_on_wrong_roots(&checks);
+    let (_, result) = prove_on_wrong_roots(Some(&checks));
     match result {
         Err(miden::ProveError::SelfCheck { backend, .. }) => assert_eq!(backend, Backend::Cpu),
         Err(error) => panic!("another error: {error}"),

@@ -210,7 +210,8 @@ impl ProveCmd {
     }
 
     /// The proof and outputs paths, refused if either names a file the command reads (the
-    /// program, inputs or a library), if they name the same file, or if either is a directory.
+    /// program, inputs or a library), if they name the same file, or if either is a directory
+    /// or in a directory that does not exist.
     fn output_paths(&self) -> Result<(PathBuf, PathBuf), CliError> {
         let proof = self.proof_file.clone().unwrap_or_else(|| self.default_path("proof"));
         let outputs = self.output_file.clone().unwrap_or_else(|| self.default_path("outputs"));
@@ -225,9 +226,15 @@ impl ProveCmd {
             return Err(CliError::SameFile { first, second, path: proof });
         }
         for (first, path) in [(FileKind::Proof, &proof), (FileKind::Outputs, &outputs)] {
+            let unwritable = |kind, reason| {
+                let source = io::Error::new(kind, reason);
+                Err(CliError::Write { kind: first, path: path.clone(), source })
+            };
             if path.is_dir() {
-                let source = io::Error::new(io::ErrorKind::IsADirectory, "it is a directory");
-                return Err(CliError::Write { kind: first, path: path.clone(), source });
+                return unwritable(io::ErrorKind::IsADirectory, "it is a directory");
+            }
+            if !resolved(path).parent().is_some_and(Path::is_dir) {
+                return unwritable(io::ErrorKind::NotFound, "its directory does not exist");
             }
             if let Some((second, _)) = read.iter().find(|(_, other)| same_file(path, other)) {
                 return Err(CliError::SameFile { first, second: *second, path: path.clone() });
