@@ -39,11 +39,11 @@ impl BackendOptions {
             Backend::Auto => {
                 let committer = create_cuda(self)
                     .or_else(|cuda| {
-                        info!(reason = %cuda, "CUDA backend not used");
+                        log_skipped(Backend::Cuda, &cuda);
                         create_hardware_wgpu(self)
                     })
                     .or_else(|wgpu| {
-                        info!(reason = %wgpu, "wgpu backend not used");
+                        log_skipped(Backend::Wgpu, &wgpu);
                         warn!("no GPU backend available; committing on the CPU");
                         Ok::<_, GpuError>(cpu_committer(self.cpu))
                     })?;
@@ -55,6 +55,18 @@ impl BackendOptions {
                 Ok(committer)
             },
         }
+    }
+}
+
+/// Logs why [`Backend::Auto`] did not take `backend`: a setting that names something absent (a
+/// device list with no such device) as a warning, since what the user asked for is not done; a
+/// missing device or driver as information.
+fn log_skipped(backend: Backend, reason: &GpuError) {
+    match reason {
+        GpuError::InvalidDeviceList { .. } => {
+            warn!(%backend, %reason, "backend not used: its settings are invalid")
+        },
+        _ => info!(%backend, %reason, "backend not used"),
     }
 }
 

@@ -3,11 +3,13 @@
 
 #![cfg(feature = "miden")]
 
-use std::{
-    fs,
-    path::{Path, PathBuf},
-    process::{Command, Output},
-    sync::atomic::{AtomicUsize, Ordering},
+mod cli_support;
+
+use std::{fs, path::Path, process::Output};
+
+use cli_support::{
+    arg, assert_error, assert_error_status, assert_success, command, miden_gpu, report_value,
+    stderr, stdout, TempDir,
 };
 
 // FIXTURES
@@ -52,92 +54,8 @@ const INPUTS: &str = r#"{
 /// The 16 stack outputs of [`PROGRAM`] on [`INPUTS`].
 const OUTPUTS: [u64; 16] = [16, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
 
-/// A directory of its own under the system temp directory, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let unique = format!(
-            "miden-gpu-cli-{name}-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let dir = std::env::temp_dir().join(unique);
-        fs::create_dir_all(&dir).expect("create a temp directory");
-        Self(dir)
-    }
-
-    /// Writes `content` to `name` in this directory and returns its path.
-    fn file(&self, name: &str, content: impl AsRef<[u8]>) -> PathBuf {
-        let path = self.0.join(name);
-        fs::write(&path, content).expect("write a temp file");
-        path
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
 // HELPERS
 // ================================================================================================
-
-/// Runs `miden-gpu` with `args` (no backend or log settings from the environment).
-fn miden_gpu(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_miden-gpu"))
-        .args(args)
-        .env_remove("MIDEN_GPU_BACKEND")
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run miden-gpu")
-}
-
-/// A path as a command-line argument.
-fn arg(path: &Path) -> String {
-    path.to_string_lossy().into_owned()
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// The value of the `name  value` line of a command's report.
-fn report_value(output: &Output, name: &str) -> String {
-    stdout(output)
-        .lines()
-        .find_map(|line| line.strip_prefix(name).map(|value| value.trim().to_string()))
-        .unwrap_or_else(|| panic!("no `{name}` line in:\n{}", stdout(output)))
-}
-
-/// Asserts success, printing the command's output otherwise.
-fn assert_success(output: &Output) {
-    assert!(
-        output.status.success(),
-        "miden-gpu failed ({}):\n{}\n{}",
-        output.status,
-        stdout(output),
-        stderr(output)
-    );
-}
-
-/// Asserts a failure with an `error:` line containing `message` and no panic.
-fn assert_error(output: &Output, message: &str) {
-    let stderr = stderr(output);
-    assert!(!output.status.success(), "miden-gpu succeeded:\n{}", stdout(output));
-    assert!(stderr.contains("error:") && stderr.contains(message), "unexpected stderr:\n{stderr}");
-    assert!(!stderr.contains("panicked"), "miden-gpu panicked:\n{stderr}");
-}
 
 /// Writes [`PROGRAM`] and [`INPUTS`] as `program.masm` and `program.inputs`, proves with
 /// `extra` arguments on the CPU backend (default proof and outputs files) and returns the
@@ -380,4 +298,95 @@ fn prove_reports_unavailable_backend() {
         &prove_with(&dir, PROGRAM, &["--backend", "cuda"]),
         "backend `cuda` is unavailable",
     );
+}
+
+// OPTIONS THE VERIFIER REFUSES
+// ================================================================================================
+
+/// A hash function and security level that `miden_verifier` refuses are invalid arguments,
+/// refused before the program runs (this one would fail), with the accepted pairs named.
+#[test]
+fn prove_refuses_pairs_the_verifier_refuses() {
+    let dir = TempDir::new("pairs");
+    let failing = "begin push.1 push.2 assert_eq end";
+    for (hasher, security) in [("blake3-256", "96"), ("blake3-192", "128"), ("poseidon2", "128")] {
+        let output = prove_with(&dir, failing, &["-b", "cpu", "--hasher", hasher, "-s", security]);
+        assert_error_status(&output, 2, "invalid --hasher and --security");
+        for pair in ["rpo at 96 or 128 bits", "blake3-192 at 96 bits", "blake3-256 at 128 bits"] {
+            assert!(stderr(&output).contains(pair), "`{pair}` not in:\n{}", stderr(&output));
+        }
+    }
+    assert!(!dir.path("program.proof").exists());
+}
+
+// FILES WRITTEN
+// ================================================================================================
+
+/// Proof and outputs paths that would overwrite each other or a file the command reads are
+/// invalid arguments, refused before anything is written.
+#[test]
+fn prove_refuses_colliding_paths() {
+    let dir = TempDir::new("collide");
+    let program = arg(&dir.file("program.masm", PROGRAM));
+    let inputs = arg(&dir.file("program.inputs", INPUTS));
+    let x = arg(&dir.file("x", "keep"));
+    fs::create_dir(dir.path("sub")).expect("create a directory");
+    let inputs_elsewhere = arg(&dir.path("sub/../program.inputs"));
+    let missing = arg(&dir.path("none/program.outputs"));
+    let cases: [(&[&str], &str); 7] = [
+        (&["-p", &x, "-o", &x], "the proof file and the outputs file are the same file"),
+        (&["-o", &inputs], "the outputs file and the inputs file are the same file"),
+        (&["-p", &program], "the proof file and the program file are the same file"),
+        (&["-p", &inputs_elsewhere], "the proof file and the inputs file are the same file"),
+        (&["-o", &x, "-i", &x], "the outputs file and the inputs file are the same file"),
+        (&["-p", &arg(&dir.path("sub"))], "cannot write proof file"),
+        (&["-o", &missing], "its directory does not exist"),
+    ];
+    let before = dir.names();
+    for (args, message) in cases {
+        let output = miden_gpu(&[&["prove", &program, "-b", "cpu"], args].concat());
+        let status = if message.starts_with("the") { 2 } else { 1 };
+        assert_error_status(&output, status, message);
+        assert_eq!(fs::read_to_string(&x).expect("read x"), "keep", "{args:?} wrote x");
+        assert_eq!(fs::read_to_string(&inputs).expect("read the inputs"), INPUTS);
+        assert_eq!(dir.names(), before, "{args:?} left files");
+    }
+}
+
+/// Proof and outputs files are replaced whole (no temporary file is left), and a failed `prove`
+/// leaves the previous ones as they were.
+#[test]
+fn prove_replaces_files_whole_or_not_at_all() {
+    let dir = TempDir::new("replace");
+    let hash = prove_program(&dir, &[]);
+    let proof = fs::read(dir.path("program.proof")).expect("read the proof");
+    prove_program(&dir, &[]);
+    assert_eq!(dir.names(), ["program.inputs", "program.masm", "program.outputs", "program.proof"]);
+    assert_success(&verify(&hash, &dir.path("program.proof")));
+
+    let output = prove_with(&dir, "begin push.1 push.2 assert_eq end", &["-b", "cpu"]);
+    assert_error_status(&output, 1, "program execution failed");
+    assert_eq!(fs::read(dir.path("program.proof")).expect("read the proof"), proof);
+    assert_eq!(written_outputs(&dir.path("program.outputs")), OUTPUTS);
+    assert_eq!(dir.names(), ["program.inputs", "program.masm", "program.outputs", "program.proof"]);
+}
+
+// ENVIRONMENT
+// ================================================================================================
+
+/// A malformed `MIDEN_GPU_*` value is an `error:` line and status 1, not a silent default.
+#[test]
+fn prove_reports_malformed_environment() {
+    let dir = TempDir::new("environment");
+    let program = arg(&dir.file("program.masm", PROGRAM));
+    let mut cases = vec![("MIDEN_GPU_BACKEND", "tpu", "unknown backend `tpu`")];
+    if cfg!(feature = "cuda") {
+        cases.push(("MIDEN_GPU_DEVICES", "x", "invalid device list `x`"));
+        cases.push(("MIDEN_GPU_CUDA_MEMORY_LIMIT", "lots", "lots"));
+    }
+    for (name, value, message) in cases {
+        let output = command(&["prove", &program]).env(name, value).output().expect("run");
+        assert_error_status(&output, 1, message);
+        assert!(!dir.path("program.proof").exists(), "{name}={value} proved");
+    }
 }

@@ -3,19 +3,26 @@
 //! Proofs of small programs (traces of a few thousand rows, to keep CI short) on the CPU backend,
 //! which goes through the same `GpuProver` path as the GPU backends (`MIDEN_GPU_BACKEND` picks
 //! another one): byte-identical to `miden_prover`'s, accepted by `miden_verifier`, tampered ones
-//! rejected.
+//! rejected. Around the proof: the options the verifier accepts, and the self-check that catches
+//! a backend's wrong commitment (re-proving on the CPU, or the typed error).
 
 #![cfg(feature = "miden")]
+
+use std::sync::Arc;
 
 use miden_assembly::Assembler;
 use miden_gpu::{
     compare_proofs,
-    miden::{self, programs},
-    Backend, BackendOptions, Felt, ProofMatch,
+    deep::{CombineRequest, EvaluateRequest},
+    fri::{FoldingChannel, FriLayers, FriRequest},
+    miden::{self, programs, MidenProveOptions},
+    Backend, BackendOptions, CommitRequest, Commitment, CpuCommitter, Digest, Felt, GpuCommitter,
+    HashFunction as GpuHashFunction, LdeRows, ProofMatch, RowHashing,
 };
 use miden_processor::{AdviceInputs, DefaultHost, Program, StackInputs, StackOutputs};
 use miden_prover::{ExecutionProof, HashFunction, ProvingOptions};
-use miden_verifier::ProgramInfo;
+use miden_verifier::{ProgramInfo, VerificationError, VerifierError};
+use winter_air::proof::Context;
 
 // HELPERS
 // ================================================================================================
@@ -238,4 +245,223 @@ fn tampered_proofs_are_rejected() {
 
     // the untouched proof still verifies
     verify(&program, N, outputs, proof).expect("proof verifies");
+}
+
+// OPTIONS THE VERIFIER ACCEPTS
+// ================================================================================================
+
+/// Every hash function at both security levels: `verifier_accepts` (the mirror of
+/// `miden_verifier`'s option sets) agrees with the verifier itself. One real proof is relabelled
+/// with each pair's hash function and proof options; the verifier checks the options first, so
+/// it answers `UnacceptableProofOptions` exactly for the pairs it refuses (any other failure, or
+/// a panic on the relabelled proof, comes after the options passed).
+#[test]
+fn accepted_options_agree_with_miden_verifier() {
+    const N: u64 = 8;
+    let program = assemble(programs::FIBONACCI);
+    let (outputs, proof) = prove_both(&program, N, options(HashFunction::Rpo256, 96));
+    let hashes = [
+        HashFunction::Rpo256,
+        HashFunction::Rpx256,
+        HashFunction::Poseidon2,
+        HashFunction::Blake3_192,
+        HashFunction::Blake3_256,
+    ];
+    let mut accepted = Vec::new();
+    for hash_fn in hashes {
+        for security in [96, 128] {
+            let options = options(hash_fn, security);
+            let (_, mut stark, requests) = proof.clone().into_parts();
+            let context = &stark.context;
+            stark.context = Context::new::<Felt>(
+                context.trace_info().clone(),
+                options.clone().into(),
+                context.num_constraints(),
+            );
+            let relabelled = ExecutionProof::new(stark, hash_fn, requests);
+            let outputs = outputs.clone();
+            let refused = std::panic::catch_unwind(|| verify(&program, N, outputs, relabelled))
+                .is_ok_and(|result| {
+                    matches!(
+                        result,
+                        Err(VerificationError::ProgramVerificationError(
+                            _,
+                            VerifierError::UnacceptableProofOptions
+                        ))
+                    )
+                });
+            assert_eq!(
+                miden::verifier_accepts(&options),
+                !refused,
+                "{hash_fn:?} at {security} bits: the verifier refuses it: {refused}"
+            );
+            if !refused {
+                accepted.push((hash_fn, security));
+            }
+        }
+    }
+    assert_eq!(miden::accepted_pairs(), accepted);
+}
+
+/// A pair the verifier refuses is refused before the program runs (this one would fail), with
+/// the accepted pairs named.
+#[test]
+fn unacceptable_options_are_refused_before_execution() {
+    let program = assemble("begin push.1 push.2 assert_eq end");
+    for (hash_fn, security) in [(HashFunction::Blake3_256, 96), (HashFunction::Blake3_192, 128)] {
+        let error = miden::prove(
+            &program,
+            inputs(1),
+            AdviceInputs::default(),
+            &mut DefaultHost::default(),
+            options(hash_fn, security),
+            Backend::Cpu,
+        )
+        .expect_err("refused");
+        assert!(matches!(error, miden::ProveError::UnacceptableOptions { .. }), "{error}");
+        let message = error.to_string();
+        for pair in ["rpo at 96 or 128 bits", "blake3-192 at 96 bits", "blake3-256 at 128 bits"] {
+            assert!(message.contains(pair), "`{pair}` not in: {message}");
+        }
+    }
+}
+
+// SELF-CHECK
+// ================================================================================================
+
+/// The CPU backend with a wrong Merkle root in every commitment it returns (nothing else
+/// recomputed), returned as a success: a device bug the backend cannot see.
+struct WrongRootCommitter {
+    inner: CpuCommitter,
+}
+
+impl WrongRootCommitter {
+    fn shared() -> Arc<dyn GpuCommitter> {
+        Arc::new(Self { inner: CpuCommitter::new() })
+    }
+
+    fn corrupt(mut commitment: Commitment) -> Commitment {
+        let mut root = commitment.nodes[1].to_felts();
+        root[0] += Felt::new(1);
+        commitment.nodes[1] = Digest::from_felts(root);
+        commitment
+    }
+}
+
+impl GpuCommitter for WrongRootCommitter {
+    fn backend(&self) -> Backend {
+        self.inner.backend()
+    }
+
+    fn device_name(&self) -> String {
+        format!("{} with wrong roots", self.inner.device_name())
+    }
+
+    fn commit(&self, request: &CommitRequest<'_>) -> miden_gpu::Result<Commitment> {
+        self.inner.commit(request).map(Self::corrupt)
+    }
+
+    fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> miden_gpu::Result<Commitment> {
+        self.inner.commit_keeping_polys(request).map(Self::corrupt)
+    }
+
+    fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> miden_gpu::Result<Vec<Felt>> {
+        self.inner.evaluate_polys(request)
+    }
+
+    fn combine_polys(&self, request: &CombineRequest<'_>) -> miden_gpu::Result<Vec<Felt>> {
+        self.inner.combine_polys(request)
+    }
+
+    fn hash_rows(
+        &self,
+        lde: &LdeRows,
+        row_hashing: RowHashing,
+        hash: GpuHashFunction,
+    ) -> miden_gpu::Result<Vec<Digest>> {
+        self.inner.hash_rows(lde, row_hashing, hash)
+    }
+
+    fn build_tree(
+        &self,
+        leaves: &[Digest],
+        hash: GpuHashFunction,
+    ) -> miden_gpu::Result<Vec<Digest>> {
+        self.inner.build_tree(leaves, hash)
+    }
+
+    fn commit_fri(
+        &self,
+        request: &FriRequest<'_>,
+        channel: &mut FoldingChannel<'_>,
+    ) -> miden_gpu::Result<FriLayers> {
+        self.inner.commit_fri(request, channel)
+    }
+}
+
+/// Proves Fibonacci(`N`) on [`WrongRootCommitter`], on one rayon thread: with `checks`, or,
+/// for `None`, with `prove_with_committer` (the defaults, the command line's call).
+fn prove_on_wrong_roots(
+    checks: Option<&MidenProveOptions>,
+) -> (Program, Result<(StackOutputs, ExecutionProof), miden::ProveError>) {
+    let program = assemble(programs::FIBONACCI);
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
+    let result = one_thread.install(|| {
+        let (inputs, advice, options) =
+            (inputs(SELF_CHECK_N), AdviceInputs::default(), options(HashFunction::Rpo256, 96));
+        let (host, committer) = (&mut DefaultHost::default(), WrongRootCommitter::shared());
+        match checks {
+            Some(checks) => miden::prove_with_options(
+                &program, inputs, advice, host, options, committer, checks,
+            ),
+            None => miden::prove_with_committer(&program, inputs, advice, host, options, committer),
+        }
+    });
+    (program, result)
+}
+
+const SELF_CHECK_N: u64 = 50;
+
+/// Without the self-check, the wrong commitment gives a proof that does not verify: the case the
+/// check is for.
+#[test]
+fn wrong_commitment_gives_a_proof_that_does_not_verify() {
+    let checks = MidenProveOptions { self_check: false, ..MidenProveOptions::default() };
+    let (program, result) = prove_on_wrong_roots(Some(&checks));
+    let (outputs, proof) = result.expect("proves without checking");
+    assert!(verify(&program, SELF_CHECK_N, outputs, proof).is_err(), "the bad proof verified");
+}
+
+/// With the self-check and its fallback (the defaults, as `miden-gpu prove` proves), the proof
+/// is made again on the CPU: it verifies and is `miden_prover`'s.
+#[test]
+fn self_check_reproves_a_wrong_proof_on_the_cpu() {
+    let (program, result) = prove_on_wrong_roots(None);
+    let (outputs, proof) = result.expect("the CPU fallback proves");
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
+    let (_, cpu_proof) = one_thread
+        .install(|| {
+            miden_prover::prove(
+                &program,
+                inputs(SELF_CHECK_N),
+                AdviceInputs::default(),
+                &mut DefaultHost::default(),
+                options(HashFunction::Rpo256, 96),
+            )
+        })
+        .expect("miden_prover proves");
+    assert!(proof.to_bytes() == cpu_proof.to_bytes(), "the fallback's proof is not miden_prover's");
+    verify(&program, SELF_CHECK_N, outputs, proof).expect("the fallback's proof verifies");
+}
+
+/// With the fallback off, the wrong proof is the typed error, not a result.
+#[test]
+fn self_check_without_fallback_is_a_typed_error() {
+    let checks = MidenProveOptions { cpu_fallback: false, ..MidenProveOptions::default() };
+    let (_, result) = prove_on_wrong_roots(Some(&checks));
+    match result {
+        Err(miden::ProveError::SelfCheck { backend, .. }) => assert_eq!(backend, Backend::Cpu),
+        Err(error) => panic!("another error: {error}"),
+        Ok(_) => panic!("a proof that does not verify was returned"),
+    }
 }

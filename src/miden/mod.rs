@@ -12,9 +12,14 @@
 //! All five of Miden's: RPO256 and RPX256 (with their own random coins), Poseidon2, BLAKE3-192
 //! and BLAKE3-256 (with Winterfell's random coin), as `miden_prover` pairs them.
 //!
-//! ## Device failures
+//! ## Device failures and wrong results
 //! A backend failure in the middle of a proof (device lost, out of memory) is recomputed on the
-//! CPU with a warning, [`GpuProver`]'s default: the proof is the same, only slower.
+//! CPU with a warning, [`GpuProver`]'s default: the proof is the same, only slower. A wrong
+//! result that a backend returns as a success is caught by the self-check: every proof is
+//! verified with `miden_verifier` before it is returned, and one that does not verify is proven
+//! again on the CPU backend with a warning, or is [`ProveError::SelfCheck`]
+//! ([`MidenProveOptions`]). Proving options the verifier would refuse are refused before
+//! anything runs ([`check_proving_options`]).
 
 use std::{sync::Arc, time::Instant};
 
@@ -27,22 +32,26 @@ use miden_processor::{
     },
     AdviceInputs, ExecutionTrace, Program, StackInputs, StackOutputs, SyncHost,
 };
-use tracing::{info, instrument};
+use miden_verifier::{ProgramInfo, VerificationError};
+use tracing::{info, instrument, warn};
 use winter_prover::{Proof, Prover, Trace};
 
 use crate::{
     backend::Backend,
     committer::GpuCommitter,
+    cpu::CpuCommitter,
     hash::{GpuHasher, HashFunction},
     prover::GpuProver,
 };
 
 mod error;
 mod execution_prover;
+mod options;
 pub mod programs;
 
 pub use error::ProveError;
 pub use execution_prover::ExecutionProver;
+pub use options::{accepted_pairs, check_proving_options, verifier_accepts, MidenProveOptions};
 
 // PROVE
 // ================================================================================================
@@ -50,15 +59,19 @@ pub use execution_prover::ExecutionProver;
 /// Executes `program` and proves its execution with the trace and constraint commitments on
 /// `backend`; the twin of `miden_prover::prove` (same inputs, same outputs, same proof bytes).
 ///
-/// Returns the stack outputs and the proof. The backend is created for this one call; to reuse
-/// a device across proofs, create it once with [`Backend::create`] and call
-/// [`prove_with_committer`].
+/// Returns the stack outputs and the proof, checked with `miden_verifier` (the defaults of
+/// [`MidenProveOptions`]). The backend is created for this one call; to reuse a device across
+/// proofs, create it once with [`Backend::create`] and call [`prove_with_committer`].
 ///
 /// # Errors
+/// - [`ProveError::UnacceptableOptions`] if `miden_verifier` would refuse proofs made with
+///   `options` (checked first).
 /// - [`ProveError::Gpu`] with the backend's error if an explicitly requested backend cannot be
 ///   created.
 /// - [`ProveError::Execution`] if the program fails to execute.
 /// - [`ProveError::Prover`] if the STARK prover rejects the trace.
+/// - [`ProveError::SelfCheck`] if neither the backend's proof nor the CPU backend's verifies.
+/// - [`ProveError::NondeterministicExecution`] if the CPU fallback's execution ends otherwise.
 pub fn prove(
     program: &Program,
     stack_inputs: StackInputs,
@@ -67,6 +80,7 @@ pub fn prove(
     options: ProvingOptions,
     backend: Backend,
 ) -> Result<(StackOutputs, ExecutionProof), ProveError> {
+    check_proving_options(&options)?;
     let committer = backend.create()?;
     prove_with_committer(program, stack_inputs, advice_inputs, host, options, committer)
 }
@@ -75,8 +89,68 @@ pub fn prove(
 ///
 /// # Errors
 /// As [`prove`], except that no backend is created here.
-#[instrument("prove_program", skip_all)]
 pub fn prove_with_committer(
+    program: &Program,
+    stack_inputs: StackInputs,
+    advice_inputs: AdviceInputs,
+    host: &mut impl SyncHost,
+    options: ProvingOptions,
+    committer: Arc<dyn GpuCommitter>,
+) -> Result<(StackOutputs, ExecutionProof), ProveError> {
+    let checks = MidenProveOptions::default();
+    prove_with_options(program, stack_inputs, advice_inputs, host, options, committer, &checks)
+}
+
+/// [`prove_with_committer`], with the self-check and its CPU fallback as `checks` says.
+///
+/// With [`MidenProveOptions::self_check`], the proof is verified with `miden_verifier` before
+/// it is returned. One that does not verify is proven again on the CPU backend with a warning
+/// (the program is executed again, with the same host and a copy of the advice inputs) if
+/// [`MidenProveOptions::cpu_fallback`] is on, and that proof is checked too.
+///
+/// # Errors
+/// As [`prove`]; [`ProveError::SelfCheck`] names the backend whose proof failed the check.
+#[instrument("prove_program", skip_all)]
+pub fn prove_with_options(
+    program: &Program,
+    stack_inputs: StackInputs,
+    advice_inputs: AdviceInputs,
+    host: &mut impl SyncHost,
+    options: ProvingOptions,
+    committer: Arc<dyn GpuCommitter>,
+    checks: &MidenProveOptions,
+) -> Result<(StackOutputs, ExecutionProof), ProveError> {
+    check_proving_options(&options)?;
+    let fallback_advice = (checks.self_check && checks.cpu_fallback).then(|| advice_inputs.clone());
+    let backend = committer.backend();
+    let inputs = stack_inputs.clone();
+    let (outputs, proof) =
+        execute_and_prove(program, inputs, advice_inputs, host, options.clone(), committer)?;
+    if !checks.self_check {
+        return Ok((outputs, proof));
+    }
+    let Err(failure) = verify_proof(program, &stack_inputs, &outputs, &proof, checks) else {
+        return Ok((outputs, proof));
+    };
+    let Some(advice_inputs) = fallback_advice else {
+        return Err(ProveError::SelfCheck { backend, source: failure });
+    };
+
+    warn!(%backend, reason = %failure, "the proof does not verify; proving again on the CPU backend");
+    let cpu: Arc<dyn GpuCommitter> = Arc::new(CpuCommitter::new());
+    let inputs = stack_inputs.clone();
+    let (cpu_outputs, cpu_proof) =
+        execute_and_prove(program, inputs, advice_inputs, host, options, cpu)?;
+    if cpu_outputs != outputs {
+        return Err(ProveError::NondeterministicExecution);
+    }
+    verify_proof(program, &stack_inputs, &cpu_outputs, &cpu_proof, checks)
+        .map_err(|source| ProveError::SelfCheck { backend: Backend::Cpu, source })?;
+    Ok((cpu_outputs, cpu_proof))
+}
+
+/// Executes `program` and proves the trace on `committer`, without checks.
+fn execute_and_prove(
     program: &Program,
     stack_inputs: StackInputs,
     advice_inputs: AdviceInputs,
@@ -126,6 +200,28 @@ pub fn prove_with_committer(
     }?;
 
     Ok((stack_outputs, ExecutionProof::new(proof, hash_fn, precompile_requests)))
+}
+
+/// Verifies `proof` of `program` as `miden verify` does (`miden_verifier`, with the precompile
+/// verifiers of `checks`).
+#[instrument("self_check", skip_all)]
+fn verify_proof(
+    program: &Program,
+    stack_inputs: &StackInputs,
+    stack_outputs: &StackOutputs,
+    proof: &ExecutionProof,
+    checks: &MidenProveOptions,
+) -> Result<(), Box<VerificationError>> {
+    let program_info = ProgramInfo::new(program.hash(), program.kernel().clone());
+    miden_verifier::verify_with_precompiles(
+        program_info,
+        stack_inputs.clone(),
+        stack_outputs.clone(),
+        proof.clone(),
+        &checks.precompile_verifiers,
+    )
+    .map(|_| ())
+    .map_err(Box::new)
 }
 
 // HELPERS

@@ -11,8 +11,10 @@
 
 use std::{
     collections::BTreeMap,
-    fs,
+    fs::{self, File, OpenOptions},
+    io::{Read, Write},
     path::{Path, PathBuf},
+    sync::atomic::{AtomicUsize, Ordering},
 };
 
 use miden_processor::{
@@ -25,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{
     error::{CliError, FileKind},
-    untrusted::contain_panic,
+    untrusted::{check_openings, decode},
 };
 
 /// Depth of the `sparse_merkle_tree` entries of an inputs file (leaf indexes are `u64`s).
@@ -73,15 +75,19 @@ impl Inputs {
     /// Reads the inputs of a program (or proof) at `target`: `explicit` if given, else
     /// `<target>.inputs` if it exists, else empty inputs (miden-vm's rule).
     pub fn read(explicit: Option<&Path>, target: &Path) -> Result<Self, CliError> {
-        let path = match explicit {
-            Some(path) => path.to_path_buf(),
-            None => match target.with_extension("inputs") {
-                path if path.exists() => path,
-                _ => return Ok(Self { path: None, file: InputFile::default() }),
-            },
+        let Some(path) = Self::path(explicit, target) else {
+            return Ok(Self { path: None, file: InputFile::default() });
         };
         let file = read_json(FileKind::Inputs, &path)?;
         Ok(Self { path: Some(path), file })
+    }
+
+    /// The inputs file [`Self::read`] reads: `explicit`, else `<target>.inputs` if it exists.
+    pub fn path(explicit: Option<&Path>, target: &Path) -> Option<PathBuf> {
+        match explicit {
+            Some(path) => Some(path.to_path_buf()),
+            None => Some(target.with_extension("inputs")).filter(|path| path.exists()),
+        }
     }
 
     /// The initial operand stack.
@@ -200,13 +206,13 @@ pub struct OutputFile {
 }
 
 impl OutputFile {
-    /// Writes `outputs` to `path`.
-    pub fn write(outputs: &StackOutputs, path: &Path) -> Result<(), CliError> {
+    /// The outputs file of `outputs`, staged next to `path` (see [`StagedFile`]).
+    pub fn stage(outputs: &StackOutputs, path: &Path) -> Result<StagedFile, CliError> {
         let file = Self { stack: outputs.iter().map(Felt::to_string).collect() };
         let mut json = serde_json::to_string_pretty(&file)
             .map_err(|e| CliError::invalid(FileKind::Outputs, path, e))?;
         json.push('\n');
-        write_file(FileKind::Outputs, path, json.as_bytes())
+        StagedFile::write(FileKind::Outputs, path, json.as_bytes())
     }
 
     /// Reads the stack outputs from `path`.
@@ -230,21 +236,23 @@ impl OutputFile {
 // PROOF FILE
 // ================================================================================================
 
-/// Writes `proof` to `path` and returns its size in bytes.
-pub fn write_proof(proof: &ExecutionProof, path: &Path) -> Result<usize, CliError> {
+/// The proof's bytes, staged next to `path` (see [`StagedFile`]); returns them with their size.
+pub fn stage_proof(proof: &ExecutionProof, path: &Path) -> Result<(StagedFile, usize), CliError> {
     let bytes = proof.to_bytes();
-    write_file(FileKind::Proof, path, &bytes)?;
-    Ok(bytes.len())
+    Ok((StagedFile::write(FileKind::Proof, path, &bytes)?, bytes.len()))
 }
 
-/// Reads a proof from `path`.
+/// Reads a proof from `path`, an untrusted file: at most [`MAX_FILE_BYTES`], decoded with every
+/// length bounded by the bytes present and its Merkle openings checked the same way before the
+/// verifier parses them (see [`crate::untrusted`]).
 pub fn read_proof(path: &Path) -> Result<ExecutionProof, CliError> {
     let bytes = read_file(FileKind::Proof, path)?;
-    contain_panic(|| ExecutionProof::from_bytes(&bytes).map_err(|e| e.to_string()))
-        .and_then(|decoded| decoded)
-        .map_err(|e| {
-            CliError::invalid(FileKind::Proof, path, format!("not a Miden execution proof ({e})"))
-        })
+    let invalid = |e: String| {
+        CliError::invalid(FileKind::Proof, path, format!("not a Miden execution proof ({e})"))
+    };
+    let proof: ExecutionProof = decode(&bytes).map_err(invalid)?;
+    check_openings(&proof).map_err(invalid)?;
+    Ok(proof)
 }
 
 // PROGRAM HASH
@@ -267,22 +275,85 @@ pub fn parse_program_hash(hex: &str) -> Result<Word, CliError> {
 // FILE ACCESS
 // ================================================================================================
 
+/// The largest file the command line reads (proofs, programs, packages, libraries, inputs and
+/// outputs): 64 MiB, far above any of them (a proof is a few hundred KB), and small enough that
+/// a hostile file cannot exhaust memory.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
 /// Reads and deserializes a JSON file.
 fn read_json<T: for<'de> Deserialize<'de>>(kind: FileKind, path: &Path) -> Result<T, CliError> {
     let bytes = read_file(kind, path)?;
     serde_json::from_slice(&bytes).map_err(|e| CliError::invalid(kind, path, e))
 }
 
-/// Reads a whole file.
+/// Reads a whole file of at most [`MAX_FILE_BYTES`] (a larger one is refused before it is read).
 pub fn read_file(kind: FileKind, path: &Path) -> Result<Vec<u8>, CliError> {
-    fs::read(path).map_err(|source| CliError::Read { kind, path: path.to_path_buf(), source })
+    let read_error = |source| CliError::Read { kind, path: path.to_path_buf(), source };
+    let too_large = || {
+        CliError::invalid(kind, path, format!("larger than the limit of {MAX_FILE_BYTES} bytes"))
+    };
+    let file = File::open(path).map_err(read_error)?;
+    if file.metadata().map_err(read_error)?.len() > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    // a file that grows while it is read (or a device file without a size) stops at the limit
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(read_error)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    Ok(bytes)
 }
 
-/// Creates or replaces a file.
-fn write_file(kind: FileKind, path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    fs::write(path, bytes).map_err(|source| CliError::Write {
-        kind,
-        path: path.to_path_buf(),
-        source,
-    })
+/// A file written in full under a temporary name in its target's directory and synced to disk;
+/// [`Self::commit`] renames it over the target, so a reader sees the old file or the new one,
+/// never a part. Dropped uncommitted, the temporary file is removed and the target is untouched.
+pub struct StagedFile {
+    kind: FileKind,
+    temp: PathBuf,
+    target: PathBuf,
+    committed: bool,
+}
+
+impl StagedFile {
+    /// Writes `bytes` to a new temporary file next to `target` and syncs it.
+    pub fn write(kind: FileKind, target: &Path, bytes: &[u8]) -> Result<Self, CliError> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let name = target.file_name().unwrap_or_default().to_string_lossy();
+        let unique =
+            format!(".{name}.{}-{}.tmp", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let temp = target.with_file_name(unique);
+        let write_error = |source| CliError::Write { kind, path: target.to_path_buf(), source };
+        let mut file =
+            OpenOptions::new().write(true).create_new(true).open(&temp).map_err(write_error)?;
+        let staged = Self { kind, temp, target: target.to_path_buf(), committed: false };
+        file.write_all(bytes).and_then(|()| file.sync_all()).map_err(write_error)?;
+        Ok(staged)
+    }
+
+    /// Renames the temporary file over the target and syncs the directory (where the system
+    /// allows), so the new file survives a crash.
+    pub fn commit(mut self) -> Result<(), CliError> {
+        let write_error =
+            |source| CliError::Write { kind: self.kind, path: self.target.clone(), source };
+        fs::rename(&self.temp, &self.target).map_err(write_error)?;
+        self.committed = true;
+        let directory = match self.target.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        // not every system can open a directory to sync it; the rename itself is done
+        if let Ok(directory) = File::open(directory) {
+            let _ = directory.sync_all();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for StagedFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
 }

@@ -94,6 +94,21 @@ pub enum CliError {
     /// The execution options (cycle limits) are inconsistent.
     #[error("invalid execution options: {0}")]
     Options(String),
+    /// The hash function and security level make proofs `miden_verifier` refuses
+    /// ([`ProveError::UnacceptableOptions`], naming the pairs it accepts).
+    #[error("invalid --hasher and --security: {0}")]
+    ProofOptions(String),
+    /// Two of the files a command reads or writes are the same file (one would overwrite the
+    /// other).
+    #[error("the {first} file and the {second} file are the same file `{}`", path.display())]
+    SameFile {
+        /// The file written.
+        first: FileKind,
+        /// The file it would overwrite or also be.
+        second: FileKind,
+        /// The path given for it.
+        path: PathBuf,
+    },
     /// The backend could not be created (an explicit backend that is unavailable here).
     #[error(transparent)]
     Backend(#[from] GpuError),
@@ -106,9 +121,22 @@ pub enum CliError {
     /// The proof does not verify against the program hash, inputs and outputs.
     #[error("proof verification failed: {0}")]
     Verification(String),
+    /// The proof just made did not pass its self-check (nor did the CPU fallback's, if one was
+    /// made); nothing was written.
+    #[error("{0}; no proof was written")]
+    SelfCheck(String),
 }
 
 impl CliError {
+    /// The process exit status of this error: 2 for invalid arguments (as clap's own errors),
+    /// 1 for every other failure.
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            Self::Options(_) | Self::ProofOptions(_) | Self::SameFile { .. } => 2,
+            _ => 1,
+        }
+    }
+
     /// A [`CliError::Invalid`] for `kind` file `path`.
     pub fn invalid(kind: FileKind, path: impl Into<PathBuf>, message: impl fmt::Display) -> Self {
         Self::Invalid { kind, path: path.into(), message: message.to_string() }
@@ -136,6 +164,10 @@ impl From<ProveError> for CliError {
             ProveError::Gpu(error) => Self::Backend(error),
             ProveError::Execution(error) => Self::execution(*error),
             ProveError::Prover(error) => Self::Proving(error),
+            ProveError::UnacceptableOptions { .. } => Self::ProofOptions(error.to_string()),
+            ProveError::SelfCheck { .. } | ProveError::NondeterministicExecution => {
+                Self::SelfCheck(causes(&error))
+            },
         }
     }
 }

@@ -11,10 +11,12 @@
 //!
 //! Arguments, defaults and files are those of miden-vm 0.20's `miden prove` and `miden verify`
 //! (the formats are listed in the `data` module): a proof made here verifies with `miden verify` and the other way round. The
-//! differences: the hash function defaults to RPO (only RPO and RPX have GPU kernels) and
-//! `--backend` picks where the commitments run (default `MIDEN_GPU_BACKEND`, else the best
-//! device found). A terminal shows a spinner with the current stage; `RUST_LOG` turns on log
-//! lines (by default only this crate's warnings).
+//! differences: the hash function defaults to RPO, `--backend` picks where the commitments run
+//! (default `MIDEN_GPU_BACKEND`, else the best device found), a hash function and security level
+//! the verifier refuses are refused before proving, and every proof is verified before it is
+//! written (atomically). A terminal shows a spinner with the current stage; `RUST_LOG` turns on
+//! log lines (by default only this crate's warnings). Exit status: 1 for a failure, 2 for
+//! invalid arguments.
 
 use std::{
     io::{self, IsTerminal},
@@ -79,7 +81,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error}");
-            ExitCode::FAILURE
+            ExitCode::from(error.exit_status())
         },
     }
 }

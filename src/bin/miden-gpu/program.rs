@@ -6,7 +6,6 @@ use std::{path::Path, sync::Arc};
 use miden_assembly::{
     ast::{Module, ModuleKind},
     debuginfo::{DefaultSourceManager, SourceLanguage, SourceManager, Uri},
-    utils::Deserializable,
     Assembler, Library, Path as LibraryPath,
 };
 use miden_core_lib::CoreLibrary;
@@ -16,6 +15,7 @@ use miden_processor::{DefaultHost, Program};
 use crate::{
     data::read_file,
     error::{CliError, FileKind},
+    untrusted::decode,
 };
 
 /// An assembled program, the libraries it links, and the source manager of its diagnostics.
@@ -90,17 +90,17 @@ fn assemble(
     assembler.assemble_program(module).map_err(failed)
 }
 
-/// Reads a `.masl` library.
+/// Reads a `.masl` library (untrusted bytes: see [`decode`]).
 fn read_library(path: &Path) -> Result<Library, CliError> {
     let bytes = read_file(FileKind::Library, path)?;
-    Library::read_from_bytes(&bytes).map_err(|e| CliError::invalid(FileKind::Library, path, e))
+    decode(&bytes).map_err(|e| CliError::invalid(FileKind::Library, path, e))
 }
 
-/// Reads the program of a `.masp` package.
+/// Reads the program of a `.masp` package (untrusted bytes: see [`decode`]).
 fn read_package(path: &Path) -> Result<Program, CliError> {
     let bytes = read_file(FileKind::Program, path)?;
-    let package = Package::read_from_bytes(&bytes)
-        .map_err(|e| CliError::invalid(FileKind::Program, path, e))?;
+    let package: Package =
+        decode(&bytes).map_err(|e| CliError::invalid(FileKind::Program, path, e))?;
     match package.into_mast_artifact() {
         MastArtifact::Executable(program) => Ok(Arc::unwrap_or_clone(program)),
         MastArtifact::Library(_) => Err(CliError::invalid(

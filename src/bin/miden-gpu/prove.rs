@@ -1,15 +1,23 @@
 //! `miden-gpu prove`: miden-vm's `miden prove` with the commitments on a [`Backend`].
 
-use std::{path::PathBuf, time::Instant};
+use std::{
+    fs, io,
+    path::{Path, PathBuf},
+    time::Instant,
+};
 
 use clap::Args;
-use miden_gpu::{miden::prove_with_committer, timing::SpanTimes, Backend, BackendOptions};
+use miden_gpu::{
+    miden::{check_proving_options, prove_with_committer},
+    timing::SpanTimes,
+    Backend, BackendOptions,
+};
 use miden_processor::ExecutionOptions;
 use miden_prover::{HashFunction, ProvingOptions};
 
 use crate::{
-    data::{program_hash_hex, write_proof, Inputs, OutputFile},
-    error::CliError,
+    data::{program_hash_hex, stage_proof, Inputs, OutputFile},
+    error::{CliError, FileKind},
     program::LoadedProgram,
     progress::Progress,
     report::{ms, Report},
@@ -96,9 +104,20 @@ fn parse_security(level: &str) -> Result<u32, String> {
 impl ProveCmd {
     /// Assembles, executes and proves the program, writes the proof and outputs files and prints
     /// the outputs, the program hash, the backend and the timings.
+    ///
+    /// Everything that can be checked before the proof is checked first: the options (a hash
+    /// function and security level the verifier accepts), the environment's backend settings
+    /// and the paths (no file written over another one the command reads or writes). The proof
+    /// is verified before it is written (see [`prove_with_committer`]), and both files are
+    /// written whole or not at all.
     pub fn execute(&self, progress: &Progress, times: &SpanTimes) -> Result<(), CliError> {
         let start = Instant::now();
         let options = self.proving_options()?;
+        let (proof_path, output_path) = self.output_paths()?;
+        let mut backend = BackendOptions::from_env()?;
+        if let Some(name) = self.backend {
+            backend.backend = name;
+        }
 
         progress.stage("assembling the program");
         let loaded = LoadedProgram::load(&self.program_file, &self.library_paths)?;
@@ -107,10 +126,6 @@ impl ProveCmd {
         let mut host = loaded.host()?;
         let assembled = start.elapsed();
 
-        let mut backend = BackendOptions::from_env()?;
-        if let Some(name) = self.backend {
-            backend.backend = name;
-        }
         progress.stage(format!("starting the {} backend", backend.backend));
         let committer = backend.create()?;
         let started = start.elapsed();
@@ -125,13 +140,13 @@ impl ProveCmd {
             committer.clone(),
         )?;
         let proved = start.elapsed();
-        let execution = times.get("execute_program");
+        let (execution, self_check) = (times.get("execute_program"), times.get("self_check"));
 
         progress.stage("writing the proof");
-        let proof_path = self.proof_file.clone().unwrap_or_else(|| self.default_path("proof"));
-        let output_path = self.output_file.clone().unwrap_or_else(|| self.default_path("outputs"));
-        let proof_size = write_proof(&proof, &proof_path)?;
-        OutputFile::write(&outputs, &output_path)?;
+        let (proof_file, proof_size) = stage_proof(&proof, &proof_path)?;
+        let outputs_file = OutputFile::stage(&outputs, &output_path)?;
+        proof_file.commit()?;
+        outputs_file.commit()?;
         let total = start.elapsed();
         progress.finish();
 
@@ -163,11 +178,13 @@ impl ProveCmd {
             .line(
                 "time",
                 format!(
-                    "assembly {}, backend start {}, execution {}, proving {}, total {}",
+                    "assembly {}, backend start {}, execution {}, proving {}, self-check {}, \
+                     total {}",
                     ms(assembled),
                     ms(started - assembled),
                     ms(execution),
-                    ms((proved - started).saturating_sub(execution)),
+                    ms((proved - started).saturating_sub(execution + self_check)),
+                    ms(self_check),
                     ms(total)
                 ),
             )
@@ -188,11 +205,78 @@ impl ProveCmd {
             128 => ProvingOptions::with_128_bit_security(self.hasher),
             _ => ProvingOptions::with_96_bit_security(self.hasher),
         };
+        check_proving_options(&options)?;
         Ok(options.with_execution_options(execution))
+    }
+
+    /// The proof and outputs paths, refused if either names a file the command reads (the
+    /// program, inputs or a library), if they name the same file, or if either is a directory
+    /// or in a directory that does not exist.
+    fn output_paths(&self) -> Result<(PathBuf, PathBuf), CliError> {
+        let proof = self.proof_file.clone().unwrap_or_else(|| self.default_path("proof"));
+        let outputs = self.output_file.clone().unwrap_or_else(|| self.default_path("outputs"));
+        let mut read = vec![(FileKind::Program, self.program_file.clone())];
+        read.extend(
+            Inputs::path(self.input_file.as_deref(), &self.program_file)
+                .map(|path| (FileKind::Inputs, path)),
+        );
+        read.extend(self.library_paths.iter().map(|path| (FileKind::Library, path.clone())));
+        if same_file(&proof, &outputs) {
+            let (first, second) = (FileKind::Proof, FileKind::Outputs);
+            return Err(CliError::SameFile { first, second, path: proof });
+        }
+        for (first, path) in [(FileKind::Proof, &proof), (FileKind::Outputs, &outputs)] {
+            let unwritable = |kind, reason| {
+                let source = io::Error::new(kind, reason);
+                Err(CliError::Write { kind: first, path: path.clone(), source })
+            };
+            if path.is_dir() {
+                return unwritable(io::ErrorKind::IsADirectory, "it is a directory");
+            }
+            if !resolved(path).parent().is_some_and(Path::is_dir) {
+                return unwritable(io::ErrorKind::NotFound, "its directory does not exist");
+            }
+            if let Some((second, _)) = read.iter().find(|(_, other)| same_file(path, other)) {
+                return Err(CliError::SameFile { first, second: *second, path: path.clone() });
+            }
+        }
+        Ok((proof, outputs))
     }
 
     /// `<program>.<extension>`, miden-vm's default for the proof and outputs files.
     fn default_path(&self, extension: &str) -> PathBuf {
         self.program_file.with_extension(extension)
+    }
+}
+
+// PATHS
+// ================================================================================================
+
+/// Whether `a` and `b` name the same file: equal once resolved (links and `..` followed; a file
+/// that does not exist yet by its resolved directory), or, on Unix, two links to one file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    if let (Ok(a), Ok(b)) = (fs::metadata(a), fs::metadata(b)) {
+        use std::os::unix::fs::MetadataExt;
+        if (a.dev(), a.ino()) == (b.dev(), b.ino()) {
+            return true;
+        }
+    }
+    resolved(a) == resolved(b)
+}
+
+/// `path` with links and `..` resolved as far as it exists: the file itself, else its directory
+/// joined with its name, else the path made absolute.
+fn resolved(path: &Path) -> PathBuf {
+    if let Ok(path) = fs::canonicalize(path) {
+        return path;
+    }
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    match (fs::canonicalize(directory), path.file_name()) {
+        (Ok(directory), Some(name)) => directory.join(name),
+        _ => std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
     }
 }
