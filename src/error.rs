@@ -122,6 +122,17 @@ pub enum GpuError {
         /// What the driver reported.
         message: String,
     },
+    /// A size computed from a request's dimensions (elements of an LDE, of a polynomial set)
+    /// does not fit in a `usize`.
+    #[error("{what}: {count} x {size} elements overflow the address space")]
+    SizeOverflow {
+        /// What was being sized.
+        what: &'static str,
+        /// The number of items (rows, columns).
+        count: usize,
+        /// Elements per item.
+        size: usize,
+    },
 }
 
 /// The result type of this crate.
