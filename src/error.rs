@@ -133,6 +133,18 @@ pub enum GpuError {
         /// Elements per item.
         size: usize,
     },
+    /// A proof made by [`crate::GpuProver`] failed its own verification: the backend returned
+    /// wrong data without reporting an error, or the trace does not satisfy the AIR.
+    #[error(
+        "the proof made on {backend} does not verify ({reason}): the backend returned wrong data \
+         without an error, or the trace does not satisfy the AIR"
+    )]
+    SelfCheckFailed {
+        /// The backend the proof was made on.
+        backend: Backend,
+        /// What the verifier reported.
+        reason: String,
+    },
 }
 
 /// The result type of this crate.
