@@ -91,6 +91,27 @@ if [ "$status" -eq 0 ]; then
     tee -a "$log" || status=$?
 fi
 
+# 4b. Overflow checks and debug assertions: the tests of bad input and faults and the library's
+# unit tests in the `checked` profile (release with both on; Cargo.toml), built without the GPU
+# backends so the extra build stays short. Where a test may create a memory-limited cgroup (root,
+# a writable cgroup memory controller), the container-memory test runs too, in that profile.
+if [ "$status" -eq 0 ]; then
+  checked=(--profile checked --no-default-features --features concurrent,tools)
+  say "overflow checks and debug assertions (profile checked, features concurrent,tools)"
+  cargo test "${checked[@]}" --test errors --test faults --lib 2>&1 | tee -a "$log" || status=$?
+  memory_cgroup=""
+  for dir in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+    if grep -qw memory "$dir/cgroup.controllers" 2>/dev/null; then memory_cgroup=$dir; break; fi
+  done
+  [ -n "$memory_cgroup" ] || [ ! -e /sys/fs/cgroup/memory/memory.limit_in_bytes ] ||
+    memory_cgroup=/sys/fs/cgroup/memory
+  if [ "$status" -eq 0 ] && [ "$(id -u)" -eq 0 ] && [ -n "$memory_cgroup" ] && [ -w "$memory_cgroup" ]; then
+    cargo test "${checked[@]}" --test host_memory -- --ignored 2>&1 | tee -a "$log" || status=$?
+  elif [ "$status" -eq 0 ]; then
+    say "skipped the cgroup memory-limit test (tests/host_memory.rs): it needs root and a writable cgroup memory controller"
+  fi
+fi
+
 # 5. Summary: what passed, and what did not run here and why
 passed=$(grep -oE '^test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | awk '{s += $4} END {print s + 0}')
 failed=$(grep -oE '[0-9]+ failed' "$log" | awk '{s += $1} END {print s + 0}')

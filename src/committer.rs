@@ -27,6 +27,9 @@ use crate::{
 /// padded to a multiple of this many base elements.
 pub const SEGMENT_WIDTH: usize = 8;
 
+/// The largest LDE domain is `2^MAX_LOG_DOMAIN` rows: the two-adicity of the Goldilocks field.
+pub(crate) const MAX_LOG_DOMAIN: u32 = 32;
+
 // REQUEST
 // ================================================================================================
 
@@ -90,7 +93,9 @@ pub struct CommitRequest<'a> {
     pub hash: HashFunction,
 }
 
-/// The validated dimensions of a [`CommitRequest`].
+/// The validated dimensions of a [`CommitRequest`]. Every product of them that a commitment
+/// stores fits in a `usize`: `lde_len · row_width` (the LDE's elements) and `num_cols · poly_len`
+/// (the polynomials' coefficients).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shape {
     /// Polynomial length `n` (trace length).
@@ -104,7 +109,10 @@ pub struct Shape {
 }
 
 impl CommitRequest<'_> {
-    /// Checks the request and returns its dimensions; every backend calls this first.
+    /// Checks the request and returns its dimensions; every backend calls this first. Sizes are
+    /// computed with checked arithmetic: dimensions whose products overflow are a typed error
+    /// naming them ([`GpuError::DomainTooLarge`], [`GpuError::InvalidComposition`],
+    /// [`GpuError::SizeOverflow`]).
     pub fn validate(&self) -> Result<Shape> {
         if self.blowup < 2 || !self.blowup.is_power_of_two() {
             return Err(GpuError::InvalidBlowup(self.blowup));
@@ -119,27 +127,47 @@ impl CommitRequest<'_> {
                 if column_len < 2 || !column_len.is_power_of_two() {
                     return Err(GpuError::TraceLengthNotPowerOfTwo(column_len));
                 }
-                if num_columns == 0 || num_columns * column_len > m {
+                // the coefficients the columns take: at most the evaluations (a product that
+                // overflows takes more than any slice holds)
+                let needed = num_columns.checked_mul(column_len);
+                if num_columns == 0 || needed.is_none_or(|needed| needed > m) {
                     return Err(GpuError::InvalidComposition {
                         evaluations: m,
                         columns: num_columns,
                         column_len,
                     });
                 }
-                (column_len, num_columns * components.len())
+                let num_cols =
+                    num_columns.checked_mul(components.len()).ok_or(GpuError::SizeOverflow {
+                        what: "composition base columns",
+                        count: num_columns,
+                        size: components.len(),
+                    })?;
+                (column_len, num_cols)
             },
         };
-        let lde_len = poly_len * self.blowup;
-        if lde_len.ilog2() > 32 {
-            return Err(GpuError::DomainTooLarge(lde_len.ilog2()));
-        }
-        Ok(Shape {
-            poly_len,
-            lde_len,
+        let lde_len = lde_domain_len(poly_len, self.blowup)?;
+        let overflow = |what, count, size| GpuError::SizeOverflow { what, count, size };
+        let row_width = num_cols.checked_next_multiple_of(SEGMENT_WIDTH).ok_or(overflow(
+            "LDE row width",
             num_cols,
-            row_width: num_cols.div_ceil(SEGMENT_WIDTH) * SEGMENT_WIDTH,
-        })
+            1,
+        ))?;
+        lde_len.checked_mul(row_width).ok_or(overflow("LDE rows", lde_len, row_width))?;
+        num_cols.checked_mul(poly_len).ok_or(overflow("polynomials", num_cols, poly_len))?;
+        Ok(Shape { poly_len, lde_len, num_cols, row_width })
     }
+}
+
+/// `poly_len · blowup` (both powers of two), or [`GpuError::DomainTooLarge`] with the domain's
+/// log2 if that exceeds the field's two-adic subgroup: computed from the logs, so that no product
+/// can wrap.
+pub(crate) fn lde_domain_len(poly_len: usize, blowup: usize) -> Result<usize> {
+    let log_len = poly_len.ilog2() + blowup.ilog2();
+    if log_len > MAX_LOG_DOMAIN {
+        return Err(GpuError::DomainTooLarge(log_len));
+    }
+    Ok(1 << log_len)
 }
 
 /// Checks that there is at least one column and all have one power-of-two length; returns it.
@@ -171,12 +199,15 @@ pub struct LdeRows {
 }
 
 impl LdeRows {
-    /// Number of rows.
+    /// Number of rows (none where `row_width` is 0).
     pub fn num_rows(&self) -> usize {
-        self.data.len() / self.row_width
+        self.data.len().checked_div(self.row_width).unwrap_or(0)
     }
 
     /// The `num_cols` base elements of row `i`.
+    ///
+    /// # Panics
+    /// If row `i` is not in `data`, as slice indexing does.
     pub fn row(&self, i: usize) -> &[Felt] {
         let start = i * self.row_width;
         &self.data[start..start + self.num_cols]

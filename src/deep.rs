@@ -81,6 +81,8 @@ pub struct EvaluateRequest<'a> {
 impl EvaluateRequest<'_> {
     /// Checks the request against the backend that runs it; returns the polynomial length.
     pub fn validate(&self, backend: Backend) -> Result<usize> {
+        // the segments' check bounds the extension degree before it sizes the points
+        let (poly_len, _) = check_segments(self.segments, self.ext_degree, backend)?;
         if self.points.len() != 2 * self.ext_degree {
             return Err(GpuError::InvalidDeep(format!(
                 "{} point components; expected two points of degree {}",
@@ -88,7 +90,6 @@ impl EvaluateRequest<'_> {
                 self.ext_degree
             )));
         }
-        let (poly_len, _) = check_segments(self.segments, self.ext_degree, backend)?;
         Ok(poly_len)
     }
 }
@@ -173,9 +174,8 @@ fn check_segments(
                 polys.poly_len()
             ));
         }
-        if segment.degree != 1 && segment.degree != ext_degree
-            || polys.num_cols() % segment.degree != 0
-        {
+        let known_degree = segment.degree == 1 || segment.degree == ext_degree;
+        if !known_degree || !polys.num_cols().is_multiple_of(segment.degree) {
             return invalid(format!(
                 "segment {s}: {} base columns cannot be columns of degree {}",
                 polys.num_cols(),
@@ -195,6 +195,12 @@ const BLOCK: usize = 2048;
 
 /// `S = Σ kᵢ·Tᵢ` on the host: `base` columns with `base_coefficients` (`mul_base`), then `ext`
 /// columns with `ext_coefficients`, each coefficient of `S` summed in that order.
+///
+/// A host computation over polynomials the caller holds, not a request to a backend: the
+/// columns are expected to have `poly_len` coefficients each and one coefficient per column.
+///
+/// # Panics
+/// If a column has fewer than `poly_len` coefficients.
 pub fn combine_on_host<E: FieldElement<BaseField = Felt>>(
     base: &[&[Felt]],
     base_coefficients: &[E],

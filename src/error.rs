@@ -122,6 +122,29 @@ pub enum GpuError {
         /// What the driver reported.
         message: String,
     },
+    /// A size computed from a request's dimensions (elements of an LDE, of a polynomial set)
+    /// does not fit in a `usize`.
+    #[error("{what}: {count} x {size} elements overflow the address space")]
+    SizeOverflow {
+        /// What was being sized.
+        what: &'static str,
+        /// The number of items (rows, columns).
+        count: usize,
+        /// Elements per item.
+        size: usize,
+    },
+    /// A proof made by [`crate::GpuProver`] failed its own verification: the backend returned
+    /// wrong data without reporting an error, or the trace does not satisfy the AIR.
+    #[error(
+        "the proof made on {backend} does not verify ({reason}): the backend returned wrong data \
+         without an error, or the trace does not satisfy the AIR"
+    )]
+    SelfCheckFailed {
+        /// The backend the proof was made on.
+        backend: Backend,
+        /// What the verifier reported.
+        reason: String,
+    },
 }
 
 /// The result type of this crate.

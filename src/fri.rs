@@ -15,6 +15,7 @@
 use miden_crypto::Felt;
 
 use crate::{
+    committer::lde_domain_len,
     error::{GpuError, Result},
     hash::{Digest, HashFunction},
 };
@@ -57,14 +58,20 @@ pub struct FriShape {
 }
 
 impl FriShape {
-    /// Rows of layer `layer`: its evaluations divided by the folding factor.
+    /// Rows of layer `layer`: its evaluations divided by the folding factor (0 for a layer
+    /// the domain cannot fold into, or a folding factor of 0).
     pub fn layer_rows(&self, layer: usize, folding_factor: usize) -> usize {
-        self.domain_len / folding_factor.pow(layer as u32 + 1)
+        let folds = u32::try_from(layer).ok().and_then(|layer| layer.checked_add(1));
+        folds
+            .and_then(|folds| folding_factor.checked_pow(folds))
+            .and_then(|divisor| self.domain_len.checked_div(divisor))
+            .unwrap_or(0)
     }
 }
 
 impl FriRequest<'_> {
-    /// Checks the request and returns its shape.
+    /// Checks the request and returns its shape. Sizes are computed with checked arithmetic: a
+    /// domain or a layer count whose powers overflow is a typed error naming it.
     pub fn validate(&self) -> Result<FriShape> {
         let invalid = |reason: String| Err(GpuError::InvalidFri(reason));
         let ext_degree = self.components.len();
@@ -87,11 +94,12 @@ impl FriRequest<'_> {
                 self.folding_factor
             ));
         }
-        let domain_len = poly_len * self.blowup;
-        if domain_len.ilog2() > 32 {
-            return Err(GpuError::DomainTooLarge(domain_len.ilog2()));
-        }
-        let folded = self.folding_factor.checked_pow(self.num_layers as u32);
+        let domain_len = lde_domain_len(poly_len, self.blowup)?;
+        // the layers fold the domain by `folding_factor^num_layers`, which must leave two
+        // evaluations (a count beyond `u32` is as far out of reach as an overflowing power)
+        let folded = u32::try_from(self.num_layers)
+            .ok()
+            .and_then(|layers| self.folding_factor.checked_pow(layers));
         if self.num_layers == 0 || folded.is_none_or(|f| f > domain_len / 2) {
             return invalid(format!(
                 "{} layers of folding by {} do not fit a domain of {domain_len}",

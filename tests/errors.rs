@@ -4,15 +4,18 @@ use std::sync::Arc;
 
 use miden_crypto::hash::rpo::Rpo256;
 use miden_gpu::{
-    commit_composition, Backend, BackendOptions, CommitRequest, CpuCommitter, Digest, Felt,
-    GpuCommitter, GpuError, GpuTraceLde, HashFunction, LdeRows, PolyInput, RowHashing,
+    commit_composition,
+    deep::{CombineRequest, EvaluateRequest},
+    fri::{FriLayers, FriRequest, FriShape},
+    Backend, BackendOptions, CommitRequest, CpuCommitter, Digest, Felt, GpuCommitter, GpuError,
+    GpuTraceLde, HashFunction, LdeRows, PolyInput, RowHashing,
 };
 use winter_air::{PartitionOptions, TraceInfo};
 use winter_math::{fft, fields::QuadExtension, FieldElement, StarkField};
 use winter_prover::{matrix::ColMatrix, StarkDomain};
 
 fn column(n: usize) -> Vec<Felt> {
-    (1..=n as u64).map(|i| Felt::new(i * 0x9E37_79B9_7F4A_7C15)).collect()
+    (1..=n as u64).map(|i| Felt::new(i.wrapping_mul(0x9E37_79B9_7F4A_7C15))).collect()
 }
 
 fn commit(columns: &[&[Felt]], blowup: usize) -> Result<miden_gpu::Commitment, GpuError> {
@@ -188,5 +191,129 @@ fn lde_larger_than_host_memory() {
             assert_eq!(needed, (1u64 << 32) * 104 * 8)
         },
         other => panic!("expected OutOfMemory, got {:?}", other.map(|_| ())),
+    }
+}
+
+// SIZES THAT OVERFLOW
+// ================================================================================================
+// Every size is computed with checked arithmetic: dimensions whose product or power wraps a
+// `usize` are typed errors naming them, never a panic and never a wrapped size that passes.
+
+#[test]
+fn lde_domain_whose_product_wraps_is_too_large() {
+    // 4 · 2^62 = 2^64 wraps to 0, whose log2 would panic
+    let c = column(4);
+    assert_eq!(commit(&[&c], 1 << 62).unwrap_err(), GpuError::DomainTooLarge(64));
+    assert_eq!(commit(&[&c], 1 << 63).unwrap_err(), GpuError::DomainTooLarge(65));
+}
+
+#[test]
+fn composition_with_huge_column_count_or_length() {
+    let c = column(16);
+    let components: [&[Felt]; 2] = [&c, &c];
+    // 2^62 columns of 4 (2^64 coefficients, wrapping to 0), 2 columns of 2^63, usize::MAX columns
+    for (num_columns, column_len) in [(1 << 62, 4), (2, 1 << 63), (usize::MAX, 2), (1 << 61, 8)] {
+        let err = CpuCommitter::new().commit(&CommitRequest {
+            input: PolyInput::Composition { components: &components, column_len, num_columns },
+            blowup: 2,
+            row_hashing: RowHashing::WholeRow,
+            hash: HashFunction::Rpo256,
+        });
+        let err = err.unwrap_err();
+        assert_eq!(
+            err,
+            GpuError::InvalidComposition { evaluations: 16, columns: num_columns, column_len }
+        );
+        assert!(err.to_string().contains(&num_columns.to_string()), "{err}");
+    }
+}
+
+#[test]
+fn lde_rows_of_any_width_are_checked_not_divided_by() {
+    let rows = LdeRows { data: column(16), row_width: 0, num_cols: 0 };
+    assert_eq!(rows.num_rows(), 0);
+    let hash_rows = |rows: &LdeRows| {
+        CpuCommitter::new().hash_rows(rows, RowHashing::WholeRow, HashFunction::Rpo256)
+    };
+    assert_eq!(hash_rows(&rows).unwrap_err(), GpuError::ZeroColumns);
+    for row_width in [0, 3, usize::MAX] {
+        let rows = LdeRows { data: column(16), row_width, num_cols: 4 };
+        assert!(
+            matches!(hash_rows(&rows), Err(GpuError::ColumnLengthMismatch { .. })),
+            "row width {row_width}"
+        );
+    }
+    let rows = LdeRows { data: column(16), row_width: 8, num_cols: 8 };
+    assert_eq!(hash_rows(&rows).unwrap().len(), 2);
+    assert!(matches!(
+        CpuCommitter::new().hash_rows(&rows, RowHashing::Partitioned(usize::MAX), HashFunction::Rpo256),
+        Ok(leaves) if leaves.len() == 2
+    ));
+}
+
+/// Runs the FRI commit phase of `request` on the CPU backend, answering every root with
+/// `alpha = 1`.
+fn commit_fri(request: &FriRequest<'_>) -> Result<FriLayers, GpuError> {
+    CpuCommitter::new().commit_fri(request, &mut |_| vec![Felt::ONE])
+}
+
+fn fri_request<'a>(
+    components: &'a [&'a [Felt]],
+    blowup: usize,
+    num_layers: usize,
+) -> FriRequest<'a> {
+    FriRequest {
+        components,
+        blowup,
+        folding_factor: 2,
+        num_layers,
+        hash: HashFunction::Rpo256,
+        keep_layers: false,
+    }
+}
+
+#[test]
+fn fri_with_huge_layer_counts_or_domains() {
+    let c = column(8);
+    let components: [&[Felt]; 1] = [&c];
+    // 2^32 + 1 layers truncated to 32 bits would be one layer, which fits
+    for num_layers in [(1 << 32) + 1, 1 << 32, usize::MAX, 64, 5] {
+        let err = commit_fri(&fri_request(&components, 2, num_layers)).unwrap_err();
+        assert!(
+            matches!(&err, GpuError::InvalidFri(reason) if reason.contains(&num_layers.to_string())),
+            "{num_layers} layers: {err}"
+        );
+    }
+    assert_eq!(commit_fri(&fri_request(&components, 2, 3)).unwrap().remainder.len(), 2);
+    // 8 · 2^62 = 2^65 wraps to 0
+    assert_eq!(
+        commit_fri(&fri_request(&components, 1 << 62, 1)).unwrap_err(),
+        GpuError::DomainTooLarge(65)
+    );
+}
+
+#[test]
+fn fri_layer_rows_past_the_domain_are_none() {
+    let shape = FriShape { ext_degree: 2, poly_len: 8, domain_len: 32 };
+    assert_eq!(shape.layer_rows(0, 4), 8);
+    assert_eq!(shape.layer_rows(1, 4), 2);
+    assert_eq!(shape.layer_rows(2, 4), 0);
+    for layer in [40, 1 << 32, usize::MAX] {
+        assert_eq!(shape.layer_rows(layer, 16), 0, "layer {layer}");
+    }
+    assert_eq!(shape.layer_rows(0, 0), 0);
+}
+
+#[test]
+fn deep_requests_with_huge_extension_degrees() {
+    for ext_degree in [0, 4, 1 << 63, usize::MAX] {
+        let evaluate = EvaluateRequest { segments: &[], ext_degree, points: &[] };
+        let combine = CombineRequest { segments: &[], ext_degree, coefficients: &[] };
+        for err in [evaluate.validate(Backend::Cpu), combine.validate(Backend::Cpu)] {
+            assert!(
+                matches!(&err, Err(GpuError::InvalidDeep(reason)) if reason.contains(&ext_degree.to_string())),
+                "extension degree {ext_degree}: {err:?}"
+            );
+        }
     }
 }

@@ -1,17 +1,32 @@
 //! `GpuProver` on the CPU backend: proofs byte-identical to Winterfell's default prover for every
-//! field extension and hash, that verify; tampered proofs are rejected. And Winterfell's own
-//! transcript, which the prover mirrors, held to the pinned release's.
+//! field extension and hash, that verify; tampered proofs are rejected. Winterfell's own
+//! transcript, which the prover mirrors, held to the pinned release's. And the self-check: a
+//! backend that returns wrong data without an error never yields a proof that does not verify.
 
 mod common;
 
-use std::sync::Arc;
+use std::{
+    panic::{catch_unwind, AssertUnwindSafe},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    time::Instant,
+};
 
 use miden_crypto::hash::{blake::Blake3_256, rpo::Rpo256};
-use miden_gpu::{CpuCommitter, GpuProver, HashFunction};
-use winter_air::{BatchingMethod, FieldExtension, ProofOptions};
+use miden_gpu::{
+    fri::{FoldingChannel, FriLayers, FriRequest},
+    Backend, CommitRequest, Commitment, CpuCommitter, Digest, Felt, GpuCommitter, GpuProver,
+    HashFunction, LdeRows, RowHashing,
+};
+use winter_air::{proof::Proof, BatchingMethod, FieldExtension, ProofOptions};
+use winter_crypto::{DefaultRandomCoin, MerkleTree};
+use winter_math::FieldElement;
 use winter_prover::Prover;
+use winter_verifier::AcceptableOptions;
 
-use common::fib::{FibProver, FibTrace};
+use common::fib::{FibAir, FibProver, FibTrace};
 
 #[test]
 fn gpu_prover_matches_winterfell_on_cpu_backend() {
@@ -62,5 +77,212 @@ fn winterfell_transcript_is_the_pinned_releases() {
         digest, PINNED_PROOF_DIGEST,
         "Winterfell's proof of a fixed trace changed: its transcript is no longer the pinned \
          release's, which GpuProver mirrors"
+    );
+}
+
+// SELF-CHECK
+// ================================================================================================
+
+/// What a [`CorruptingCommitter`] changes in the commitment it corrupts.
+#[derive(Debug, Clone, Copy)]
+enum Corruption {
+    /// The linear coefficient of the first polynomial: the out-of-domain frame and the DEEP
+    /// composition are computed from it.
+    Coefficient,
+    /// The first element of LDE row 0, which the constraint evaluation reads: the composition
+    /// polynomial is wrong. With debug assertions, Winterfell's evaluator checks the constraint
+    /// degrees and panics first, so this runs in release builds only.
+    LdeElement,
+}
+
+/// The corruptions the self-check tests make (see [`Corruption::LdeElement`]).
+const CORRUPTIONS: &[Corruption] = if cfg!(debug_assertions) {
+    &[Corruption::Coefficient]
+} else {
+    &[Corruption::Coefficient, Corruption::LdeElement]
+};
+
+/// The commitments of a proof with an auxiliary segment: main trace, auxiliary trace,
+/// composition polynomial.
+const COMMITMENTS: [usize; 3] = [0, 1, 2];
+
+/// The CPU backend, but one commitment (by call order) comes back changed, with no error: a
+/// backend returning wrong data silently.
+struct CorruptingCommitter {
+    cpu: CpuCommitter,
+    corruption: Corruption,
+    corrupted_call: usize,
+    calls: AtomicUsize,
+}
+
+impl CorruptingCommitter {
+    fn new(corruption: Corruption, corrupted_call: usize) -> Self {
+        Self { cpu: CpuCommitter::new(), corruption, corrupted_call, calls: AtomicUsize::new(0) }
+    }
+}
+
+impl GpuCommitter for CorruptingCommitter {
+    fn backend(&self) -> Backend {
+        Backend::Cpu
+    }
+
+    fn device_name(&self) -> String {
+        "CPU, corrupting one commitment".into()
+    }
+
+    fn commit(&self, request: &CommitRequest<'_>) -> miden_gpu::Result<Commitment> {
+        let mut commitment = self.cpu.commit(request)?;
+        if self.calls.fetch_add(1, Ordering::SeqCst) == self.corrupted_call {
+            match self.corruption {
+                Corruption::Coefficient => commitment.polys[0][1] += Felt::ONE,
+                Corruption::LdeElement => commitment.lde.data[0] += Felt::ONE,
+            }
+        }
+        Ok(commitment)
+    }
+
+    fn hash_rows(
+        &self,
+        lde: &LdeRows,
+        row_hashing: RowHashing,
+        hash: HashFunction,
+    ) -> miden_gpu::Result<Vec<Digest>> {
+        self.cpu.hash_rows(lde, row_hashing, hash)
+    }
+
+    fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> miden_gpu::Result<Vec<Digest>> {
+        self.cpu.build_tree(leaves, hash)
+    }
+
+    fn commit_fri(
+        &self,
+        request: &FriRequest<'_>,
+        channel: &mut FoldingChannel<'_>,
+    ) -> miden_gpu::Result<FriLayers> {
+        self.cpu.commit_fri(request, channel)
+    }
+}
+
+fn self_check_options() -> ProofOptions {
+    ProofOptions::new(
+        27,
+        8,
+        0,
+        FieldExtension::Quadratic,
+        4,
+        31,
+        BatchingMethod::Linear,
+        BatchingMethod::Linear,
+    )
+}
+
+fn verifies(proof: &Proof, trace: &FibTrace) -> bool {
+    let acceptable = AcceptableOptions::OptionSet(vec![self_check_options()]);
+    winter_verifier::verify::<FibAir, Rpo256, DefaultRandomCoin<Rpo256>, MerkleTree<Rpo256>>(
+        proof.clone(),
+        trace.inputs(),
+        &acceptable,
+    )
+    .is_ok()
+}
+
+fn corrupting_prover(corruption: Corruption, call: usize) -> GpuProver<FibProver<Rpo256>> {
+    GpuProver::with_committer(
+        FibProver::<Rpo256>::new(self_check_options()),
+        Arc::new(CorruptingCommitter::new(corruption, call)),
+    )
+}
+
+/// Every corruption of every commitment in turn: the proof is the CPU's, byte for byte (one
+/// rayon thread: Winterfell's concurrent grinding keeps the first nonce any thread finds).
+#[test]
+fn self_check_answers_a_silently_wrong_backend_with_the_cpu_proof() {
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
+    one_thread.install(|| {
+        let trace = FibTrace::new(2, 256);
+        let expected = FibProver::<Rpo256>::new(self_check_options())
+            .prove(FibTrace::new(2, 256))
+            .expect("Winterfell proof");
+        for (&corruption, call) in CORRUPTIONS.iter().flat_map(|c| COMMITMENTS.map(|n| (c, n))) {
+            let proof = corrupting_prover(corruption, call)
+                .prove(FibTrace::new(2, 256))
+                .expect("proof re-made on the CPU");
+            assert!(verifies(&proof, &trace), "{corruption:?} in call {call}: does not verify");
+            assert!(proof == expected, "{corruption:?} in call {call}: not the CPU prover's proof");
+        }
+    });
+}
+
+#[test]
+fn self_check_without_fallback_panics_with_the_typed_error() {
+    for (&corruption, call) in CORRUPTIONS.iter().flat_map(|c| COMMITMENTS.map(|n| (c, n))) {
+        let prover = corrupting_prover(corruption, call).with_cpu_fallback(false);
+        let outcome = catch_unwind(AssertUnwindSafe(|| prover.prove(FibTrace::new(2, 256))));
+        let payload = outcome.expect_err("a proof was returned from wrong data");
+        let message = payload.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            message.starts_with("the proof made on cpu does not verify (")
+                && message.ends_with("the backend returned wrong data without an error, or the trace does not satisfy the AIR"),
+            "{corruption:?} in call {call}: {message}"
+        );
+    }
+}
+
+/// What the self-check catches: without it, the same corruption gives a proof that fails.
+#[test]
+fn without_self_check_the_wrong_data_gives_a_proof_that_fails() {
+    for (&corruption, call) in CORRUPTIONS.iter().flat_map(|c| COMMITMENTS.map(|n| (c, n))) {
+        let proof = corrupting_prover(corruption, call)
+            .with_self_check(false)
+            .prove(FibTrace::new(2, 256))
+            .expect("a proof, wrong");
+        let trace = FibTrace::new(2, 256);
+        assert!(!verifies(&proof, &trace), "{corruption:?} in call {call}: it verifies");
+    }
+}
+
+/// The self-check's cost: the time of `GpuProver::prove` on the CPU backend with and without
+/// it, and of verification alone, for a Fibonacci trace of 2^16 steps (`cargo test --release
+/// --test prover -- --ignored --nocapture self_check_cost`).
+#[test]
+#[ignore = "timing; prints the self-check's cost"]
+fn self_check_cost() {
+    let prover = |self_check: bool| {
+        GpuProver::with_committer(
+            FibProver::<Rpo256>::new(self_check_options()),
+            Arc::new(CpuCommitter::new()),
+        )
+        .with_self_check(self_check)
+    };
+    let best_of = |runs: usize, mut run: Box<dyn FnMut() -> f64>| {
+        (0..runs).map(|_| run()).fold(f64::INFINITY, f64::min)
+    };
+    let timed = |self_check: bool| -> Box<dyn FnMut() -> f64> {
+        Box::new(move || {
+            let start = Instant::now();
+            prover(self_check).prove(FibTrace::new(2, 1 << 16)).expect("proof");
+            start.elapsed().as_secs_f64()
+        })
+    };
+    let unchecked = best_of(5, timed(false));
+    let checked = best_of(5, timed(true));
+    let proof = prover(false).prove(FibTrace::new(2, 1 << 16)).expect("proof");
+    let trace = FibTrace::new(2, 1 << 16);
+    let verify = best_of(
+        5,
+        Box::new(|| {
+            let start = Instant::now();
+            assert!(verifies(&proof, &trace));
+            start.elapsed().as_secs_f64()
+        }),
+    );
+    println!(
+        "2^16 steps, 2 pairs, {} threads: prove {:.1} ms without self-check, {:.1} ms with; \
+         verification alone {:.2} ms ({:.2}% of the proof)",
+        rayon::current_num_threads(),
+        unchecked * 1e3,
+        checked * 1e3,
+        verify * 1e3,
+        100.0 * verify / unchecked
     );
 }

@@ -1,16 +1,16 @@
 //! Host memory for a backend's results: reserved fallibly, so that a result too large for the
 //! host is a typed error.
 
-use super::HostOptions;
+use super::{cgroup, HostOptions};
 use crate::error::{GpuError, Result};
 
 /// An empty vector with room for `len` elements, or [`GpuError::OutOfMemory`] if the host cannot
 /// provide it: backends allocate their outputs with this so an LDE too large for host memory is
 /// a typed error, not an abort.
 ///
-/// A request larger than the machine's memory and swap is refused before it is tried: where the
-/// kernel overcommits, such a reservation succeeds and the process is killed once its pages are
-/// written.
+/// A request larger than the machine's memory and swap, or than the room its control group's
+/// memory limit leaves (in a container), is refused before it is tried: where the kernel
+/// overcommits, such a reservation succeeds and the process is killed once its pages are written.
 pub fn reserve_host<T>(len: usize, options: &HostOptions) -> Result<Vec<T>> {
     let needed = check_host_room::<T>(len)?;
     let mut vec = Vec::<T>::new();
@@ -62,21 +62,39 @@ pub(crate) fn zeroed_host<T: ZeroBytes>(len: usize, options: &HostOptions) -> Re
 }
 
 /// The bytes `len` values of `T` need, or [`GpuError::OutOfMemory`] if that is more than the
-/// machine's memory and swap: where the kernel overcommits, such a reservation succeeds and the
-/// process is killed once its pages are written.
+/// machine's memory and swap, or more than the process's control groups leave below their
+/// memory limits (less a margin, [`cgroup::Room::margin`]): where the kernel overcommits, such a
+/// reservation succeeds and the process is killed once its pages are written.
 ///
-/// Below the machine's memory alone a request always fits: only above it is `/proc/meminfo` read
-/// again for the swap, which can change (a commitment reserves dozens of vectors, and reading
-/// the file for each delayed the first upload).
+/// Below the machine's memory alone a request always fits the machine: only above it is
+/// `/proc/meminfo` read again for the swap, which can change (a commitment reserves dozens of
+/// vectors, and reading the file for each delayed the first upload). Reservations from
+/// [`CGROUP_CHECK_FROM`] bytes read the control groups' usage, which changes with every
+/// allocation. Each reservation is compared with the room left when it is made; pages reserved
+/// but not yet written do not count as used.
 fn check_host_room<T>(len: usize) -> Result<u64> {
-    let needed = (len as u64).saturating_mul(core::mem::size_of::<T>() as u64);
+    let size = u64::try_from(core::mem::size_of::<T>()).unwrap_or(u64::MAX);
+    let needed = u64::try_from(len).unwrap_or(u64::MAX).saturating_mul(size);
     if needed > host_memory()
         && meminfo_bytes(&["MemTotal:", "SwapTotal:"]).is_some_and(|total| needed > total)
     {
         return Err(host_out_of_memory(needed));
     }
+    if needed >= CGROUP_CHECK_FROM {
+        if let Some(room) = cgroup::room().filter(|room| needed > room.available()) {
+            return Err(GpuError::OutOfMemory {
+                memory: "host",
+                needed,
+                available: room.available(),
+            });
+        }
+    }
     Ok(needed)
 }
+
+/// Reservations of at least this many bytes are checked against the control groups' memory
+/// limits; smaller ones cannot be what tips a process over its limit by much.
+const CGROUP_CHECK_FROM: u64 = 1 << 20;
 
 /// The machine's memory (`MemTotal`, read once: it does not change), or 0 where it cannot be
 /// read.
@@ -129,7 +147,8 @@ fn meminfo_bytes(fields: &[&str]) -> Option<u64> {
         .iter()
         .map(|field| {
             let line = info.lines().find(|line| line.starts_with(field))?;
-            line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kib| kib * 1024)
+            let kib = line.split_whitespace().nth(1)?.parse::<u64>().ok()?;
+            kib.checked_mul(1024)
         })
         .sum()
 }

@@ -1,9 +1,11 @@
 //! Host-side helpers that every backend shares: polynomial interpolation on the CPU (for inputs
 //! a device cannot transform, and for the CPU backend itself) and host memory for results, with
-//! its options ([`HostOptions`]).
+//! its options ([`HostOptions`]): reserved fallibly, within the machine's memory and the memory
+//! limits of the process's control groups (a container's).
 //!
 //! Nothing here knows of the committer trait or any backend.
 
+mod cgroup;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod copy;
 mod interpolate;

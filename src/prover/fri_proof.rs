@@ -13,7 +13,7 @@ use winter_math::{fft, FieldElement, StarkField};
 use winter_utils::{ByteWriter, Deserializable, Serializable};
 
 use crate::{
-    error::Result,
+    error::{GpuError, Result},
     fri::{FriLayers, LayerOpening},
     hash::GpuHasher,
 };
@@ -48,20 +48,28 @@ pub(super) fn build_fri_proof<E: FieldElement<BaseField = Felt>, H: GpuHasher>(
     positions: &[usize],
 ) -> Result<FriProof> {
     let mut bytes = Vec::new();
-    bytes.write_u8(layer_rows.len() as u8);
+    bytes.write_u8(fits_format(layer_rows.len(), "FRI layers")?);
     let mut positions = positions.to_vec();
     for (l, &rows) in layer_rows.iter().enumerate() {
         positions = fold_positions(&positions, rows * folding_factor, folding_factor);
         let opening = info_span!("fri.open_layer", layer = l, queries = positions.len())
             .in_scope(|| layers.open(l, &positions))?;
-        serialize_opening::<H>(&opening, &positions).write_into(&mut bytes);
+        serialize_opening::<H>(&opening, &positions)?.write_into(&mut bytes);
     }
     let mut remainder_bytes = Vec::with_capacity(E::ELEMENT_BYTES * remainder.len());
     remainder_bytes.write_many(remainder);
-    bytes.write_u16(remainder_bytes.len() as u16);
+    bytes.write_u16(fits_format(remainder_bytes.len(), "remainder bytes")?);
     bytes.write_bytes(&remainder_bytes);
     bytes.write_u8(0); // one partition, stored as its log2
     Ok(FriProof::read_from_bytes(&bytes).expect("a FRI proof written in winter-fri's format"))
+}
+
+/// `count` in the integer type winter-fri's format stores it in, or [`GpuError::InvalidFri`]
+/// naming `what` where it does not fit (Winterfell's proof options keep every count far below).
+fn fits_format<T: TryFrom<usize>>(count: usize, what: &str) -> Result<T> {
+    T::try_from(count).map_err(|_| {
+        GpuError::InvalidFri(format!("{count} {what} exceed what a FRI proof can record"))
+    })
 }
 
 /// A layer's opening in `FriProofLayer`'s serialized form: the queried rows, then the batch
@@ -69,19 +77,24 @@ pub(super) fn build_fri_proof<E: FieldElement<BaseField = Felt>, H: GpuHasher>(
 struct LayerBytes {
     values: Vec<u8>,
     paths: Vec<u8>,
+    /// `values.len()` and `paths.len()` as the format stores them.
+    lengths: (u32, u32),
 }
 
 impl Serializable for LayerBytes {
     fn write_into<W: ByteWriter>(&self, target: &mut W) {
-        target.write_u32(self.values.len() as u32);
+        target.write_u32(self.lengths.0);
         target.write_bytes(&self.values);
-        target.write_u32(self.paths.len() as u32);
+        target.write_u32(self.lengths.1);
         target.write_bytes(&self.paths);
     }
 }
 
 /// The rows, and the paths merged into the batch proof `MerkleTree::open_many` builds.
-fn serialize_opening<H: GpuHasher>(opening: &LayerOpening, positions: &[usize]) -> LayerBytes {
+fn serialize_opening<H: GpuHasher>(
+    opening: &LayerOpening,
+    positions: &[usize],
+) -> Result<LayerBytes> {
     let mut values = Vec::new();
     for row in &opening.rows {
         values.write_many(row);
@@ -96,5 +109,9 @@ fn serialize_opening<H: GpuHasher>(opening: &LayerOpening, positions: &[usize]) 
     let proof = BatchMerkleProof::<H>::from_single_proofs(&paths, positions);
     let mut path_bytes = Vec::new();
     proof.write_into(&mut path_bytes);
-    LayerBytes { values, paths: path_bytes }
+    let lengths = (
+        fits_format(values.len(), "bytes of layer values")?,
+        fits_format(path_bytes.len(), "bytes of layer paths")?,
+    );
+    Ok(LayerBytes { values, paths: path_bytes, lengths })
 }

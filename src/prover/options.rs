@@ -13,6 +13,9 @@ pub struct ProverOptions {
     pub cpu_fallback: bool,
     /// Where the DEEP composition and the FRI commit phase run (default on the backend).
     pub fri_placement: FriPlacement,
+    /// Whether every proof is verified before it is returned (default `true`; see
+    /// [`super::GpuProver::with_self_check`]).
+    pub self_check: bool,
 }
 
 impl Default for ProverOptions {
@@ -21,6 +24,7 @@ impl Default for ProverOptions {
             backend: BackendOptions::default(),
             cpu_fallback: true,
             fri_placement: FriPlacement::Backend,
+            self_check: true,
         }
     }
 }

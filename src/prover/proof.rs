@@ -6,6 +6,13 @@
 //! Everything the AIR owns (public inputs, auxiliary trace, constraint evaluation) is still the
 //! wrapped prover's; the transcript ([`ProverChannel`]) is reproduced exactly, so the proof is
 //! byte-identical to Winterfell's.
+//!
+//! With the self-check on (the default), the finished proof is verified with winter-verifier
+//! before it is returned: a backend that returns wrong data without an error yields a proof that
+//! does not verify, which is then made again on the CPU (or, without the CPU fallback, is a
+//! panic carrying [`GpuError::SelfCheckFailed`]).
+
+use std::{borrow::Borrow, sync::Arc};
 
 use miden_crypto::Felt;
 use tracing::{debug, info_span, warn};
@@ -13,7 +20,7 @@ use winter_air::{
     proof::{QuotientOodFrame, TraceOodFrame},
     Air, AuxRandElements, DeepCompositionCoefficients, FieldExtension,
 };
-use winter_crypto::ElementHasher;
+use winter_crypto::{ElementHasher, MerkleTree};
 use winter_fri::FriProof;
 use winter_math::{
     fft,
@@ -24,13 +31,14 @@ use winter_prover::{
     ConstraintCommitment, ConstraintEvaluator, Proof, Prover, ProverError, StarkDomain, Trace,
     TraceLde,
 };
+use winter_verifier::{AcceptableOptions, VerifierError};
 
 use super::{
     channel::ProverChannel,
     deep::{deep_composition_poly, host_sum, ood_frames},
     fri_proof::{build_fri_proof, remainder_poly},
     host_polys::{HostPolys, TracePolys},
-    segment::base_components,
+    segment::{base_components, CommitterHandle},
     spans, GpuConstraintCommitment, GpuProver, GpuTraceLde,
 };
 use crate::{
@@ -38,7 +46,7 @@ use crate::{
     cpu::CpuCommitter,
     deep::{CombineRequest, DeepSegment, EvaluateRequest},
     error::{GpuError, Result},
-    fri::{FriLayers, FriRequest},
+    fri::{FriLayers, FriRequest, FriShape},
     hash::{Digest, GpuHasher},
 };
 
@@ -54,32 +62,107 @@ pub enum FriPlacement {
 
 type Channel<'a, P, E> = ProverChannel<'a, <P as Prover>::Air, E, <P as Prover>::RandomCoin>;
 
+/// Where the work of one proof runs: the committer (with its fallback) and the FRI placement.
+#[derive(Clone)]
+pub(super) struct ProofSetup {
+    /// The committer of the commitments (and of the DEEP and FRI steps on the backend).
+    pub committer: CommitterHandle,
+    /// Where the DEEP composition and the FRI commit phase run.
+    pub fri_placement: FriPlacement,
+}
+
+impl ProofSetup {
+    /// Everything on the CPU backend, with no fallback: the proof a self-check failure is
+    /// answered with.
+    fn cpu() -> Self {
+        let committer = CommitterHandle {
+            committer: Arc::new(CpuCommitter::new()),
+            cpu_fallback: false,
+            keep_polys: false,
+        };
+        Self { committer, fri_placement: FriPlacement::Cpu }
+    }
+}
+
 impl<P> GpuProver<P>
 where
     P: Prover<BaseField = Felt>,
     P::HashFn: GpuHasher,
 {
-    /// `Prover::prove`: picks the extension field the options ask for.
+    /// `Prover::prove`: the proof on the prover's backend, verified before it is returned when
+    /// the self-check is on. A proof that does not verify is made again on the CPU with a
+    /// warning if the CPU fallback is on, and is a panic carrying
+    /// [`GpuError::SelfCheckFailed`] otherwise (the fallback-off path of every backend failure
+    /// inside Winterfell's `Prover::prove`, which has no error for it).
     pub(super) fn prove_trace(&self, trace: P::Trace) -> core::result::Result<Proof, ProverError>
     where
         <P::Air as Air>::PublicInputs: Send,
     {
+        let setup = self.setup();
+        if !self.self_check {
+            return self.prove_in_field(trace, &setup);
+        }
+        let proof = self.prove_in_field(&trace, &setup)?;
+        let Err(reason) = self.verify(&trace, proof.clone()) else {
+            return Ok(proof);
+        };
+        let backend = setup.committer.committer.backend();
+        let error = GpuError::SelfCheckFailed { backend, reason: reason.to_string() };
+        if !setup.committer.cpu_fallback {
+            panic!("{error}");
+        }
+        warn!(%backend, %error, "the proof does not verify; proving again on the CPU");
+        let proof = self.prove_in_field(&trace, &ProofSetup::cpu())?;
+        if let Err(reason) = self.verify(&trace, proof.clone()) {
+            warn!(%reason, "the CPU's proof does not verify either: the trace does not satisfy \
+                the AIR; returning it as Winterfell's prover would");
+        }
+        Ok(proof)
+    }
+
+    /// Verifies `proof` of `trace` with winter-verifier, accepting the prover's own options.
+    fn verify(&self, trace: &P::Trace, proof: Proof) -> core::result::Result<(), VerifierError> {
+        let _span = info_span!(spans::SELF_CHECK).entered();
+        let acceptable = AcceptableOptions::OptionSet(vec![self.options().clone()]);
+        winter_verifier::verify::<P::Air, P::HashFn, P::RandomCoin, MerkleTree<P::HashFn>>(
+            proof,
+            self.get_pub_inputs(trace),
+            &acceptable,
+        )
+    }
+
+    /// The proof of `trace` (held by value, so that it is freed once the DEEP composition no
+    /// longer needs it, or borrowed) on `setup`, in the extension field the options ask for.
+    fn prove_in_field<T>(
+        &self,
+        trace: T,
+        setup: &ProofSetup,
+    ) -> core::result::Result<Proof, ProverError>
+    where
+        T: Borrow<P::Trace>,
+        <P::Air as Air>::PublicInputs: Send,
+    {
         match self.options().field_extension() {
-            FieldExtension::None => self.generate::<Felt>(trace),
-            FieldExtension::Quadratic => self.generate::<QuadExtension<Felt>>(trace),
-            FieldExtension::Cubic => self.generate::<CubeExtension<Felt>>(trace),
+            FieldExtension::None => self.generate::<Felt, T>(trace, setup),
+            FieldExtension::Quadratic => self.generate::<QuadExtension<Felt>, T>(trace, setup),
+            FieldExtension::Cubic => self.generate::<CubeExtension<Felt>, T>(trace, setup),
         }
     }
 
-    fn generate<E>(&self, trace: P::Trace) -> core::result::Result<Proof, ProverError>
+    fn generate<E, T>(
+        &self,
+        trace: T,
+        setup: &ProofSetup,
+    ) -> core::result::Result<Proof, ProverError>
     where
         E: FieldElement<BaseField = Felt> + 'static,
+        T: Borrow<P::Trace>,
         <P::Air as Air>::PublicInputs: Send,
     {
         // 0 ----- AIR and channel ----------------------------------------------------------------
-        let pub_inputs = self.get_pub_inputs(&trace);
+        let pub_inputs = self.get_pub_inputs(trace.borrow());
         let pub_inputs_elements = winter_math::ToElements::to_elements(&pub_inputs);
-        let air = P::Air::new(trace.info().clone(), pub_inputs, self.options().clone());
+        let air = P::Air::new(trace.borrow().info().clone(), pub_inputs, self.options().clone());
         let mut channel = Channel::<P, E>::new(&air, pub_inputs_elements);
 
         // 1 ----- trace commitments --------------------------------------------------------------
@@ -89,11 +172,11 @@ where
             .in_scope(|| StarkDomain::new(&air));
         let (mut trace_lde, main_polys) = info_span!(spans::MAIN_TRACE).in_scope(|| {
             let (lde, polys) = GpuTraceLde::<E, P::HashFn>::build(
-                trace.info(),
-                trace.main_segment(),
+                trace.borrow().info(),
+                trace.borrow().main_segment(),
                 &domain,
                 self.options().partition_options(),
-                self.committer.clone(),
+                setup.committer.clone(),
             )
             .unwrap_or_else(|error| panic!("main trace commitment failed: {error}"));
             channel.commit_trace(lde.get_main_trace_commitment());
@@ -105,7 +188,7 @@ where
             let rand_elements: AuxRandElements<E> = air
                 .get_aux_rand_elements(channel.public_coin())
                 .expect("failed to draw random elements for the auxiliary trace segment");
-            let segment = self.build_aux_trace(&trace, &rand_elements);
+            let segment = self.build_aux_trace(trace.borrow(), &rand_elements);
             let _span = info_span!(spans::AUX_TRACE).entered();
             let (polys, aux_root) = trace_lde
                 .commit_aux_segment(&segment, &domain)
@@ -132,7 +215,7 @@ where
                     num_quotient_columns,
                     &domain,
                     self.options().partition_options(),
-                    &self.committer,
+                    &setup.committer,
                 );
                 channel.commit_constraints(commitment.commitment());
                 (commitment, polys)
@@ -143,7 +226,7 @@ where
         let aux =
             aux_trace.as_ref().zip(aux_polys).map(|(trace, polys)| TracePolys::new(polys, trace));
         let mut host_polys = HostPolys::new(
-            TracePolys::new(main_polys, trace.main_segment()),
+            TracePolys::new(main_polys, trace.borrow().main_segment()),
             aux,
             composition_polys,
             num_quotient_columns,
@@ -152,11 +235,11 @@ where
         let main_width = trace_lde.main_segment().num_cols();
         let deep_poly = info_span!(spans::DEEP_BUILD).in_scope(|| {
             let z = channel.get_ood_point();
-            let segments = self.resident_segments(&trace_lde, &constraint_commitment);
+            let segments = self.resident_segments(setup, &trace_lde, &constraint_commitment);
             let (ood_trace, ood_quotients) = info_span!("deep.ood_frame").in_scope(|| {
                 segments
                     .as_deref()
-                    .and_then(|segments| self.ood_frames_on_backend(segments, z, main_width))
+                    .and_then(|segments| self.ood_frames_on_backend(setup, segments, z, main_width))
                     .unwrap_or_else(|| {
                         let (trace_polys, composition) = host_polys.get();
                         ood_frames(trace_polys, composition, z)
@@ -167,7 +250,7 @@ where
             let sum = info_span!("deep.combine").in_scope(|| {
                 segments
                     .as_deref()
-                    .and_then(|segments| self.deep_sum_on_backend(segments, &coefficients))
+                    .and_then(|segments| self.deep_sum_on_backend(setup, segments, &coefficients))
                     .unwrap_or_else(|| {
                         let (trace_polys, composition) = host_polys.get();
                         host_sum(trace_polys, composition, &coefficients)
@@ -187,7 +270,7 @@ where
         let folding_factor = fri_options.folding_factor();
         let (layers, drawn, remainder) = info_span!(spans::FRI_LAYERS, num_layers).in_scope(|| {
             let (layers, drawn) = self
-                .commit_fri_layers::<E>(&deep_poly, num_layers, &mut channel)
+                .commit_fri_layers::<E>(setup, &deep_poly, num_layers, &mut channel)
                 .unwrap_or_else(|error| panic!("FRI layer commitment failed: {error}"));
             let remainder = E::slice_from_base_elements(&layers.remainder);
             let remainder = remainder_poly(remainder, fri_options.blowup_factor());
@@ -204,8 +287,13 @@ where
         // 8 ----- proof object -------------------------------------------------------------------
         let _span = info_span!(spans::PROOF_OBJECT).entered();
         let layer_rows: Vec<usize> =
-            (1..=num_layers as u32).map(|l| lde_domain_size / folding_factor.pow(l)).collect();
+            std::iter::successors(Some(lde_domain_size / folding_factor), |&rows| {
+                Some(rows / folding_factor)
+            })
+            .take(num_layers)
+            .collect();
         let fri_proof = self.open_fri_layers(
+            setup,
             &layers,
             drawn,
             &deep_poly,
@@ -230,10 +318,11 @@ where
     /// the DEEP composition stays on the CPU or a segment's polynomials were not kept.
     fn resident_segments<'a, E: FieldElement<BaseField = Felt>>(
         &self,
+        setup: &ProofSetup,
         trace_lde: &'a GpuTraceLde<E, P::HashFn>,
         constraints: &'a GpuConstraintCommitment<E, P::HashFn>,
     ) -> Option<Vec<DeepSegment<'a>>> {
-        if self.fri_placement != FriPlacement::Backend {
+        if setup.fri_placement != FriPlacement::Backend {
             return None;
         }
         let degree = E::EXTENSION_DEGREE;
@@ -250,6 +339,7 @@ where
     /// (the first `main_width` columns are the main trace's); `None` if the backend cannot.
     fn ood_frames_on_backend<E: FieldElement<BaseField = Felt>>(
         &self,
+        setup: &ProofSetup,
         segments: &[DeepSegment<'_>],
         z: E,
         main_width: usize,
@@ -262,7 +352,11 @@ where
             ext_degree: E::EXTENSION_DEGREE,
             points: E::slice_as_base_elements(&points),
         };
-        let values = self.on_backend("the out-of-domain frame", |c| c.evaluate_polys(&request))?;
+        let columns: usize = segments.iter().map(|s| s.polys.num_cols() / s.degree).sum();
+        let values = self.on_backend(setup, "the out-of-domain frame", |c| {
+            let values = c.evaluate_polys(&request)?;
+            expect_len(c, "out-of-domain values", values, columns * 2 * E::EXTENSION_DEGREE)
+        })?;
         let values = E::slice_from_base_elements(&values);
         let (current, next): (Vec<E>, Vec<E>) =
             values.chunks_exact(2).map(|pair| (pair[0], pair[1])).unzip();
@@ -281,6 +375,7 @@ where
     /// `S = Σ kᵢ·Tᵢ` on the backend over `segments`; `None` if the backend cannot.
     fn deep_sum_on_backend<E: FieldElement<BaseField = Felt>>(
         &self,
+        setup: &ProofSetup,
         segments: &[DeepSegment<'_>],
         coefficients: &DeepCompositionCoefficients<E>,
     ) -> Option<Vec<E>> {
@@ -291,7 +386,11 @@ where
             ext_degree: E::EXTENSION_DEGREE,
             coefficients: E::slice_as_base_elements(&k),
         };
-        let sum = self.on_backend("the DEEP combination", |c| c.combine_polys(&request))?;
+        let poly_len = segments[0].polys.poly_len();
+        let sum = self.on_backend(setup, "the DEEP combination", |c| {
+            let sum = c.combine_polys(&request)?;
+            expect_len(c, "DEEP combination coefficients", sum, poly_len * E::EXTENSION_DEGREE)
+        })?;
         Some(E::slice_from_base_elements(&sum).to_vec())
     }
 
@@ -300,17 +399,18 @@ where
     /// error if it fails without fallback.
     fn on_backend<T>(
         &self,
+        setup: &ProofSetup,
         step: &str,
         job: impl FnOnce(&dyn GpuCommitter) -> Result<T>,
     ) -> Option<T> {
-        let committer = self.committer.committer.as_ref();
+        let committer = setup.committer.committer.as_ref();
         match job(committer) {
             Ok(value) => Some(value),
             Err(error @ GpuError::Unsupported { .. }) => {
                 debug!(%error, "{step} on the host");
                 None
             },
-            Err(error) if self.committer.cpu_fallback => {
+            Err(error) if setup.committer.cpu_fallback => {
                 warn!(backend = %committer.backend(), %error,
                     "backend failed; computing {step} on the host");
                 None
@@ -325,6 +425,7 @@ where
     /// drawn for the roots already sent.
     fn commit_fri_layers<E: FieldElement<BaseField = Felt>>(
         &self,
+        setup: &ProofSetup,
         deep_poly: &[E],
         num_layers: usize,
         channel: &mut Channel<'_, P, E>,
@@ -345,7 +446,7 @@ where
         let components = base_components(deep_poly);
         let slices: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
         let request = FriRequest {
-            keep_layers: self.fri_placement == FriPlacement::Backend,
+            keep_layers: setup.fri_placement == FriPlacement::Backend,
             ..fri_request::<P::HashFn>(&slices, &fri_options, num_layers)
         };
         let mut drawn: Vec<Drawn> = Vec::new();
@@ -356,17 +457,20 @@ where
             drawn.push((root, components.clone()));
             components
         };
-        let committer = match self.fri_placement {
-            FriPlacement::Backend => self.committer.committer.as_ref(),
+        let committer = match setup.fri_placement {
+            FriPlacement::Backend => setup.committer.committer.as_ref(),
             FriPlacement::Cpu => &CpuCommitter::new(),
         };
-        let error = match committer.commit_fri(&request, &mut draw) {
+        let committed = committer
+            .commit_fri(&request, &mut draw)
+            .and_then(|layers| check_fri_layers(committer, &request, layers));
+        let error = match committed {
             Ok(layers) => return Ok((layers, drawn)),
             Err(error @ GpuError::Unsupported { .. }) => {
                 debug!(%error, "folding on the CPU");
                 error
             },
-            Err(error) if self.committer.cpu_fallback => {
+            Err(error) if setup.committer.cpu_fallback => {
                 warn!(backend = %committer.backend(), %error,
                     "backend failed; recomputing the FRI layers on the CPU");
                 error
@@ -388,6 +492,7 @@ where
     #[allow(clippy::too_many_arguments)]
     fn open_fri_layers<E: FieldElement<BaseField = Felt>>(
         &self,
+        setup: &ProofSetup,
         layers: &FriLayers,
         mut drawn: Vec<Drawn>,
         deep_poly: &[E],
@@ -402,7 +507,7 @@ where
         };
         let error = match open(layers) {
             Ok(proof) => return proof,
-            Err(error) if self.committer.cpu_fallback => error,
+            Err(error) if setup.committer.cpu_fallback => error,
             Err(error) => panic!("FRI openings failed: {error}"),
         };
         warn!(%error, "backend failed; recomputing the FRI layers on the CPU to open them");
@@ -415,6 +520,48 @@ where
         .unwrap_or_else(|error| panic!("FRI layer commitment failed: {error}"));
         open(&host).unwrap_or_else(|error| panic!("FRI openings failed: {error}"))
     }
+}
+
+/// `values` if it holds `expected` elements; a [`GpuError::Device`] of `committer` otherwise: a
+/// result of the wrong size is a backend failure, never read.
+fn expect_len<T>(
+    committer: &dyn GpuCommitter,
+    what: &str,
+    values: Vec<T>,
+    expected: usize,
+) -> Result<Vec<T>> {
+    if values.len() == expected {
+        return Ok(values);
+    }
+    Err(GpuError::Device {
+        backend: committer.backend(),
+        message: format!("returned {} {what}, expected {expected}", values.len()),
+    })
+}
+
+/// `layers` if their count and remainder have the sizes `request` asks for; a
+/// [`GpuError::Device`] of `committer` otherwise.
+fn check_fri_layers(
+    committer: &dyn GpuCommitter,
+    request: &FriRequest<'_>,
+    layers: FriLayers,
+) -> Result<FriLayers> {
+    let shape: FriShape = request.validate()?;
+    let last = request.num_layers - 1;
+    let remainder_len = shape.layer_rows(last, request.folding_factor) * shape.ext_degree;
+    let host_layers = if layers.kept.is_some() { 0 } else { request.num_layers };
+    if layers.layers.len() == host_layers && layers.remainder.len() == remainder_len {
+        return Ok(layers);
+    }
+    Err(GpuError::Device {
+        backend: committer.backend(),
+        message: format!(
+            "returned {} FRI layers and {} remainder elements, expected {host_layers} and \
+             {remainder_len}",
+            layers.layers.len(),
+            layers.remainder.len()
+        ),
+    })
 }
 
 /// The FRI request of the proof's options over the DEEP polynomial's components (layers

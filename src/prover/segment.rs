@@ -17,9 +17,9 @@ use winter_math::FieldElement;
 use winter_prover::matrix::ColMatrix;
 
 use crate::{
-    committer::{CommitRequest, GpuCommitter, LdeRows, PolyInput, RowHashing},
+    committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput, RowHashing, Shape},
     cpu::CpuCommitter,
-    error::Result,
+    error::{GpuError, Result},
     hash::{Digest, GpuHasher, HashFunction},
     resident::ResidentPolys,
 };
@@ -171,6 +171,7 @@ fn commit<E: FieldElement<BaseField = Felt>>(
     request: &CommitRequest<'_>,
     keep_polys: bool,
 ) -> Result<SegmentCommitment<E>> {
+    let shape = request.validate()?;
     let span =
         info_span!("commit_segment", backend = %committer.backend(), blowup = request.blowup);
     let commitment = span.in_scope(|| {
@@ -180,12 +181,52 @@ fn commit<E: FieldElement<BaseField = Felt>>(
             committer.commit(request)
         }
     })?;
+    check_commitment(committer, &shape, &commitment)?;
     Ok(SegmentCommitment {
         polys: join_components(commitment.polys),
         lde: SegmentLde { rows: commitment.lde, _element: PhantomData },
         leaves: commitment.leaves,
         nodes: commitment.nodes,
         resident: commitment.resident,
+    })
+}
+
+/// A [`GpuError::Device`] of `committer` unless `commitment` has the sizes of `shape`: the
+/// polynomials (all of them, or none where they were kept), the LDE rows, the leaves and the
+/// nodes. A result of the wrong size is a backend failure (and falls back to the CPU), never
+/// read.
+fn check_commitment(
+    committer: &dyn GpuCommitter,
+    shape: &Shape,
+    commitment: &Commitment,
+) -> Result<()> {
+    let Commitment { polys, lde, leaves, nodes, .. } = commitment;
+    let polys_fit = polys.is_empty()
+        || polys.len() == shape.num_cols && polys.iter().all(|p| p.len() == shape.poly_len);
+    let lde_fits = lde.row_width == shape.row_width
+        && lde.num_cols == shape.num_cols
+        && lde.num_rows() == shape.lde_len
+        && lde.data.len().is_multiple_of(shape.row_width);
+    if polys_fit && lde_fits && leaves.len() == shape.lde_len && nodes.len() == shape.lde_len {
+        return Ok(());
+    }
+    Err(GpuError::Device {
+        backend: committer.backend(),
+        message: format!(
+            "returned a commitment of the wrong size: {} polynomials, {} LDE elements in rows of \
+             {} ({} columns), {} leaves and {} nodes for {} columns of {} coefficients and {} \
+             LDE rows of {}",
+            polys.len(),
+            lde.data.len(),
+            lde.row_width,
+            lde.num_cols,
+            leaves.len(),
+            nodes.len(),
+            shape.num_cols,
+            shape.poly_len,
+            shape.lde_len,
+            shape.row_width
+        ),
     })
 }
 

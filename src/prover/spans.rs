@@ -27,3 +27,5 @@ pub const FRI_LAYERS: &str = "compute_fri_layers";
 pub const QUERY_POSITIONS: &str = "determine_query_positions";
 /// Assembling the proof object.
 pub const PROOF_OBJECT: &str = "build_proof_object";
+/// Verifying the finished proof ([`crate::GpuProver::with_self_check`]).
+pub const SELF_CHECK: &str = "verify_proof";
