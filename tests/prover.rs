@@ -89,22 +89,23 @@ enum Corruption {
     /// The linear coefficient of the first polynomial: the out-of-domain frame and the DEEP
     /// composition are computed from it.
     Coefficient,
-    /// The first element of LDE row 0, which the constraint evaluation reads: the composition
-    /// polynomial is wrong. With debug assertions, Winterfell's evaluator checks the constraint
-    /// degrees and panics first, so this runs in release builds only.
+    /// The first element of LDE row 0 of a trace segment, which the constraint evaluation
+    /// reads: the composition polynomial is wrong. (The composition's LDE is read only where it
+    /// is queried, and its leaves were hashed before the change, so it is not corrupted so.)
+    /// With debug assertions, Winterfell's evaluator checks the constraint degrees and panics
+    /// first, so this runs in release builds only.
     LdeElement,
 }
 
-/// The corruptions the self-check tests make (see [`Corruption::LdeElement`]).
-const CORRUPTIONS: &[Corruption] = if cfg!(debug_assertions) {
-    &[Corruption::Coefficient]
-} else {
-    &[Corruption::Coefficient, Corruption::LdeElement]
-};
-
-/// The commitments of a proof with an auxiliary segment: main trace, auxiliary trace,
-/// composition polynomial.
-const COMMITMENTS: [usize; 3] = [0, 1, 2];
+/// The corruptions the self-check tests make, each with the commitment it hits by call order
+/// (0 the main trace, 1 the auxiliary trace, 2 the composition polynomial).
+fn corruptions() -> Vec<(Corruption, usize)> {
+    let mut cases: Vec<_> = (0..3).map(|call| (Corruption::Coefficient, call)).collect();
+    if !cfg!(debug_assertions) {
+        cases.extend([(Corruption::LdeElement, 0), (Corruption::LdeElement, 1)]);
+    }
+    cases
+}
 
 /// The CPU backend, but one commitment (by call order) comes back changed, with no error: a
 /// backend returning wrong data silently.
@@ -203,7 +204,7 @@ fn self_check_answers_a_silently_wrong_backend_with_the_cpu_proof() {
         let expected = FibProver::<Rpo256>::new(self_check_options())
             .prove(FibTrace::new(2, 256))
             .expect("Winterfell proof");
-        for (&corruption, call) in CORRUPTIONS.iter().flat_map(|c| COMMITMENTS.map(|n| (c, n))) {
+        for (corruption, call) in corruptions() {
             let proof = corrupting_prover(corruption, call)
                 .prove(FibTrace::new(2, 256))
                 .expect("proof re-made on the CPU");
@@ -215,7 +216,7 @@ fn self_check_answers_a_silently_wrong_backend_with_the_cpu_proof() {
 
 #[test]
 fn self_check_without_fallback_panics_with_the_typed_error() {
-    for (&corruption, call) in CORRUPTIONS.iter().flat_map(|c| COMMITMENTS.map(|n| (c, n))) {
+    for (corruption, call) in corruptions() {
         let prover = corrupting_prover(corruption, call).with_cpu_fallback(false);
         let outcome = catch_unwind(AssertUnwindSafe(|| prover.prove(FibTrace::new(2, 256))));
         let payload = outcome.expect_err("a proof was returned from wrong data");
@@ -231,7 +232,7 @@ fn self_check_without_fallback_panics_with_the_typed_error() {
 /// What the self-check catches: without it, the same corruption gives a proof that fails.
 #[test]
 fn without_self_check_the_wrong_data_gives_a_proof_that_fails() {
-    for (&corruption, call) in CORRUPTIONS.iter().flat_map(|c| COMMITMENTS.map(|n| (c, n))) {
+    for (corruption, call) in corruptions() {
         let proof = corrupting_prover(corruption, call)
             .with_self_check(false)
             .prove(FibTrace::new(2, 256))
