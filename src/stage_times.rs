@@ -32,21 +32,3 @@ pub struct StageTimes {
     /// a commitment.
     pub exchange_ms: Option<f32>,
 }
-
-impl StageTimes {
-    /// The stages timed, by name, in pipeline order.
-    pub fn stages(&self) -> Vec<(&'static str, f32)> {
-        [
-            ("upload+LDE wall", self.upload_lde_ms),
-            ("interpolate", Some(self.interpolate_ms)),
-            ("LDE", Some(self.lde_ms)),
-            ("rows", self.rows_ms),
-            ("exchange", self.exchange_ms),
-            ("hash", Some(self.hash_ms)),
-            ("tree", Some(self.tree_ms)),
-        ]
-        .into_iter()
-        .filter_map(|(name, ms)| Some((name, ms?)))
-        .collect()
-    }
-}
