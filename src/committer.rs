@@ -15,6 +15,7 @@ use miden_crypto::Felt;
 use crate::{
     backend::Backend,
     deep::{CombineRequest, EvaluateRequest},
+    domain::lde_domain_len,
     error::{GpuError, Result},
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{Digest, HashFunction},
@@ -26,9 +27,6 @@ use crate::{
 /// Width of one segment of Winterfell's `RowMatrix` (`DEFAULT_SEGMENT_WIDTH`): LDE rows are
 /// padded to a multiple of this many base elements.
 pub const SEGMENT_WIDTH: usize = 8;
-
-/// The largest LDE domain is `2^MAX_LOG_DOMAIN` rows: the two-adicity of the Goldilocks field.
-pub(crate) const MAX_LOG_DOMAIN: u32 = 32;
 
 // REQUEST
 // ================================================================================================
@@ -157,17 +155,6 @@ impl CommitRequest<'_> {
         num_cols.checked_mul(poly_len).ok_or(overflow("polynomials", num_cols, poly_len))?;
         Ok(Shape { poly_len, lde_len, num_cols, row_width })
     }
-}
-
-/// `poly_len · blowup` (both powers of two), or [`GpuError::DomainTooLarge`] with the domain's
-/// log2 if that exceeds the field's two-adic subgroup: computed from the logs, so that no product
-/// can wrap.
-pub(crate) fn lde_domain_len(poly_len: usize, blowup: usize) -> Result<usize> {
-    let log_len = poly_len.ilog2() + blowup.ilog2();
-    if log_len > MAX_LOG_DOMAIN {
-        return Err(GpuError::DomainTooLarge(log_len));
-    }
-    Ok(1 << log_len)
 }
 
 /// Checks that there is at least one column and all have one power-of-two length; returns it.

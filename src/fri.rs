@@ -15,7 +15,7 @@
 use miden_crypto::Felt;
 
 use crate::{
-    committer::lde_domain_len,
+    domain::lde_domain_len,
     error::{GpuError, Result},
     hash::{Digest, HashFunction},
 };

@@ -42,6 +42,7 @@ mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod deep;
+mod domain;
 mod error;
 #[cfg(feature = "tools")]
 pub mod faults;
