@@ -44,16 +44,7 @@ const PINNED_PROOF_DIGEST: &str =
 
 #[test]
 fn winterfell_transcript_is_the_pinned_releases() {
-    let options = ProofOptions::new(
-        27,
-        8,
-        0,
-        FieldExtension::Quadratic,
-        4,
-        31,
-        BatchingMethod::Linear,
-        BatchingMethod::Linear,
-    );
+    let options = fib_options();
     // One thread: Winterfell's concurrent grinding keeps the first nonce any thread finds.
     let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
     let (winterfell, gpu_prover) = one_thread.install(|| {
@@ -164,7 +155,7 @@ impl GpuCommitter for CorruptingCommitter {
     }
 }
 
-fn self_check_options() -> ProofOptions {
+fn fib_options() -> ProofOptions {
     ProofOptions::new(
         27,
         8,
@@ -178,7 +169,7 @@ fn self_check_options() -> ProofOptions {
 }
 
 fn verifies(proof: &Proof, trace: &FibTrace) -> bool {
-    let acceptable = AcceptableOptions::OptionSet(vec![self_check_options()]);
+    let acceptable = AcceptableOptions::OptionSet(vec![fib_options()]);
     winter_verifier::verify::<FibAir, Rpo256, DefaultRandomCoin<Rpo256>, MerkleTree<Rpo256>>(
         proof.clone(),
         trace.inputs(),
@@ -189,7 +180,7 @@ fn verifies(proof: &Proof, trace: &FibTrace) -> bool {
 
 fn corrupting_prover(corruption: Corruption, call: usize) -> GpuProver<FibProver<Rpo256>> {
     GpuProver::with_committer(
-        FibProver::<Rpo256>::new(self_check_options()),
+        FibProver::<Rpo256>::new(fib_options()),
         Arc::new(CorruptingCommitter::new(corruption, call)),
     )
 }
@@ -201,7 +192,7 @@ fn self_check_answers_a_silently_wrong_backend_with_the_cpu_proof() {
     let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
     one_thread.install(|| {
         let trace = FibTrace::new(2, 256);
-        let expected = FibProver::<Rpo256>::new(self_check_options())
+        let expected = FibProver::<Rpo256>::new(fib_options())
             .prove(FibTrace::new(2, 256))
             .expect("Winterfell proof");
         for (corruption, call) in corruptions() {
@@ -250,7 +241,7 @@ fn without_self_check_the_wrong_data_gives_a_proof_that_fails() {
 fn self_check_cost() {
     let prover = |self_check: bool| {
         GpuProver::with_committer(
-            FibProver::<Rpo256>::new(self_check_options()),
+            FibProver::<Rpo256>::new(fib_options()),
             Arc::new(CpuCommitter::new()),
         )
         .with_self_check(self_check)
