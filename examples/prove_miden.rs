@@ -25,6 +25,8 @@
 //!     --program fib --cycles-log 20 --backend cuda --pool-jobs 8 --pool-devices '0;0,1'
 //! ```
 
+miden_gpu::use_jemalloc!();
+
 use std::{process::ExitCode, sync::Arc, time::Instant};
 
 use clap::{Parser, ValueEnum};

@@ -36,6 +36,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "tools")]
+pub mod alloc;
 mod backend;
 mod committer;
 mod cpu;
@@ -69,7 +71,7 @@ pub use committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput,
 pub use cpu::{CpuCommitter, CpuOptions};
 pub use error::{GpuError, Result};
 pub use hash::{Digest, GpuHasher, HashFunction, RescueLanes, DIGEST_BYTES};
-pub use host::HostOptions;
+pub use host::{HostBuffer, HostOptions};
 pub use miden_crypto::Felt;
 pub use options::{BackendOptions, BACKEND_ENV};
 pub use pool::{PoolOptions, ProverPool};

@@ -30,6 +30,8 @@
 //!   hashing and Merkle levels);
 //! - `commit`: one commitment over the GPUs, their exchange of LDE rows, the passes;
 //! - `assemble`: the results on the host (their memory, downloads and assembly);
+//! - `result_pool`: host memory registered once and lent for the LDE rows, which the GPUs
+//!   write directly;
 //! - `resident`: polynomials kept on the GPUs after a commitment;
 //! - `deep`: the DEEP evaluations and combination over resident polynomials;
 //! - `fri`: the FRI commit phase (DEEP evaluation, layer commitments and folding) on the first GPU;
@@ -53,6 +55,7 @@ mod options;
 mod plan;
 mod program;
 mod resident;
+mod result_pool;
 mod standalone;
 mod tables;
 mod timeline;
@@ -72,6 +75,7 @@ use self::{
     driver::bind,
     gpu::{Gpu, GpuState},
     resident::{CudaResident, ResidentShare},
+    result_pool::ResultPool,
 };
 use crate::{
     backend::Backend,
@@ -166,6 +170,7 @@ impl CudaCommitter {
         let host_work = HostWork {
             options: options.host,
             prefault_threads: options.prefault_threads.unwrap_or_else(default_prefault_threads),
+            rows_pool: ResultPool::new(gpus[0].ctx.clone(), options.pinned_rows_bytes),
         };
         Ok(CudaCommitter {
             gpus: Arc::new(gpus),
@@ -238,7 +243,7 @@ impl CudaCommitter {
         let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
         let limit = self.pipeline_limit();
         let (mut commitment, times) =
-            commit::commit(&gpus, &mut state_refs, request, shape, limit, !keep, self.host_work)?;
+            commit::commit(&gpus, &mut state_refs, request, shape, limit, !keep, &self.host_work)?;
         *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
         if keep {
             commitment.resident = Some(self.keep_polys(&mut states, shape, columns)?);

@@ -41,6 +41,14 @@ pub struct CudaOptions {
     /// Synchronize after every kernel launch, so that a fault names its kernel (for debugging;
     /// default `false`).
     pub sync_each_launch: bool,
+    /// Host memory that the committers of the process may keep registered with the driver for
+    /// LDE rows, in bytes (default 0: none). The GPUs write the rows into it directly, without
+    /// the host copy out of pinned slots, which bounds a commitment split over several GPUs; a
+    /// warm committer reuses it call after call (see [`crate::HostBuffer`]), but registering a
+    /// block costs about as much as a few copies (0.8 s for W1's 5.4 GB), so it pays for a
+    /// committer that commits the same sizes many times. Past the cap, rows take the pinned
+    /// slots into ordinary memory.
+    pub pinned_rows_bytes: u64,
     /// How result vectors are reserved on the host.
     pub host: HostOptions,
 }
@@ -54,6 +62,7 @@ impl Default for CudaOptions {
             hash_min_blocks: None,
             prefault_threads: None,
             sync_each_launch: false,
+            pinned_rows_bytes: 0,
             host: HostOptions::default(),
         }
     }

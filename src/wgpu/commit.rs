@@ -308,7 +308,7 @@ pub(super) fn commit(
         let polys = interpolated.unwrap_or(sinks.columns);
         let commitment = Commitment {
             polys: if host_polys { polys } else { Vec::new() },
-            lde: LdeRows { data: lde, row_width: rw, num_cols: cols },
+            lde: LdeRows { data: lde.into(), row_width: rw, num_cols: cols },
             leaves,
             nodes,
             resident: None,

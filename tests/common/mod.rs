@@ -345,7 +345,7 @@ pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64, hashes: &[HashFu
                     *x = Felt::ZERO;
                 }
             }
-            let lde = LdeRows { data, row_width, num_cols };
+            let lde = LdeRows { data: data.into(), row_width, num_cols };
             for row_hashing in [
                 RowHashing::WholeRow,
                 RowHashing::Partitioned(1),
@@ -414,7 +414,7 @@ pub fn check_inexact_rows(committer: &dyn GpuCommitter, hashes: &[HashFunction])
         data.resize(row_width, Felt::ZERO);
         // two rows: kernels that hash several rows per thread or per block see both positions
         data.extend_from_within(..);
-        let lde = LdeRows { data, row_width, num_cols: row.len() };
+        let lde = LdeRows { data: data.into(), row_width, num_cols: row.len() };
         for &hash in hashes {
             for row_hashing in [RowHashing::WholeRow, RowHashing::Partitioned(8)] {
                 let got = committer

@@ -18,6 +18,8 @@
 //! log lines (by default only this crate's warnings). Exit status: 1 for a failure, 2 for
 //! invalid arguments.
 
+miden_gpu::use_jemalloc!();
+
 use std::{
     io::{self, IsTerminal},
     process::ExitCode,
