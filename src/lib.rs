@@ -46,6 +46,8 @@ mod domain;
 mod error;
 #[cfg(feature = "tools")]
 pub mod faults;
+#[cfg(feature = "fault-injection")]
+pub mod inject;
 pub mod fri;
 mod hash;
 mod host;
@@ -59,6 +61,8 @@ mod prover;
 mod resident;
 mod select;
 mod stage_times;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+mod waits;
 #[cfg(feature = "tools")]
 pub mod timing;
 #[cfg(feature = "wgpu")]
@@ -80,3 +84,5 @@ pub use prover::{
 };
 pub use resident::ResidentPolys;
 pub use stage_times::StageTimes;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub use waits::{DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV};

@@ -224,7 +224,22 @@ struct CudaKeptLayers {
 }
 
 impl KeptLayers for CudaKeptLayers {
+    /// [`CudaKeptLayers::gather`], refused at once where the GPUs are lost; after an error the
+    /// GPU is drained as after a failed call of the committer.
     fn open(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
+        let health = &self.gpus[0].health;
+        health.usable()?;
+        let opened = self.gather(layer, positions);
+        if let Err(error) = &opened {
+            super::recover(&self.gpus[..1], health, error);
+        }
+        opened
+    }
+}
+
+impl CudaKeptLayers {
+    /// Layer `layer`'s rows and Merkle paths at `positions`, gathered on the first GPU.
+    fn gather(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
         let kept = self.layers.get(layer).ok_or_else(|| {
             GpuError::InvalidFri(format!("layer {layer} of {} opened", self.layers.len()))
         })?;

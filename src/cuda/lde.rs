@@ -83,7 +83,7 @@ impl Upload {
                 })
                 .collect(),
         };
-        Ok(Self { groups, first_source: sources.start, polys_ready: Event::new(&gpu.ctx)? })
+        Ok(Self { groups, first_source: sources.start, polys_ready: gpu.event()? })
     }
 
     /// Uploads group `index` (if this GPU has it), interpolates it and extends it over the
