@@ -50,6 +50,8 @@ pub mod faults;
 pub mod inject;
 pub mod fri;
 mod hash;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+mod health;
 mod host;
 #[cfg(feature = "miden")]
 pub mod miden;
@@ -61,8 +63,7 @@ mod prover;
 mod resident;
 mod select;
 mod stage_times;
-#[cfg(any(feature = "cuda", feature = "wgpu"))]
-mod waits;
+
 #[cfg(feature = "tools")]
 pub mod timing;
 #[cfg(feature = "wgpu")]
@@ -85,4 +86,4 @@ pub use prover::{
 pub use resident::ResidentPolys;
 pub use stage_times::StageTimes;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
-pub use waits::{DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV};
+pub use health::{DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV};

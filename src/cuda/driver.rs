@@ -15,7 +15,7 @@ use cudarc::driver::{
     sys, CudaContext,
 };
 
-use super::health::{driver_call, Health};
+use super::health::{self, driver_call, Health};
 use crate::{backend::Backend, error::GpuError};
 
 /// Result of a driver call, with the failing call named.
@@ -151,14 +151,14 @@ impl Stream {
     /// Blocks until all work on this stream is done, within the wait deadline.
     pub(super) fn synchronize(&self) -> DriverResult<()> {
         // SAFETY: the stream is live while `self` is.
-        self.health.wait("cuStreamSynchronize", || unsafe { sys::cuStreamQuery(self.raw) })
+        health::wait(&self.health, "cuStreamSynchronize", || unsafe { sys::cuStreamQuery(self.raw) })
     }
 
     /// [`Self::synchronize`], never struck by the fault injector: the recovery after a failed
     /// call.
     pub(super) fn drain(&self) -> DriverResult<()> {
         // SAFETY: the stream is live while `self` is.
-        self.health.drain("draining a stream", || unsafe { sys::cuStreamQuery(self.raw) })
+        health::drain(&self.health, "draining a stream", || unsafe { sys::cuStreamQuery(self.raw) })
     }
 
     /// The context the stream belongs to.
@@ -223,7 +223,7 @@ impl Event {
     /// asynchronous fault before it.
     pub(super) fn synchronize(&self) -> DriverResult<()> {
         // SAFETY: the event is live while `self` is.
-        self.health.wait("cuEventSynchronize", || unsafe { sys::cuEventQuery(self.raw) })
+        health::wait(&self.health, "cuEventSynchronize", || unsafe { sys::cuEventQuery(self.raw) })
     }
 
     /// Milliseconds from `start` to this event (both timed and complete).

@@ -161,7 +161,7 @@ impl CudaCommitter {
         if !program::nvrtc_present() {
             return Err(program::unavailable("the NVRTC library (libnvrtc) was not found"));
         }
-        let health = Arc::new(Health::new(options.wait_timeout));
+        let health = Arc::new(Health::new(Backend::Cuda, options.wait_timeout));
         let mut gpus = Vec::with_capacity(ordinals.len());
         let mut states = Vec::with_capacity(ordinals.len());
         for ordinal in ordinals {
@@ -444,6 +444,6 @@ fn recover(gpus: &[Gpu], health: &Health, error: &GpuError) {
         return;
     }
     if let Err(drain) = gpus.iter().try_for_each(Gpu::drain) {
-        health.mark_lost(&drain);
+        health.mark_lost(&drain.to_string());
     }
 }

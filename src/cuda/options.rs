@@ -8,7 +8,7 @@ use crate::{
     error::{GpuError, Result},
     hash::RescueLanes,
     host::HostOptions,
-    waits::{parse_wait_timeout, DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV},
+    health::{parse_wait_timeout, DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV},
 };
 
 /// The environment variable that selects the GPUs, as a comma-separated list of CUDA ordinals

@@ -189,7 +189,7 @@ pub(super) fn commit(
                 (Some(polys), staged)
             },
         };
-        engine.submit(batch);
+        engine.submit(batch)?;
         drop((staged, values));
 
         let make_sinks = Box::new(move || {
