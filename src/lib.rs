@@ -46,13 +46,13 @@ mod domain;
 mod error;
 #[cfg(feature = "tools")]
 pub mod faults;
-#[cfg(feature = "fault-injection")]
-pub mod inject;
 pub mod fri;
 mod hash;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod health;
 mod host;
+#[cfg(feature = "fault-injection")]
+pub mod inject;
 #[cfg(feature = "miden")]
 pub mod miden;
 mod options;
@@ -74,6 +74,8 @@ pub use committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput,
 pub use cpu::{CpuCommitter, CpuOptions};
 pub use error::{GpuError, Result};
 pub use hash::{Digest, GpuHasher, HashFunction, RescueLanes, DIGEST_BYTES};
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub use health::{DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV};
 pub use host::HostOptions;
 pub use miden_crypto::Felt;
 pub use options::{BackendOptions, BACKEND_ENV};
@@ -85,5 +87,3 @@ pub use prover::{
 };
 pub use resident::ResidentPolys;
 pub use stage_times::StageTimes;
-#[cfg(any(feature = "cuda", feature = "wgpu"))]
-pub use health::{DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV};

@@ -151,7 +151,9 @@ impl Stream {
     /// Blocks until all work on this stream is done, within the wait deadline.
     pub(super) fn synchronize(&self) -> DriverResult<()> {
         // SAFETY: the stream is live while `self` is.
-        health::wait(&self.health, "cuStreamSynchronize", || unsafe { sys::cuStreamQuery(self.raw) })
+        health::wait(&self.health, "cuStreamSynchronize", || unsafe {
+            sys::cuStreamQuery(self.raw)
+        })
     }
 
     /// [`Self::synchronize`], never struck by the fault injector: the recovery after a failed
@@ -214,8 +216,9 @@ impl Event {
 
     /// Records the event at the current end of `stream`.
     pub(super) fn record(&self, stream: &Stream) -> DriverResult<()> {
-        let status =
-            driver_call!(self.health, Record, unsafe { result::event::record(self.raw, stream.raw) });
+        let status = driver_call!(self.health, Record, unsafe {
+            result::event::record(self.raw, stream.raw)
+        });
         check(status, "cuEventRecord")
     }
 

@@ -23,13 +23,11 @@ pub(super) type Health = crate::health::DeviceHealth;
 macro_rules! driver_call {
     ($health:expr, $operation:ident, $call:expr) => {{
         #[cfg(feature = "fault-injection")]
-        let status = match crate::cuda::health::injected(
-            &$health,
-            crate::inject::Operation::$operation,
-        ) {
-            Some(error) => Err(error),
-            None => $call,
-        };
+        let status =
+            match crate::cuda::health::injected(&$health, crate::inject::Operation::$operation) {
+                Some(error) => Err(error),
+                None => $call,
+            };
         #[cfg(not(feature = "fault-injection"))]
         let status = {
             let _ = &$health;

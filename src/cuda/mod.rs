@@ -410,7 +410,9 @@ impl GpuCommitter for CudaCommitter {
         check_leaves(leaves)?;
         let _span = tracing::info_span!("cuda.build_tree", leaves = leaves.len()).entered();
         let limit = self.pipeline_limit();
-        self.call(|states| standalone::build_tree(&self.gpus[0], &mut states[0], leaves, hash, limit))
+        self.call(|states| {
+            standalone::build_tree(&self.gpus[0], &mut states[0], leaves, hash, limit)
+        })
     }
 
     fn commit_fri(

@@ -7,8 +7,8 @@ use crate::{
     backend::Backend,
     error::{GpuError, Result},
     hash::RescueLanes,
-    host::HostOptions,
     health::{parse_wait_timeout, DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV},
+    host::HostOptions,
 };
 
 /// The environment variable that selects the GPUs, as a comma-separated list of CUDA ordinals

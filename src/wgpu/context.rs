@@ -300,7 +300,9 @@ impl Context {
         }
         let drained = self.health.wait("draining the queue", false, || {
             let status = self.device.poll(::wgpu::PollType::Poll);
-            Ok(status.map_err(|e| device_error(format!("draining the queue: {e}")))?.is_queue_empty())
+            Ok(status
+                .map_err(|e| device_error(format!("draining the queue: {e}")))?
+                .is_queue_empty())
         });
         if let Err(drain) = drained {
             self.health.mark_lost(&drain.to_string());
@@ -368,7 +370,9 @@ impl Context {
 
     fn poll_map(&self, mapping: &Mapping, operation: &'static str, hang: bool) -> Result<()> {
         self.health.wait(operation, hang, || {
-            self.device.poll(::wgpu::PollType::Poll).map_err(|e| device_error(format!("{operation}: {e}")))?;
+            self.device
+                .poll(::wgpu::PollType::Poll)
+                .map_err(|e| device_error(format!("{operation}: {e}")))?;
             match mapping.try_recv() {
                 Ok(Ok(())) => Ok(true),
                 Ok(Err(e)) => Err(device_error(format!("{operation}: {e}"))),

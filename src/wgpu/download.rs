@@ -426,7 +426,6 @@ impl<'e, 's> DownloadQueue<'e, 's> {
         staging.unmap();
         delivered
     }
-
 }
 
 impl Drop for DownloadQueue<'_, '_> {
