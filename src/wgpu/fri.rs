@@ -99,7 +99,7 @@ pub(super) fn commit_fri(
         let log_domain = (layer.rows() * folding).ilog2();
         let (powers, tables) =
             engine.tables().powers(&engine.ctx.device, &engine.ctx.queue, log_domain);
-        record_fold(downloads.batch(), &layer, &next, &alpha, (&powers, tables));
+        record_fold(downloads.batch(), &layer, &next, &alpha, (&powers, tables))?;
         let layer = std::mem::replace(&mut layer, next);
         match committed.host {
             Some(host) => layers.push(host),
@@ -171,7 +171,7 @@ fn record_evaluation(
             twiddles: &twiddles,
         };
         record_coset_evaluation(downloads.batch(), cosets, coset, arrays, tables);
-        record_layer_rows(downloads.batch(), &work, unit, coset, num_cosets, layer);
+        record_layer_rows(downloads.batch(), &work, unit, coset, num_cosets, layer)?;
     }
     Ok(staged)
 }
