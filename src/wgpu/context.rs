@@ -316,6 +316,7 @@ impl Context {
     }
 
     /// The device's health (its loss, the wait deadline, the fault injector).
+    #[cfg(feature = "fault-injection")]
     pub fn health(&self) -> &Arc<DeviceHealth> {
         &self.health
     }
