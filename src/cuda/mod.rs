@@ -367,8 +367,12 @@ impl GpuCommitter for CudaCommitter {
     }
 
     /// Device memory in use on this committer's GPUs (total minus free, as the driver reports
-    /// it): device-wide, so it also counts other processes on the same GPUs.
+    /// it): device-wide, so it also counts other processes on the same GPUs. `None` once the GPUs
+    /// are lost (the driver may not answer).
     fn memory_in_use(&self) -> Option<u64> {
+        if self.health.is_lost() {
+            return None;
+        }
         let mut used = 0;
         for gpu in self.gpus.iter() {
             bind(&gpu.ctx).ok()?;
