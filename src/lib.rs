@@ -50,7 +50,11 @@ mod error;
 pub mod faults;
 pub mod fri;
 mod hash;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+mod health;
 mod host;
+#[cfg(feature = "fault-injection")]
+pub mod inject;
 #[cfg(feature = "miden")]
 pub mod miden;
 mod options;
@@ -61,6 +65,7 @@ mod prover;
 mod resident;
 mod select;
 mod stage_times;
+
 #[cfg(feature = "tools")]
 pub mod timing;
 #[cfg(feature = "wgpu")]
@@ -71,6 +76,8 @@ pub use committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput,
 pub use cpu::{CpuCommitter, CpuOptions};
 pub use error::{GpuError, Result};
 pub use hash::{Digest, GpuHasher, HashFunction, RescueLanes, DIGEST_BYTES};
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub use health::{DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV};
 pub use host::{HostBuffer, HostOptions};
 pub use miden_crypto::Felt;
 pub use options::{BackendOptions, BACKEND_ENV};

@@ -1,10 +1,13 @@
 //! The options of the CUDA backend, as a value; [`CudaOptions::from_env`] is the one place the
 //! backend reads the environment.
 
+use std::time::Duration;
+
 use crate::{
     backend::Backend,
     error::{GpuError, Result},
     hash::RescueLanes,
+    health::{parse_wait_timeout, DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV},
     host::HostOptions,
 };
 
@@ -51,6 +54,9 @@ pub struct CudaOptions {
     pub pinned_rows_bytes: u64,
     /// How result vectors are reserved on the host.
     pub host: HostOptions,
+    /// The deadline of every wait on a GPU (default [`DEFAULT_WAIT_TIMEOUT`], 120 s): a wait that
+    /// exceeds it is [`GpuError::Timeout`], and the committer counts its GPUs as lost.
+    pub wait_timeout: Duration,
 }
 
 impl Default for CudaOptions {
@@ -64,14 +70,16 @@ impl Default for CudaOptions {
             sync_each_launch: false,
             pinned_rows_bytes: 0,
             host: HostOptions::default(),
+            wait_timeout: DEFAULT_WAIT_TIMEOUT,
         }
     }
 }
 
 impl CudaOptions {
-    /// The defaults, with [`DEVICES_ENV`] and [`MEMORY_LIMIT_ENV`] where set (unset or empty
-    /// leaves the default). A malformed device list is [`GpuError::InvalidDeviceList`], a memory
-    /// limit that is not a positive number of MiB (or overflows 64 bits in bytes)
+    /// The defaults, with [`DEVICES_ENV`], [`MEMORY_LIMIT_ENV`] and [`WAIT_TIMEOUT_ENV`] where
+    /// set (unset or empty leaves the default). A malformed device list is
+    /// [`GpuError::InvalidDeviceList`], a memory limit that is not a positive number of MiB (or
+    /// overflows 64 bits in bytes) or a wait deadline that is not a positive number of seconds
     /// [`GpuError::BackendUnavailable`].
     pub fn from_env() -> Result<Self> {
         let mut options = Self::default();
@@ -81,15 +89,30 @@ impl CudaOptions {
         if let Some(text) = non_empty_var(MEMORY_LIMIT_ENV) {
             options.memory_limit = Some(parse_mib(&text)?);
         }
+        if let Some(text) = non_empty_var(WAIT_TIMEOUT_ENV) {
+            options.wait_timeout =
+                parse_wait_timeout(&text).ok_or_else(|| GpuError::BackendUnavailable {
+                    backend: Backend::Cuda,
+                    reason: format!(
+                        "{WAIT_TIMEOUT_ENV} must be a positive number of seconds, not `{text}`"
+                    ),
+                })?;
+        }
         Ok(options)
     }
 }
 
 impl CudaOptions {
     /// Checks the values that have a range (the device list is checked against the GPUs present
-    /// when they are opened): [`Self::hash_min_blocks`] must be 1 to 16, else
-    /// [`GpuError::BackendUnavailable`].
+    /// when they are opened): [`Self::hash_min_blocks`] must be 1 to 16 and
+    /// [`Self::wait_timeout`] positive, else [`GpuError::BackendUnavailable`].
     pub fn check(&self) -> Result<()> {
+        if self.wait_timeout.is_zero() {
+            return Err(GpuError::BackendUnavailable {
+                backend: Backend::Cuda,
+                reason: "wait_timeout must be positive".into(),
+            });
+        }
         match self.hash_min_blocks {
             Some(blocks) if !(1..=16).contains(&blocks) => Err(GpuError::BackendUnavailable {
                 backend: Backend::Cuda,

@@ -18,6 +18,7 @@ use cudarc::driver::CudaContext;
 use super::{
     buffer::{DeviceElement, DeviceSlice, DeviceSliceMut},
     driver::{bind, DriverResult, Event, PinnedBuffer, Stream},
+    health::Health,
 };
 use crate::{
     backend::Backend,
@@ -39,11 +40,12 @@ pub(super) struct Ring {
 }
 
 impl Ring {
-    /// Allocates the ring on `ctx` (once per GPU; reused by every call).
-    pub(super) fn new(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
+    /// Allocates the ring on `ctx` (once per GPU; reused by every call), its events sharing
+    /// `health`.
+    pub(super) fn new(ctx: &Arc<CudaContext>, health: &Arc<Health>) -> DriverResult<Self> {
         let slots =
             (0..SLOTS).map(|_| PinnedBuffer::new(ctx, SLOT_BYTES)).collect::<DriverResult<_>>()?;
-        let done = (0..SLOTS).map(|_| Event::new(ctx)).collect::<DriverResult<_>>()?;
+        let done = (0..SLOTS).map(|_| Event::new(ctx, health)).collect::<DriverResult<_>>()?;
         Ok(Self { slots, done, next: 0 })
     }
 }

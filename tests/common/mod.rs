@@ -709,7 +709,7 @@ pub fn check_deep_on(
 
 /// Every column at both points by `polynom::eval` (main columns in the base field, the others
 /// grouped into columns of their degree): for column `c` and point `p`, at `(c·2 + p)·degree`.
-fn host_evaluations<E: FieldElement<BaseField = Felt>>(
+pub fn host_evaluations<E: FieldElement<BaseField = Felt>>(
     segments: &[(Vec<Vec<Felt>>, usize)],
     points: &[Felt],
 ) -> Vec<Felt> {
@@ -733,7 +733,7 @@ fn as_slices(columns: &[Vec<Felt>]) -> Vec<&[Felt]> {
 }
 
 /// [`combine_on_host`] over base-column polynomials grouped into columns of their degree.
-fn host_combination<E: FieldElement<BaseField = Felt>>(
+pub fn host_combination<E: FieldElement<BaseField = Felt>>(
     segments: &[(Vec<Vec<Felt>>, usize)],
     coefficients: &[Felt],
     n: usize,
