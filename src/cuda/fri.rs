@@ -225,6 +225,8 @@ struct CudaKeptLayers {
 
 impl KeptLayers for CudaKeptLayers {
     fn open(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
+        // the gathered rows and paths are allocated within the GPU's budget, as a call's are
+        let _turn = self.gpus[0].device.turn();
         let kept = self.layers.get(layer).ok_or_else(|| {
             GpuError::InvalidFri(format!("layer {layer} of {} opened", self.layers.len()))
         })?;

@@ -204,20 +204,36 @@ impl CudaCommitter {
         self.gpus.iter().map(|gpu| gpu.alloc.gauge.peak()).collect()
     }
 
-    fn states(&self) -> std::sync::MutexGuard<'_, Vec<GpuState>> {
-        self.states.lock().unwrap_or_else(|p| p.into_inner())
+    /// Device memory that every committer of this process holds now on each of this
+    /// committer's GPUs (in the order of [`Self::devices`]), the polynomials and FRI layers
+    /// kept for proofs included.
+    pub fn shared_device_bytes_held(&self) -> Vec<u64> {
+        self.gpus.iter().map(|gpu| gpu.device.gauge.held()).collect()
     }
 
-    /// The memory limit of a pipeline: the committer's, less the resident polynomials (the
-    /// most any GPU holds); without a limit, the free memory the driver reports counts them.
-    fn pipeline_limit(&self) -> Option<u64> {
-        let resident =
-            self.resident_bytes.iter().map(|b| b.load(Ordering::SeqCst)).max().unwrap_or(0);
-        self.options.memory_limit.map(|limit| limit.saturating_sub(resident))
+    /// The most device memory that the committers of this process have held together on each
+    /// of this committer's GPUs since the first of them opened it (in the order of
+    /// [`Self::devices`]). Where they all have the same memory limit, none exceeds it: the
+    /// committers of one GPU budget against what the others hold.
+    pub fn shared_device_bytes_peak(&self) -> Vec<u64> {
+        self.gpus.iter().map(|gpu| gpu.device.gauge.peak()).collect()
     }
 
-    /// Passes `result` on, noting the memory in use for [`GpuCommitter::peak_memory_in_use`].
-    fn noting_peak<T>(&self, result: Result<T>) -> Result<T> {
+    /// Runs `work` on the GPUs' states during the GPUs' turns (taken in ordinal order, before the
+    /// states: see `memory`), noting the memory in use after it for
+    /// [`GpuCommitter::peak_memory_in_use`]. A committer that shares a GPU with another
+    /// committer of the process frees its reusable buffers and tables after each call, so that
+    /// while it is idle they do not shrink the other's budget.
+    fn on_gpus<T>(&self, work: impl FnOnce(&mut Vec<GpuState>) -> Result<T>) -> Result<T> {
+        let mut by_ordinal: Vec<&Gpu> = self.gpus.iter().collect();
+        by_ordinal.sort_by_key(|gpu| gpu.ordinal);
+        let turns: Vec<_> = by_ordinal.iter().map(|gpu| gpu.device.turn()).collect();
+        let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
+        let result = work(&mut states);
+        if self.gpus.iter().any(|gpu| Arc::strong_count(&gpu.device) > 1) {
+            states.iter_mut().for_each(|state| state.release_all_but(&[]));
+        }
+        drop((states, turns));
         if let Some(bytes) = self.memory_in_use() {
             self.peak.fetch_max(bytes, Ordering::SeqCst);
         }
@@ -233,17 +249,25 @@ impl CudaCommitter {
         let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
         let columns = commit::column_shares(self.gpus.len(), &shape);
         let keep = keep_polys && self.resident_fits(&columns, shape.poly_len)?;
-        let mut states = self.states();
-        let gpus: Vec<&Gpu> = self.gpus.iter().collect();
-        let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
-        let limit = self.pipeline_limit();
-        let (mut commitment, times) =
-            commit::commit(&gpus, &mut state_refs, request, shape, limit, !keep, self.host_work)?;
-        *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
-        if keep {
-            commitment.resident = Some(self.keep_polys(&mut states, shape, columns)?);
-        }
-        Ok(commitment)
+        self.on_gpus(|states| {
+            let gpus: Vec<&Gpu> = self.gpus.iter().collect();
+            let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
+            let limit = self.options.memory_limit;
+            let (mut commitment, times) = commit::commit(
+                &gpus,
+                &mut state_refs,
+                request,
+                shape,
+                limit,
+                !keep,
+                self.host_work,
+            )?;
+            *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
+            if keep {
+                commitment.resident = Some(self.keep_polys(states, shape, columns)?);
+            }
+            Ok(commitment)
+        })
     }
 
     /// Whether the polynomials of `columns` (per GPU) fit beside those already kept, within
@@ -304,29 +328,25 @@ impl GpuCommitter for CudaCommitter {
     }
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        self.noting_peak(self.commit_on_gpus(request, false))
+        self.commit_on_gpus(request, false)
     }
 
     fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        self.noting_peak(self.commit_on_gpus(request, true))
+        self.commit_on_gpus(request, true)
     }
 
     fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
         let poly_len = request.validate(Backend::Cuda)?;
         let _span = tracing::info_span!("cuda.deep_evaluate", rows = poly_len).entered();
-        let mut states = self.states();
-        let limit = self.pipeline_limit();
-        let values = deep::evaluate(&self.gpus, &mut states, self.id, request, poly_len, limit);
-        self.noting_peak(values)
+        let limit = self.options.memory_limit;
+        self.on_gpus(|states| deep::evaluate(&self.gpus, states, self.id, request, poly_len, limit))
     }
 
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
         let poly_len = request.validate(Backend::Cuda)?;
         let _span = tracing::info_span!("cuda.deep_combine", rows = poly_len).entered();
-        let mut states = self.states();
-        let limit = self.pipeline_limit();
-        let sum = deep::combine(&self.gpus, &mut states, self.id, request, poly_len, limit);
-        self.noting_peak(sum)
+        let limit = self.options.memory_limit;
+        self.on_gpus(|states| deep::combine(&self.gpus, states, self.id, request, poly_len, limit))
     }
 
     /// Device memory in use on this committer's GPUs (total minus free, as the driver reports
@@ -362,31 +382,20 @@ impl GpuCommitter for CudaCommitter {
         check_lde_rows(lde, row_hashing)?;
         check_row_width(hash, lde.num_cols)?;
         let _span = tracing::info_span!("cuda.hash_rows", rows = lde.num_rows()).entered();
-        let mut states = self.states();
-        let leaves = standalone::hash_rows(
-            &self.gpus[0],
-            &mut states[0],
-            lde,
-            row_hashing,
-            hash,
-            self.pipeline_limit(),
-        );
-        self.noting_peak(leaves)
+        let limit = self.options.memory_limit;
+        self.on_gpus(|states| {
+            standalone::hash_rows(&self.gpus[0], &mut states[0], lde, row_hashing, hash, limit)
+        })
     }
 
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
         check_hash(hash, &HASHES)?;
         check_leaves(leaves)?;
         let _span = tracing::info_span!("cuda.build_tree", leaves = leaves.len()).entered();
-        let mut states = self.states();
-        let nodes = standalone::build_tree(
-            &self.gpus[0],
-            &mut states[0],
-            leaves,
-            hash,
-            self.pipeline_limit(),
-        );
-        self.noting_peak(nodes)
+        let limit = self.options.memory_limit;
+        self.on_gpus(|states| {
+            standalone::build_tree(&self.gpus[0], &mut states[0], leaves, hash, limit)
+        })
     }
 
     fn commit_fri(
@@ -398,15 +407,15 @@ impl GpuCommitter for CudaCommitter {
         let _span =
             tracing::info_span!("cuda.fri", layers = request.num_layers, rows = shape.domain_len)
                 .entered();
-        let mut states = self.states();
-        memory::fit(
-            &self.gpus[0],
-            &mut states[0],
-            fri::device_bytes(request, shape),
-            &[fri::twiddles(shape)],
-            self.pipeline_limit(),
-        )?;
-        let layers = fri::commit_fri(&self.gpus, &mut states[0], request, shape, channel);
-        self.noting_peak(layers)
+        self.on_gpus(|states| {
+            memory::fit(
+                &self.gpus[0],
+                &mut states[0],
+                fri::device_bytes(request, shape),
+                &[fri::twiddles(shape)],
+                self.options.memory_limit,
+            )?;
+            fri::commit_fri(&self.gpus, &mut states[0], request, shape, channel)
+        })
     }
 }

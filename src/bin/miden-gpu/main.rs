@@ -90,12 +90,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// Log lines as `RUST_LOG` asks (default: this crate's warnings, such as a fallback to the CPU),
-/// written around the spinner; the spinner's proof steps and the stage times see every span and
-/// no event.
+/// Log lines as `RUST_LOG` asks (default: this crate's warnings, such as a fallback to the CPU,
+/// but for the pool's failed jobs, which have their own `error:` lines), written around the
+/// spinner; the spinner's proof steps and the stage times see every span and no event.
 fn init_tracing(progress: &Progress, times: &SpanTimes) {
-    let log_filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("miden_gpu=warn"));
+    let log_filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("miden_gpu=warn,miden_gpu::pool=error"));
     let log = tracing_subscriber::fmt::layer()
         .with_writer(progress.clone())
         .with_ansi(io::stderr().is_terminal())
