@@ -24,8 +24,8 @@ use miden_gpu::{
 };
 use rand::{rngs::StdRng, SeedableRng};
 use winter_air::{proof::Proof, BatchingMethod, FieldExtension, ProofOptions};
-use winter_prover::Prover;
 use winter_crypto::{DefaultRandomCoin, MerkleTree};
+use winter_prover::Prover;
 use winter_verifier::AcceptableOptions;
 
 fn main() {

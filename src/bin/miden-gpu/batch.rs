@@ -73,7 +73,7 @@ pub fn prove_all(
         .line(
             "backend",
             format!(
-                "{} on {} ({} proofs in flight)",
+                "{} on {}; {} proofs in flight",
                 pool.backend(),
                 devices.join(", "),
                 pool.workers()
