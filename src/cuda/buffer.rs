@@ -102,15 +102,22 @@ unsafe impl Words for Digest {
 
 /// The device bytes one committer's buffers hold on one GPU, and the most they have held at
 /// once: every [`DeviceBuffer`] allocated through an [`Allocator`] counts here until it is
-/// freed, whatever it serves (pipeline buffers, twiddle tables, resident polynomials, a stage's
-/// working buffers).
+/// freed, whatever it serves (pipeline buffers, twiddle tables, resident polynomials, kept FRI
+/// layers, a stage's working buffers). A committer's gauge also counts into its GPU's gauge
+/// (its parent), which every committer of the process on that GPU shares.
 #[derive(Debug, Default)]
 pub(super) struct Gauge {
     held: AtomicU64,
     peak: AtomicU64,
+    parent: Option<Arc<Gauge>>,
 }
 
 impl Gauge {
+    /// A gauge whose bytes also count in `parent`.
+    pub(super) fn within(parent: Arc<Gauge>) -> Self {
+        Self { parent: Some(parent), ..Self::default() }
+    }
+
     /// Bytes held now.
     pub(super) fn held(&self) -> u64 {
         self.held.load(Ordering::SeqCst)
@@ -124,10 +131,16 @@ impl Gauge {
     fn add(&self, bytes: u64) {
         let held = self.held.fetch_add(bytes, Ordering::SeqCst) + bytes;
         self.peak.fetch_max(held, Ordering::SeqCst);
+        if let Some(parent) = &self.parent {
+            parent.add(bytes);
+        }
     }
 
     fn sub(&self, bytes: u64) {
         self.held.fetch_sub(bytes, Ordering::SeqCst);
+        if let Some(parent) = &self.parent {
+            parent.sub(bytes);
+        }
     }
 }
 

@@ -230,6 +230,8 @@ impl KeptLayers for CudaKeptLayers {
     fn open(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
         let health = &self.gpus[0].health;
         health.usable()?;
+        // the gathered rows and paths are allocated within the GPU's budget, as a call's are
+        let _turn = self.gpus[0].device.turn();
         let opened = self.gather(layer, positions);
         if let Err(error) = &opened {
             super::recover(&self.gpus[..1], health, error);

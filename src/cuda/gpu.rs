@@ -12,6 +12,7 @@ use super::{
     health::Health,
     kernels::sig,
     launch::{Kernel, Module, Signature},
+    memory::SharedDevice,
     program::{compile_for_arch, HASHES},
     transfer::{self, Lane, Ring},
     CudaOptions,
@@ -272,6 +273,8 @@ pub(super) struct Gpu {
     pub ctx: Arc<CudaContext>,
     /// Where this committer's device buffers on the GPU are allocated and counted.
     pub alloc: Allocator,
+    /// What every committer of the process holds on this GPU, and their turns.
+    pub device: Arc<SharedDevice>,
     /// Kernels and the peer copies that feed them.
     pub compute: Stream,
     /// A second kernel stream for kernels that may overlap the compute stream's: every other
@@ -302,6 +305,7 @@ impl Gpu {
         let cubin = compile_for_arch(&format!("sm_{major}{minor}"), options)?;
         let module = Module::load(&ctx, &cubin)?;
         let kernels = Kernels::load(&module, options)?;
+        let device = SharedDevice::of(ordinal);
         let gpu = Self {
             ordinal,
             name,
@@ -314,9 +318,10 @@ impl Gpu {
             _module: module,
             alloc: Allocator {
                 ctx: ctx.clone(),
-                gauge: Arc::new(Gauge::default()),
+                gauge: Arc::new(Gauge::within(device.gauge.clone())),
                 health: health.clone(),
             },
+            device,
             ctx,
         };
         let state = GpuState {

@@ -231,31 +231,41 @@ impl CudaCommitter {
     pub fn fault_injector(&self) -> Arc<Injector> {
         self.health.injector().clone()
     }
+    /// Device memory that every committer of this process holds now on each of this
+    /// committer's GPUs (in the order of [`Self::devices`]), the polynomials and FRI layers
+    /// kept for proofs included.
+    pub fn shared_device_bytes_held(&self) -> Vec<u64> {
+        self.gpus.iter().map(|gpu| gpu.device.gauge.held()).collect()
+    }
 
-    /// Runs one call on the GPUs' states: [`GpuError::DeviceLost`] at once if the GPUs are
-    /// lost; after an error, [`recover`]s before the states are used again. Notes the memory in
-    /// use for [`GpuCommitter::peak_memory_in_use`].
+    /// The most device memory that the committers of this process have held together on each
+    /// of this committer's GPUs since the first of them opened it (in the order of
+    /// [`Self::devices`]). Where they all have the same memory limit, none exceeds it: the
+    /// committers of one GPU budget against what the others hold.
+    pub fn shared_device_bytes_peak(&self) -> Vec<u64> {
+        self.gpus.iter().map(|gpu| gpu.device.gauge.peak()).collect()
+    }
+
+    /// Runs one call on the GPUs' states during the GPUs' turns (taken in ordinal order, before
+    /// the states: see `memory`): [`GpuError::DeviceLost`] at once if the GPUs are lost; after an
+    /// error, [`recover`]s before the states are used again. A committer that shares a GPU with
+    /// another committer of the process frees its reusable buffers and tables after each call,
+    /// so that while it is idle they do not shrink the other's budget. Notes the memory in use
+    /// for [`GpuCommitter::peak_memory_in_use`].
     fn call<T>(&self, work: impl FnOnce(&mut Vec<GpuState>) -> Result<T>) -> Result<T> {
         self.health.usable()?;
+        let mut by_ordinal: Vec<&Gpu> = self.gpus.iter().collect();
+        by_ordinal.sort_by_key(|gpu| gpu.ordinal);
+        let turns: Vec<_> = by_ordinal.iter().map(|gpu| gpu.device.turn()).collect();
         let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
         let result = work(&mut states);
         if let Err(error) = &result {
             recover(&self.gpus, &self.health, error);
         }
-        drop(states);
-        self.noting_peak(result)
-    }
-
-    /// The memory limit of a pipeline: the committer's, less the resident polynomials (the
-    /// most any GPU holds); without a limit, the free memory the driver reports counts them.
-    fn pipeline_limit(&self) -> Option<u64> {
-        let resident =
-            self.resident_bytes.iter().map(|b| b.load(Ordering::SeqCst)).max().unwrap_or(0);
-        self.options.memory_limit.map(|limit| limit.saturating_sub(resident))
-    }
-
-    /// Passes `result` on, noting the memory in use for [`GpuCommitter::peak_memory_in_use`].
-    fn noting_peak<T>(&self, result: Result<T>) -> Result<T> {
+        if self.gpus.iter().any(|gpu| Arc::strong_count(&gpu.device) > 1) {
+            states.iter_mut().for_each(|state| state.release_all_but(&[]));
+        }
+        drop((states, turns));
         if let Some(bytes) = self.memory_in_use() {
             self.peak.fetch_max(bytes, Ordering::SeqCst);
         }
@@ -269,12 +279,12 @@ impl CudaCommitter {
         let shape = request.validate()?;
         check_row_width(request.hash, shape.num_cols)?;
         let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
+        let columns = commit::column_shares(self.gpus.len(), &shape);
+        let keep = keep_polys && self.resident_fits(&columns, shape.poly_len)?;
         self.call(|states| {
-            let columns = commit::column_shares(self.gpus.len(), &shape);
-            let keep = keep_polys && self.resident_fits(&columns, shape.poly_len)?;
             let gpus: Vec<&Gpu> = self.gpus.iter().collect();
             let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
-            let limit = self.pipeline_limit();
+            let limit = self.options.memory_limit;
             let (mut commitment, times) = commit::commit(
                 &gpus,
                 &mut state_refs,
@@ -360,14 +370,14 @@ impl GpuCommitter for CudaCommitter {
     fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
         let poly_len = request.validate(Backend::Cuda)?;
         let _span = tracing::info_span!("cuda.deep_evaluate", rows = poly_len).entered();
-        let limit = self.pipeline_limit();
+        let limit = self.options.memory_limit;
         self.call(|states| deep::evaluate(&self.gpus, states, self.id, request, poly_len, limit))
     }
 
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
         let poly_len = request.validate(Backend::Cuda)?;
         let _span = tracing::info_span!("cuda.deep_combine", rows = poly_len).entered();
-        let limit = self.pipeline_limit();
+        let limit = self.options.memory_limit;
         self.call(|states| deep::combine(&self.gpus, states, self.id, request, poly_len, limit))
     }
 
@@ -408,7 +418,7 @@ impl GpuCommitter for CudaCommitter {
         check_lde_rows(lde, row_hashing)?;
         check_row_width(hash, lde.num_cols)?;
         let _span = tracing::info_span!("cuda.hash_rows", rows = lde.num_rows()).entered();
-        let limit = self.pipeline_limit();
+        let limit = self.options.memory_limit;
         self.call(|states| {
             standalone::hash_rows(&self.gpus[0], &mut states[0], lde, row_hashing, hash, limit)
         })
@@ -418,7 +428,7 @@ impl GpuCommitter for CudaCommitter {
         check_hash(hash, &HASHES)?;
         check_leaves(leaves)?;
         let _span = tracing::info_span!("cuda.build_tree", leaves = leaves.len()).entered();
-        let limit = self.pipeline_limit();
+        let limit = self.options.memory_limit;
         self.call(|states| {
             standalone::build_tree(&self.gpus[0], &mut states[0], leaves, hash, limit)
         })
@@ -433,10 +443,14 @@ impl GpuCommitter for CudaCommitter {
         let _span =
             tracing::info_span!("cuda.fri", layers = request.num_layers, rows = shape.domain_len)
                 .entered();
-        let limit = self.pipeline_limit();
         self.call(|states| {
-            let bytes = fri::device_bytes(request, shape);
-            memory::fit(&self.gpus[0], &mut states[0], bytes, &[fri::twiddles(shape)], limit)?;
+            memory::fit(
+                &self.gpus[0],
+                &mut states[0],
+                fri::device_bytes(request, shape),
+                &[fri::twiddles(shape)],
+                self.options.memory_limit,
+            )?;
             fri::commit_fri(&self.gpus, &mut states[0], request, shape, channel)
         })
     }

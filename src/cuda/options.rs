@@ -29,7 +29,10 @@ pub struct CudaOptions {
     /// every call (default: the device's free memory at each call). A commitment whose LDE does
     /// not fit is streamed in coset groups, as many passes as needed; one that does not fit even
     /// one coset at a time, or another call whose working buffers do not fit, is
-    /// [`GpuError::OutOfMemory`]. Results are the same for any cap.
+    /// [`GpuError::OutOfMemory`]. Results are the same for any cap. The cap bounds what the
+    /// process holds on the GPU while this committer allocates: other committers' buffers on it
+    /// and the polynomials and FRI layers kept for proofs count too, so committers of one GPU
+    /// with the same cap stay within it together.
     pub memory_limit: Option<u64>,
     /// Threads per RPO/RPX permutation in whole-row hashing and Merkle trees (default
     /// [`RescueLanes::Quad`]).

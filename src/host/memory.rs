@@ -111,6 +111,28 @@ fn host_out_of_memory(needed: u64) -> GpuError {
     }
 }
 
+/// The host memory a new allocation may take now: the machine's available memory
+/// (`MemAvailable`), or the room the process's control groups leave below their memory limits
+/// (less their margin, as [`reserve_host`] counts it) where that is less; `None` where neither
+/// can be read (outside Linux).
+pub fn available_host_memory() -> Option<u64> {
+    let machine = meminfo_bytes(&["MemAvailable:"]);
+    let group = cgroup::room().map(|room| room.available());
+    match (machine, group) {
+        (Some(machine), Some(group)) => Some(machine.min(group)),
+        (machine, group) => machine.or(group),
+    }
+}
+
+/// The most memory the process has held resident at once since it started (its high-water
+/// mark, `VmHWM` in `/proc/self/status`), in bytes; `None` where the system does not report it
+/// (outside Linux).
+pub fn peak_resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok()?.checked_mul(1024)
+}
+
 /// Reservations of at least this many bytes ask for transparent huge pages.
 const HUGE_PAGES_FROM: usize = 32 << 20;
 

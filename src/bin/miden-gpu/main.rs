@@ -5,6 +5,7 @@
 //! miden-gpu prove program.masm [-i program.inputs] [-p program.proof] [-o program.outputs]
 //!     [--backend auto|cpu|wgpu|cuda] [--hasher rpo|rpx] [--security 96|128]
 //!     [-l lib.masl ...] [-e expected-cycles] [-m max-cycles] [-n num-outputs] [--release]
+//! miden-gpu prove a.masm b.masm ... [--jobs N] [other options as above but -i, -p, -o]
 //! miden-gpu verify --program-hash <hex> --proof program.proof [-i program.inputs]
 //!     [-o program.outputs]
 //! ```
@@ -14,7 +15,9 @@
 //! differences: the hash function defaults to RPO, `--backend` picks where the commitments run
 //! (default `MIDEN_GPU_BACKEND`, else the best device found), a hash function and security level
 //! the verifier refuses are refused before proving, and every proof is verified before it is
-//! written (atomically). A terminal shows a spinner with the current stage; `RUST_LOG` turns on
+//! written (atomically). Several programs are proved concurrently on the backend's GPUs
+//! (`ProverPool`), each with its default files; one that fails is reported on its own `error:`
+//! line and the others are still written. A terminal shows a spinner with the current stage; `RUST_LOG` turns on
 //! log lines (by default only this crate's warnings). Exit status: 1 for a failure, 2 for
 //! invalid arguments.
 
@@ -31,6 +34,7 @@ use tracing_subscriber::{
     filter::filter_fn, layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer,
 };
 
+mod batch;
 mod data;
 mod error;
 mod program;
@@ -57,7 +61,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Prove a Miden program, with the commitments on a GPU
+    /// Prove Miden programs, with the commitments on a GPU
     Prove(ProveCmd),
     /// Verify a proof of a Miden program
     Verify(VerifyCmd),
@@ -88,12 +92,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// Log lines as `RUST_LOG` asks (default: this crate's warnings, such as a fallback to the CPU),
-/// written around the spinner; the spinner's proof steps and the stage times see every span and
-/// no event.
+/// Log lines as `RUST_LOG` asks (default: this crate's warnings, such as a fallback to the CPU,
+/// but for the pool's failed jobs, which have their own `error:` lines), written around the
+/// spinner; the spinner's proof steps and the stage times see every span and no event.
 fn init_tracing(progress: &Progress, times: &SpanTimes) {
-    let log_filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("miden_gpu=warn"));
+    let log_filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("miden_gpu=warn,miden_gpu::pool=error"));
     let log = tracing_subscriber::fmt::layer()
         .with_writer(progress.clone())
         .with_ansi(io::stderr().is_terminal())
