@@ -28,16 +28,19 @@ pub const WAIT_TIMEOUT_ENV: &str = "MIDEN_GPU_WAIT_TIMEOUT_S";
 /// a working device, short enough that a hung one is given up.
 pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Polls answered by yielding the thread before the pauses between polls start.
-const YIELDS: u32 = 64;
+/// How long a wait polls without sleeping, yielding the thread between polls: a transfer piece
+/// (a 32 MiB slot moves in about 0.6 ms) or a short kernel ends within it and is seen at once,
+/// where a sleep could leave the copy engine idle for its length.
+const SPIN: Duration = Duration::from_millis(2);
 
-/// The longest pause between two polls: the most a wait adds to the device's own time.
-const MAX_PAUSE: Duration = Duration::from_micros(200);
+/// The longest pause between two polls after [`SPIN`]: the most a wait adds to the device's own
+/// time.
+const MAX_PAUSE: Duration = Duration::from_micros(50);
 
 // WAITS
 // ================================================================================================
 
-/// Polls `ready` until it answers `true`: yielding the thread between the first polls, then
+/// Polls `ready` until it answers `true`: yielding the thread between polls for [`SPIN`], then
 /// sleeping, each pause twice the last up to [`MAX_PAUSE`]. An error of `ready` ends the wait;
 /// once `deadline` has passed it is [`GpuError::Timeout`] for `operation` of `backend`.
 pub(crate) fn poll_until(
@@ -48,7 +51,6 @@ pub(crate) fn poll_until(
 ) -> Result<()> {
     let start = Instant::now();
     let mut pause = Duration::from_micros(2);
-    let mut polls = 0;
     loop {
         if ready()? {
             return Ok(());
@@ -57,8 +59,7 @@ pub(crate) fn poll_until(
         if waited >= deadline {
             return Err(GpuError::Timeout { backend, operation, waited, deadline });
         }
-        if polls < YIELDS {
-            polls += 1;
+        if waited < SPIN {
             std::thread::yield_now();
         } else {
             std::thread::sleep(pause.min(deadline - waited));

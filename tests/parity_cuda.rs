@@ -41,6 +41,7 @@ fn main() {
             cuda_field_arithmetic_matches_felt,
             cuda_multi_chunk_commitment_matches_cpu,
             tuning_options_keep_the_results,
+            registered_rows_match_cpu,
             invalid_options_are_rejected,
             invalid_device_lists_are_rejected,
             gpu_sets_agree,
@@ -235,6 +236,52 @@ fn tuning_options_keep_the_results() {
         let want = CpuCommitter::new().build_tree(&leaves, HashFunction::Rpo256).unwrap();
         assert!(c.build_tree(&leaves, HashFunction::Rpo256).unwrap() == want, "{what}: tree");
     }
+}
+
+/// LDE rows in registered host memory (`pinned_rows_bytes`), written by the DMA directly, on
+/// every GPU: the block registered by the first commitment of a size is reused by the next, the
+/// rows of a larger commitment than the cap allows take the pinned slots, and a streamed LDE
+/// (strided rows) goes through the slots into the block; every result equals the CPU's.
+fn registered_rows_match_cpu() {
+    let _gpu = gpu_alone(); // the streamed case's memory cap counts every committer's buffers
+    let devices = committer().devices();
+    let options = CudaOptions { pinned_rows_bytes: 64 << 20, ..CudaOptions::default() };
+    let mut rng = StdRng::seed_from_u64(11);
+    let c = committer_on(&devices, options).expect("committer with registered rows");
+    // 2^15 x 8 rows of 23 columns (row width 24): 48 MiB of rows, in the cap; 2^16 x 8: over it
+    for (log_rows, cols, lent) in [(15, 23, true), (15, 23, true), (16, 23, false), (12, 5, true)] {
+        let columns = random_columns(&mut rng, cols, 1 << log_rows);
+        let refs: Vec<&[Felt]> = columns.iter().map(|c| c.as_slice()).collect();
+        let request = CommitRequest {
+            input: PolyInput::Trace { columns: &refs },
+            blowup: 8,
+            row_hashing: RowHashing::WholeRow,
+            hash: HashFunction::Rpo256,
+        };
+        let want = CpuCommitter::new().commit(&request).unwrap();
+        let got = c.commit(&request).unwrap();
+        let what = format!("2^{log_rows} x {cols} on {devices:?}");
+        assert_eq!(got.lde.data.is_lent(), lent, "{what}: rows in a registered block");
+        assert_same(&got, &want, &what);
+    }
+    drop(c);
+    let streamed = CudaOptions {
+        pinned_rows_bytes: 64 << 20,
+        memory_limit: Some(24 << 20),
+        ..CudaOptions::default()
+    };
+    let c = committer_on(&devices[..1], streamed).expect("committer with a memory cap");
+    let columns = random_columns(&mut rng, 23, 1 << 14);
+    let refs: Vec<&[Felt]> = columns.iter().map(|c| c.as_slice()).collect();
+    let request = CommitRequest {
+        input: PolyInput::Trace { columns: &refs },
+        blowup: 8,
+        row_hashing: RowHashing::WholeRow,
+        hash: HashFunction::Rpx256,
+    };
+    let got = c.commit(&request).unwrap();
+    assert!(got.lde.data.is_lent(), "streamed rows in a registered block");
+    assert_same(&got, &CpuCommitter::new().commit(&request).unwrap(), "streamed into a block");
 }
 
 /// Options out of range are typed errors when the committer is built.

@@ -20,7 +20,7 @@ use miden_gpu::{
     Backend, CommitRequest, Commitment, CpuCommitter, Digest, Felt, GpuCommitter, GpuProver,
     HashFunction, LdeRows, RowHashing,
 };
-use winter_air::{proof::Proof, BatchingMethod, FieldExtension, ProofOptions};
+use winter_air::proof::Proof;
 use winter_crypto::{DefaultRandomCoin, MerkleTree};
 use winter_math::FieldElement;
 use winter_prover::Prover;
@@ -44,7 +44,7 @@ const PINNED_PROOF_DIGEST: &str =
 
 #[test]
 fn winterfell_transcript_is_the_pinned_releases() {
-    let options = fib_options();
+    let options = common::fib_proof_options();
     // One thread: Winterfell's concurrent grinding keeps the first nonce any thread finds.
     let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
     let (winterfell, gpu_prover) = one_thread.install(|| {
@@ -155,21 +155,9 @@ impl GpuCommitter for CorruptingCommitter {
     }
 }
 
-fn fib_options() -> ProofOptions {
-    ProofOptions::new(
-        27,
-        8,
-        0,
-        FieldExtension::Quadratic,
-        4,
-        31,
-        BatchingMethod::Linear,
-        BatchingMethod::Linear,
-    )
-}
 
 fn verifies(proof: &Proof, trace: &FibTrace) -> bool {
-    let acceptable = AcceptableOptions::OptionSet(vec![fib_options()]);
+    let acceptable = AcceptableOptions::OptionSet(vec![common::fib_proof_options()]);
     winter_verifier::verify::<FibAir, Rpo256, DefaultRandomCoin<Rpo256>, MerkleTree<Rpo256>>(
         proof.clone(),
         trace.inputs(),
@@ -180,7 +168,7 @@ fn verifies(proof: &Proof, trace: &FibTrace) -> bool {
 
 fn corrupting_prover(corruption: Corruption, call: usize) -> GpuProver<FibProver<Rpo256>> {
     GpuProver::with_committer(
-        FibProver::<Rpo256>::new(fib_options()),
+        FibProver::<Rpo256>::new(common::fib_proof_options()),
         Arc::new(CorruptingCommitter::new(corruption, call)),
     )
 }
@@ -192,7 +180,7 @@ fn self_check_answers_a_silently_wrong_backend_with_the_cpu_proof() {
     let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
     one_thread.install(|| {
         let trace = FibTrace::new(2, 256);
-        let expected = FibProver::<Rpo256>::new(fib_options())
+        let expected = FibProver::<Rpo256>::new(common::fib_proof_options())
             .prove(FibTrace::new(2, 256))
             .expect("Winterfell proof");
         for (corruption, call) in corruptions() {
@@ -241,7 +229,7 @@ fn without_self_check_the_wrong_data_gives_a_proof_that_fails() {
 fn self_check_cost() {
     let prover = |self_check: bool| {
         GpuProver::with_committer(
-            FibProver::<Rpo256>::new(fib_options()),
+            FibProver::<Rpo256>::new(common::fib_proof_options()),
             Arc::new(CpuCommitter::new()),
         )
         .with_self_check(self_check)

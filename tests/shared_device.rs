@@ -8,7 +8,10 @@
 
 mod common;
 
-use std::{sync::Arc, thread};
+use std::{
+    sync::{Arc, Mutex, PoisonError},
+    thread,
+};
 
 use common::{
     device::{tests, DeviceTests},
@@ -23,7 +26,7 @@ use miden_gpu::{
     RowHashing,
 };
 use rand::{rngs::StdRng, SeedableRng};
-use winter_air::{proof::Proof, BatchingMethod, FieldExtension, ProofOptions};
+use winter_air::proof::Proof;
 use winter_crypto::{DefaultRandomCoin, MerkleTree};
 use winter_prover::Prover;
 use winter_verifier::AcceptableOptions;
@@ -51,29 +54,17 @@ fn committer(limit: Option<u64>) -> Arc<CudaCommitter> {
 const PAIRS: usize = 8;
 const STEPS: usize = 1 << 14;
 
-fn options() -> ProofOptions {
-    ProofOptions::new(
-        27,
-        8,
-        0,
-        FieldExtension::Quadratic,
-        4,
-        31,
-        BatchingMethod::Linear,
-        BatchingMethod::Linear,
-    )
-}
 
 /// The proof of the Fibonacci trace by `GpuProver` on `committer`, CPU fallback off.
 fn prove(committer: Arc<dyn GpuCommitter>) -> Proof {
-    GpuProver::with_committer(FibProver::<Rpo256>::new(options()), committer)
+    GpuProver::with_committer(FibProver::<Rpo256>::new(common::fib_proof_options()), committer)
         .with_cpu_fallback(false)
         .prove(FibTrace::new(PAIRS, STEPS))
         .expect("proof")
 }
 
 fn verifies(proof: Proof) -> bool {
-    let acceptable = AcceptableOptions::OptionSet(vec![options()]);
+    let acceptable = AcceptableOptions::OptionSet(vec![common::fib_proof_options()]);
     winter_verifier::verify::<FibAir, Rpo256, DefaultRandomCoin<Rpo256>, MerkleTree<Rpo256>>(
         proof,
         FibTrace::new(PAIRS, STEPS).inputs(),
@@ -86,6 +77,7 @@ fn verifies(proof: Proof) -> bool {
 /// that each budgeted against the whole limit could together exceed it. With four threads on
 /// each, every proof verifies and the GPU's shared gauge stays within the limit.
 fn two_committers_share_a_gpu_within_its_limit() {
+    let _alone_on_the_gpu = ONE_TEST.lock().unwrap_or_else(PoisonError::into_inner);
     let alone = committer(None);
     assert!(verifies(prove(alone.clone())), "the proof alone does not verify");
     let peak_alone = alone.device_bytes_peak()[0];
@@ -93,6 +85,7 @@ fn two_committers_share_a_gpu_within_its_limit() {
     let limit = peak_alone + peak_alone / 2;
 
     let committers = [committer(Some(limit)), committer(Some(limit))];
+    committers[0].reset_shared_device_peak();
     let proofs: Vec<Proof> = thread::scope(|scope| {
         let threads: Vec<_> = (0..8)
             .map(|i| {
@@ -118,10 +111,14 @@ fn two_committers_share_a_gpu_within_its_limit() {
 // KEPT FRI LAYERS
 // ================================================================================================
 
+/// The tests measure the GPU's shared peak over their own work, so they run one at a time.
+static ONE_TEST: Mutex<()> = Mutex::new(());
+
 /// FRI layers kept on the device by one committer count in the GPU's shared gauge, and a
 /// commitment by another committer beside them, under a limit its full footprint alone would
 /// fill, streams within the limit and equals the CPU's.
 fn kept_fri_layers_count_against_the_limit() {
+    let _alone_on_the_gpu = ONE_TEST.lock().unwrap_or_else(PoisonError::into_inner);
     let mut rng = StdRng::seed_from_u64(7);
     let columns: Vec<Vec<Felt>> =
         (0..16).map(|_| (0..1 << 14).map(|_| random_felt(&mut rng)).collect()).collect();
@@ -139,6 +136,7 @@ fn kept_fri_layers_count_against_the_limit() {
     drop(alone);
 
     let keeper = committer(Some(limit));
+    keeper.reset_shared_device_peak();
     let coefficients: Vec<Felt> = (0..1 << 14).map(|_| random_felt(&mut rng)).collect();
     let components = [coefficients.as_slice(), coefficients.as_slice()];
     let fri = FriRequest {

@@ -128,6 +128,11 @@ impl Gauge {
         self.peak.load(Ordering::SeqCst)
     }
 
+    /// Starts the peak again from the bytes held now.
+    pub(super) fn reset_peak(&self) {
+        self.peak.store(self.held(), Ordering::SeqCst);
+    }
+
     fn add(&self, bytes: u64) {
         let held = self.held.fetch_add(bytes, Ordering::SeqCst) + bytes;
         self.peak.fetch_max(held, Ordering::SeqCst);

@@ -239,11 +239,17 @@ impl CudaCommitter {
     }
 
     /// The most device memory that the committers of this process have held together on each
-    /// of this committer's GPUs since the first of them opened it (in the order of
-    /// [`Self::devices`]). Where they all have the same memory limit, none exceeds it: the
+    /// of this committer's GPUs since the first of them opened it, or since the last
+    /// [`Self::reset_shared_device_peak`] (in the order of [`Self::devices`]). Where they all have the same memory limit, none exceeds it: the
     /// committers of one GPU budget against what the others hold.
     pub fn shared_device_bytes_peak(&self) -> Vec<u64> {
         self.gpus.iter().map(|gpu| gpu.device.gauge.peak()).collect()
+    }
+
+    /// Starts [`Self::shared_device_bytes_peak`] again, on each of this committer's GPUs, from
+    /// the memory held now (for a peak over a window of work: one job, one test).
+    pub fn reset_shared_device_peak(&self) {
+        self.gpus.iter().for_each(|gpu| gpu.device.gauge.reset_peak());
     }
 
     /// Runs one call on the GPUs' states during the GPUs' turns (taken in ordinal order, before

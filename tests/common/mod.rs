@@ -775,6 +775,22 @@ pub fn random_digest(rng: &mut impl Rng, hash: HashFunction) -> Digest {
 #[path = "../../examples/fib/mod.rs"]
 pub mod fib;
 
+/// The options of the Fibonacci proofs of the prover, fault and shared-device tests: 27
+/// queries, blowup 8, no grinding, quadratic extension, FRI folding 4 down to degree 31.
+pub fn fib_proof_options() -> winter_air::ProofOptions {
+    use winter_air::{BatchingMethod, FieldExtension, ProofOptions};
+    ProofOptions::new(
+        27,
+        8,
+        0,
+        FieldExtension::Quadratic,
+        4,
+        31,
+        BatchingMethod::Linear,
+        BatchingMethod::Linear,
+    )
+}
+
 /// Proves Fibonacci traces with the plain Winterfell prover and with `GpuProver` on `committer`
 /// for every field extension and each of `hashes` (BLAKE3 with winter-crypto's hashers), with
 /// and without partitions; asserts byte-identical proofs that verify, and that a proof with one
