@@ -58,6 +58,8 @@ pub mod progress;
 mod prover;
 mod resident;
 mod select;
+#[cfg(feature = "service")]
+pub mod service;
 mod stage_times;
 #[cfg(feature = "tools")]
 pub mod timing;
