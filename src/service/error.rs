@@ -39,6 +39,9 @@ pub enum ServiceError {
     /// The worker's prover pool could not start.
     #[error(transparent)]
     Pool(#[from] PoolError),
+    /// The async runtime of a worker or client could not start.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
     /// The metrics endpoint could not start.
     #[error("cannot serve metrics on {address}: {message}")]
     Metrics {

@@ -31,10 +31,16 @@ use tracing_subscriber::{
 
 mod data;
 mod error;
+#[cfg(feature = "service")]
+mod fetch;
 mod program;
 mod progress;
 mod prove;
 mod report;
+#[cfg(feature = "service")]
+mod serve;
+#[cfg(feature = "service")]
+mod submit;
 mod untrusted;
 mod verify;
 
@@ -59,6 +65,15 @@ enum Command {
     Prove(ProveCmd),
     /// Verify a proof of a Miden program
     Verify(VerifyCmd),
+    /// Prove the jobs of a fleet's NATS queue on this host's GPUs, until stopped
+    #[cfg(feature = "service")]
+    Serve(serve::ServeCmd),
+    /// Put a proof job on a fleet's NATS queue and write its proof when it is done
+    #[cfg(feature = "service")]
+    Submit(submit::SubmitCmd),
+    /// Write the proof of a job submitted earlier
+    #[cfg(feature = "service")]
+    Fetch(fetch::FetchCmd),
 }
 
 // MAIN
@@ -70,11 +85,17 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let progress = Progress::new();
     let times = SpanTimes::new();
-    init_tracing(&progress, &times);
+    init_tracing(&progress, &times, cli.command.default_log());
 
     let result = match &cli.command {
         Command::Prove(command) => command.execute(&progress, &times),
         Command::Verify(command) => command.execute(&progress),
+        #[cfg(feature = "service")]
+        Command::Serve(command) => command.execute(),
+        #[cfg(feature = "service")]
+        Command::Submit(command) => command.execute(&progress),
+        #[cfg(feature = "service")]
+        Command::Fetch(command) => command.execute(),
     };
     progress.finish();
     match result {
@@ -86,12 +107,23 @@ fn main() -> ExitCode {
     }
 }
 
-/// Log lines as `RUST_LOG` asks (default: this crate's warnings, such as a fallback to the CPU),
-/// written around the spinner; the spinner's proof steps and the stage times see every span and
-/// no event.
-fn init_tracing(progress: &Progress, times: &SpanTimes) {
+impl Command {
+    /// The log lines shown when `RUST_LOG` is not set: this crate's warnings (such as a fallback
+    /// to the CPU), and for a long-running worker its jobs too.
+    fn default_log(&self) -> &'static str {
+        match self {
+            #[cfg(feature = "service")]
+            Self::Serve(_) => "miden_gpu=info",
+            _ => "miden_gpu=warn",
+        }
+    }
+}
+
+/// Log lines as `RUST_LOG` asks (default: `default_log`), written around the spinner; the
+/// spinner's proof steps and the stage times see every span and no event.
+fn init_tracing(progress: &Progress, times: &SpanTimes, default_log: &str) {
     let log_filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("miden_gpu=warn"));
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_log));
     let log = tracing_subscriber::fmt::layer()
         .with_writer(progress.clone())
         .with_ansi(io::stderr().is_terminal())
