@@ -9,7 +9,7 @@ use async_nats::{
         self,
         consumer::{pull, AckPolicy, PullConsumer},
         kv::{self, CreateErrorKind, Operation},
-        stream::{self, RetentionPolicy, StorageType},
+        stream::{self, DiscardPolicy, RetentionPolicy, StorageType},
     },
     Client, ConnectOptions, Event, HeaderMap,
 };
@@ -111,20 +111,7 @@ impl Fleet {
             })
             .await
             .map_err(|e| ServiceError::nats(format!("open the stream {}", options.stream), e))?;
-        let results = match jetstream.get_key_value(&options.results).await {
-            Ok(results) => results,
-            Err(_) => jetstream
-                .create_key_value(kv::Config {
-                    bucket: options.results.clone(),
-                    history: 1,
-                    storage: StorageType::File,
-                    ..Default::default()
-                })
-                .await
-                .map_err(|e| {
-                    ServiceError::nats(format!("open the bucket {}", options.results), e)
-                })?,
-        };
+        let results = open_results(&jetstream, &options.results).await?;
         Ok(Self { client, jetstream, stream, results, options: options.clone() })
     }
 
@@ -293,4 +280,34 @@ impl Fleet {
             .map_err(|e| ServiceError::nats(format!("read the result of job {id}"), e))?;
         Ok(entry.is_some_and(|entry| entry.operation == Operation::Put))
     }
+}
+
+// RESULTS BUCKET
+// ================================================================================================
+
+/// The results bucket `bucket`, its stream created where absent with the settings the client
+/// gives a key-value bucket of one value per key (the client's own bucket creation first reads
+/// account fields that nats-server 2.9 does not send).
+async fn open_results(
+    jetstream: &jetstream::Context,
+    bucket: &str,
+) -> Result<kv::Store, ServiceError> {
+    let failed =
+        |e: &dyn std::fmt::Display| ServiceError::nats(format!("open the bucket {bucket}"), e);
+    jetstream
+        .get_or_create_stream(stream::Config {
+            name: format!("KV_{bucket}"),
+            subjects: vec![format!("$KV.{bucket}.>")],
+            max_messages_per_subject: 1,
+            storage: StorageType::File,
+            allow_rollup: true,
+            deny_delete: true,
+            allow_direct: true,
+            discard: DiscardPolicy::New,
+            num_replicas: 1,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| failed(&e))?;
+    jetstream.get_key_value(bucket).await.map_err(|e| failed(&e))
 }

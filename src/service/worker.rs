@@ -260,6 +260,7 @@ impl Worker {
                     ),
                 }),
                 Ok(job) => {
+                    info!("proving");
                     let queued = SystemTime::now().duration_since(published).unwrap_or_default();
                     self.prove(job, &message, delivered, queued, delivery.ack_wait).await
                 },
