@@ -10,6 +10,7 @@
 
 #[path = "cli_support/mod.rs"]
 mod cli_support;
+#[allow(dead_code)] // the device tests' other parts
 #[path = "common/device.rs"]
 mod device;
 
@@ -18,6 +19,7 @@ use std::{
     io::{Read, Write},
     net::{TcpListener, TcpStream},
     process::{Child, Command, ExitStatus, Stdio},
+    sync::LazyLock,
     thread,
     time::{Duration, Instant},
 };
@@ -238,12 +240,13 @@ fn terminate(child: &Child) {
     assert!(status.is_ok_and(|status| status.success()), "SIGTERM to process {}", child.id());
 }
 
+/// Runs `future` on the tests' runtime, where the clients' connections live.
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(future)
+    static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(1).enable_all().build().expect("a runtime")
+    });
+    RUNTIME.block_on(future)
 }
 
 // WORKERS

@@ -28,7 +28,7 @@ const LATENCY_BUCKETS: [f64; 12] =
 /// A worker's counters and gauges, rendered in Prometheus' text format:
 ///
 /// - `miden_gpu_jobs_total{outcome}`: jobs filed as `proved` or `failed`, and `duplicate`
-///   deliveries of jobs that had a result;
+///   deliveries of jobs whose result another delivery filed (found before or after the proof);
 /// - `miden_gpu_job_failures_total{kind}`: failed jobs by [`super::FailureKind`];
 /// - `miden_gpu_proof_seconds`: histogram of the time from a job's start on the pool to its
 ///   proof (or failure), execution and self-check included;
@@ -122,7 +122,7 @@ impl Metrics {
         }
     }
 
-    /// A job was delivered again after its result was filed.
+    /// A delivery of a job whose result another delivery filed.
     pub(crate) fn duplicate(&self) {
         self.jobs.with_label_values(&["duplicate"]).inc();
     }

@@ -266,26 +266,34 @@ impl Worker {
                 },
             };
             let result = self.fit(JobResult::new(id.clone(), self.options.name.clone(), outcome));
-            match self.file(&result).await {
-                Ok(written) => {
-                    match (&result.outcome, written) {
-                        (_, false) => info!("another worker filed the job's result first"),
-                        (Outcome::Proved(proved), true) => {
-                            info!(proving_ms = proved.proving_ms, "proved")
-                        },
-                        (Outcome::Failed(failure), true) => info!(%failure, "failed"),
-                    }
-                    self.metrics.finished(&result.outcome);
-                    acknowledge(&message).await;
-                },
-                Err(error) => {
-                    warn!(%error, "cannot write the result; the job goes back to the queue");
-                    give_back(&message).await;
-                },
-            }
+            self.file_and_acknowledge(&result, &message).await;
         }
         .instrument(span)
         .await
+    }
+
+    /// Files `result` and acknowledges `message`, or gives the message back when the result
+    /// cannot be written.
+    async fn file_and_acknowledge(&self, result: &JobResult, message: &Message) {
+        match self.file(result).await {
+            Ok(true) => {
+                match &result.outcome {
+                    Outcome::Proved(proved) => info!(proving_ms = proved.proving_ms, "proved"),
+                    Outcome::Failed(failure) => info!(%failure, "failed"),
+                }
+                self.metrics.finished(&result.outcome);
+                acknowledge(message).await;
+            },
+            Ok(false) => {
+                info!("another worker filed the job's result first");
+                self.metrics.duplicate();
+                acknowledge(message).await;
+            },
+            Err(error) => {
+                warn!(%error, "cannot write the result; the job goes back to the queue");
+                give_back(message).await;
+            },
+        }
     }
 
     /// Proves `job` on the pool, reporting progress to the server meanwhile.
