@@ -148,7 +148,7 @@ fn mixed_cases(count: usize) -> Vec<Case> {
 fn nats_server_missing() -> Option<String> {
     match Command::new("nats-server").arg("--version").output() {
         Ok(output) if output.status.success() => None,
-        _ => Some("nats-server is not installed (scripts/test.sh installs it)".into()),
+        _ => Some("nats-server is not installed; scripts/test.sh installs it".into()),
     }
 }
 
