@@ -31,4 +31,4 @@ pub use job::{Job, JobProgram, RejectedJob};
 pub use metrics::{Metrics, MetricsServer};
 pub use result::{FailureKind, JobFailure, JobResult, Outcome, ProvedJob};
 pub use wire::{check_job_id, new_job_id, FORMAT_VERSION, MAX_ID_BYTES};
-pub use worker::{Prepare, PreparedJob, Worker, WorkerOptions};
+pub use worker::{Prepare, PreparedJob, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES};

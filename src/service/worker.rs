@@ -45,6 +45,9 @@ use super::{
 };
 use crate::{miden::prove_with_committer, pool::ProverPool};
 
+/// The default of [`WorkerOptions::max_job_bytes`]: 4 MiB.
+pub const DEFAULT_MAX_JOB_BYTES: usize = 4 << 20;
+
 /// How often a failed result write is tried; the delays between tries double from
 /// [`RETRY_DELAY`] up to [`MAX_RETRY_DELAY`] (about 20 s in all).
 const WRITE_ATTEMPTS: u32 = 8;
@@ -65,7 +68,7 @@ const RESULT_OVERHEAD: usize = 1024;
 pub struct WorkerOptions {
     /// The name in results, logs and the server's connection list.
     pub name: String,
-    /// The largest job message taken, in bytes (default 4 MiB); a larger one is a
+    /// The largest job message taken, in bytes ([`DEFAULT_MAX_JOB_BYTES`]); a larger one is a
     /// [`FailureKind::TooLarge`] result.
     pub max_job_bytes: usize,
     /// The most cycles one execution may take (default `ExecutionOptions::MAX_CYCLES`); a job
@@ -81,7 +84,7 @@ impl WorkerOptions {
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
-            max_job_bytes: 4 << 20,
+            max_job_bytes: DEFAULT_MAX_JOB_BYTES,
             max_cycles: ExecutionOptions::MAX_CYCLES,
             pull_wait: Duration::from_secs(1),
         }

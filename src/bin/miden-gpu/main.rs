@@ -9,6 +9,16 @@
 //!     [-o program.outputs]
 //! ```
 //!
+//! With feature `service`, a prover fleet on NATS JetStream ([`miden_gpu::service`]):
+//!
+//! ```text
+//! miden-gpu serve [--nats URL] [--backend ...] [--workers N] [--metrics ADDR]
+//!     [--max-job-bytes N] [-m max-cycles] [--ack-wait SECS] [--max-deliver N] [--name NAME]
+//! miden-gpu submit program.masm [-i ...] [-p ...] [-o ...] [--hasher ...] [-s ...] [-m ...]
+//!     [--nats URL] [--no-wait] [--timeout SECS]
+//! miden-gpu fetch <job id> [-p ...] [-o ...] [--nats URL] [--wait] [--timeout SECS]
+//! ```
+//!
 //! Arguments, defaults and files are those of miden-vm 0.20's `miden prove` and `miden verify`
 //! (the formats are listed in the `data` module): a proof made here verifies with `miden verify` and the other way round. The
 //! differences: the hash function defaults to RPO, `--backend` picks where the commitments run

@@ -12,7 +12,7 @@ use clap::Args;
 use miden_gpu::{
     service::{
         FailureKind, Fleet, FleetOptions, Job, JobFailure, JobProgram, MetricsServer, PreparedJob,
-        ServiceError, Worker, WorkerOptions,
+        ServiceError, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES,
     },
     Backend, BackendOptions, PoolOptions, ProverPool,
 };
@@ -52,7 +52,7 @@ pub struct ServeCmd {
     metrics: Option<String>,
 
     /// The largest job taken, in bytes; a larger one gets an error result
-    #[arg(long = "max-job-bytes", default_value_t = WorkerOptions::new("").max_job_bytes)]
+    #[arg(long = "max-job-bytes", default_value_t = DEFAULT_MAX_JOB_BYTES)]
     max_job_bytes: usize,
 
     /// The most cycles one program may take; a job may ask for fewer
