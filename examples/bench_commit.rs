@@ -22,6 +22,8 @@
 //! in one run (all stay open for the whole run), and each set against the first.
 //! `RUST_LOG=miden_gpu=info` adds the backends' log lines and each of their spans with its time.
 
+miden_gpu::use_jemalloc!();
+
 #[path = "support/mod.rs"]
 mod support;
 
@@ -82,6 +84,11 @@ struct Args {
     /// Print the device time of each stage and the kernel rates of every GPU point.
     #[arg(long)]
     stages: bool,
+    /// GiB of host memory the CUDA committers keep registered for LDE rows, written by the
+    /// GPUs directly from the second commitment of a size on (`CudaOptions::pinned_rows_bytes`;
+    /// 0: rows through pinned slots).
+    #[arg(long, default_value_t = 0)]
+    pinned_rows_gib: u64,
     /// Output folder for results.json and time_vs_rows.svg.
     #[arg(long, default_value = "bench-results")]
     out: PathBuf,
@@ -195,7 +202,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     let workloads = args.workloads();
     let gpu_sets: Vec<Vec<usize>> = args.devices.iter().map(|set| set.0.clone()).collect();
-    let targets = targets::targets(&args.backends()?, &gpu_sets);
+    let targets = targets::targets(&args.backends()?, &gpu_sets, args.pinned_rows_gib << 30);
     if targets.is_empty() {
         return Err("no backend to time".into());
     }

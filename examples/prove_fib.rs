@@ -7,6 +7,8 @@
 //! cargo run --release --features cuda --example prove_fib -- --backend cuda
 //! ```
 
+miden_gpu::use_jemalloc!();
+
 mod fib;
 
 use std::{io::IsTerminal, sync::Arc};

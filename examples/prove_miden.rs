@@ -18,12 +18,15 @@
 //! With `--pool-jobs N` it measures throughput instead: N copies of the program are proved
 //! through a `ProverPool` for each device set of `--pool-devices` (default: the first GPU, the
 //! first two, ... up to every CUDA GPU; on the CPU backend a set's size is its number of CPU
-//! slots) and proofs per minute are printed side by side:
+//! slots) and proofs per minute are printed side by side, with the process's peak resident
+//! memory after each set (a high-water mark: it never falls):
 //!
 //! ```text
 //! cargo run --release --features cuda,miden --example prove_miden -- \
 //!     --program fib --cycles-log 20 --backend cuda --pool-jobs 8 --pool-devices '0;0,1'
 //! ```
+
+miden_gpu::use_jemalloc!();
 
 use std::{process::ExitCode, sync::Arc, time::Instant};
 
@@ -328,6 +331,10 @@ fn run_pool(
         let proofs: Vec<_> = handles.into_iter().map(|handle| handle.wait()).collect();
         let wall = start.elapsed();
         let run = PoolRun { devices, slots: pool.slots(), workers: pool.workers(), wall };
+        let peak = match pool.peak_resident_bytes() {
+            Some(bytes) => format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20)),
+            None => "not reported".into(),
+        };
         pool.shutdown();
 
         for (job, proved) in proofs.into_iter().enumerate() {
@@ -347,7 +354,7 @@ fn run_pool(
             }
         }
         println!(
-            "{}: {jobs} proofs in {:.1?} ({} slots, {} workers)",
+            "{}: {jobs} proofs in {:.1?} ({} slots, {} workers; peak resident memory {peak})",
             run.devices, run.wall, run.slots, run.workers
         );
         runs.push(run);

@@ -105,6 +105,15 @@ if [ "$status" -eq 0 ]; then
     tee -a "$log" || status=$?
 fi
 
+# 4a. Faults injected inside the backends (feature `fault-injection`, tests only): every device
+# operation of a commitment, the DEEP steps and a FRI phase fails in turn, on wgpu (lavapipe
+# without a GPU; about a minute) and, where a device is present, on CUDA.
+if [ "$status" -eq 0 ]; then
+  say "faults inside the backends (feature fault-injection)"
+  cargo test --release --features "$features,fault-injection" --test backend_faults 2>&1 |
+    tee -a "$log" || status=$?
+fi
+
 # 4b. Overflow checks and debug assertions: the tests of bad input and faults and the library's
 # unit tests in the `checked` profile (release with both on; Cargo.toml), built without the GPU
 # backends so the extra build stays short. Where a test may create a memory-limited cgroup (root,

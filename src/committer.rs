@@ -19,7 +19,7 @@ use crate::{
     error::{GpuError, Result},
     fri::{FoldingChannel, FriLayers, FriRequest},
     hash::{Digest, HashFunction},
-    host,
+    host::{self, HostBuffer},
     resident::ResidentPolys,
     stage_times::StageTimes,
 };
@@ -177,8 +177,9 @@ fn check_columns(columns: &[&[Felt]]) -> Result<usize> {
 /// zeros to `row_width` (a multiple of Winterfell's segment width, 8); the first `num_cols` are the row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LdeRows {
-    /// `num_rows · row_width` base elements.
-    pub data: Vec<Felt>,
+    /// `num_rows · row_width` base elements (a vector, or memory a backend lent and takes back
+    /// when the rows drop).
+    pub data: HostBuffer<Felt>,
     /// Stored elements per row.
     pub row_width: usize,
     /// Meaningful elements per row (base columns).

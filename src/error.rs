@@ -1,5 +1,7 @@
 //! The typed errors of the public API.
 
+use std::time::Duration;
+
 use thiserror::Error;
 
 use crate::backend::Backend;
@@ -122,6 +124,43 @@ pub enum GpuError {
         /// What the driver reported.
         message: String,
     },
+    /// The device can no longer be used: the driver reported an error after which its context is
+    /// unusable (an illegal address, a failed launch, an uncorrectable ECC error), the device was
+    /// lost, or a wait on it exceeded its deadline. The committer records it and refuses every
+    /// later call at once with this error; make a new committer (for CUDA, a new process) to
+    /// use the device again.
+    #[error("{backend} device lost: {message}; this committer refuses further work")]
+    DeviceLost {
+        /// The backend whose device was lost.
+        backend: Backend,
+        /// What the driver reported, or why the device was given up.
+        message: String,
+    },
+    /// A wait on the device exceeded its deadline (`wait_timeout` in the backend's options): the
+    /// device did not finish the work it was given. The device counts as lost afterwards.
+    #[error(
+        "{backend}: {operation} did not complete within its deadline of {deadline:?} (waited \
+         {waited:?}); the device is treated as lost"
+    )]
+    Timeout {
+        /// The backend whose device did not answer.
+        backend: Backend,
+        /// What was waited for.
+        operation: &'static str,
+        /// How long the wait lasted.
+        waited: Duration,
+        /// The deadline it exceeded.
+        deadline: Duration,
+    },
+    /// A count computed from a request's dimensions (a launch's blocks, a kernel's element
+    /// count or offset) does not fit the 32 bits a kernel launch takes.
+    #[error("{what} is {value}, more than a kernel launch's 32-bit limit of {}", u32::MAX)]
+    DimensionOverflow {
+        /// What was being counted.
+        what: &'static str,
+        /// The count.
+        value: u64,
+    },
     /// A size computed from a request's dimensions (elements of an LDE, of a polynomial set)
     /// does not fit in a `usize`.
     #[error("{what}: {count} x {size} elements overflow the address space")]
@@ -145,6 +184,19 @@ pub enum GpuError {
         /// What the verifier reported.
         reason: String,
     },
+}
+
+/// `value` as a 32-bit launch dimension or kernel scalar; [`GpuError::DimensionOverflow`] naming
+/// `what` if it does not fit.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub(crate) fn to_u32<T>(value: T, what: &'static str) -> Result<u32>
+where
+    T: TryInto<u32> + TryInto<u64> + Copy,
+{
+    value.try_into().map_err(|_| GpuError::DimensionOverflow {
+        what,
+        value: TryInto::<u64>::try_into(value).unwrap_or(u64::MAX),
+    })
 }
 
 /// The result type of this crate.

@@ -36,6 +36,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "tools")]
+pub mod alloc;
 mod backend;
 mod committer;
 mod cpu;
@@ -48,7 +50,11 @@ mod error;
 pub mod faults;
 pub mod fri;
 mod hash;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+mod health;
 mod host;
+#[cfg(feature = "fault-injection")]
+pub mod inject;
 #[cfg(feature = "miden")]
 pub mod miden;
 mod options;
@@ -61,6 +67,7 @@ mod select;
 #[cfg(feature = "service")]
 pub mod service;
 mod stage_times;
+
 #[cfg(feature = "tools")]
 pub mod timing;
 #[cfg(feature = "wgpu")]
@@ -71,7 +78,9 @@ pub use committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput,
 pub use cpu::{CpuCommitter, CpuOptions};
 pub use error::{GpuError, Result};
 pub use hash::{Digest, GpuHasher, HashFunction, RescueLanes, DIGEST_BYTES};
-pub use host::HostOptions;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub use health::{DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV};
+pub use host::{HostBuffer, HostOptions};
 pub use miden_crypto::Felt;
 pub use options::{BackendOptions, BACKEND_ENV};
 pub use pool::{PoolOptions, ProverPool};

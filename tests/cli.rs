@@ -390,3 +390,107 @@ fn prove_reports_malformed_environment() {
         assert!(!dir.path("program.proof").exists(), "{name}={value} proved");
     }
 }
+
+// SEVERAL PROGRAMS
+// ================================================================================================
+
+/// Programs without inputs proved beside [`PROGRAM`], and one that does not assemble.
+const OTHER_PROGRAMS: [(&str, &str); 2] = [
+    ("add.masm", "begin push.1 push.2 add swap drop end"),
+    ("mul.masm", "begin push.3 push.4 mul push.5 add swap drop end"),
+];
+const BAD_PROGRAM: (&str, &str) = ("bad.masm", "begin push.1 no_such_instruction end");
+
+/// The value of the `name` line in the report block of `program` (from its `program` line to
+/// the next blank line) of a several-program `prove`.
+fn block_value(output: &Output, program: &Path, name: &str) -> String {
+    let stdout = stdout(output);
+    let block = stdout
+        .split("\n\n")
+        .find(|block| {
+            block
+                .lines()
+                .any(|line| line.strip_prefix("program ").is_some_and(|v| v.trim() == arg(program)))
+        })
+        .unwrap_or_else(|| panic!("no report of {}:\n{stdout}", program.display()));
+    block
+        .lines()
+        .find_map(|line| line.strip_prefix(name).map(|value| value.trim().to_string()))
+        .unwrap_or_else(|| panic!("no `{name}` line in:\n{block}"))
+}
+
+/// Whether two proofs of one program are the same: byte for byte, or (the grinding nonce is the
+/// first one any thread finds) equal but for the nonce, every commitment equal.
+fn same_proof(a: &[u8], b: &[u8]) -> bool {
+    let stark = |bytes: &[u8]| {
+        miden_prover::ExecutionProof::from_bytes(bytes).expect("an execution proof").into_parts().1
+    };
+    a == b || miden_gpu::compare_proofs(&stark(a), &stark(b)).is_match()
+}
+
+/// Three programs and one that does not assemble, proved in one call: the bad one has its own
+/// `error:` line and the status is 1; each good one's files are written, its proof verifies and
+/// equals the proof of the program proved alone.
+#[test]
+fn prove_several_programs_as_alone() {
+    let dir = TempDir::new("several");
+    let mut good = vec![dir.file("program.masm", PROGRAM)];
+    dir.file("program.inputs", INPUTS);
+    good.extend(OTHER_PROGRAMS.iter().map(|(name, source)| dir.file(name, source)));
+    let bad = dir.file(BAD_PROGRAM.0, BAD_PROGRAM.1);
+    let mut args =
+        vec!["prove".to_string(), "-b".into(), "cpu".into(), "--jobs".into(), "3".into()];
+    args.extend([&good[0], &bad, &good[1], &good[2]].map(|path| arg(path)));
+    let output = miden_gpu(&args.iter().map(String::as_str).collect::<Vec<_>>());
+
+    assert_error_status(&output, 1, "1 of 4 programs failed");
+    let errors = stderr(&output);
+    assert!(
+        errors.contains(&format!("error: {}: failed to assemble", arg(&bad))),
+        "no error line naming the bad program:\n{errors}"
+    );
+    assert!(!dir.path("bad.proof").exists() && !dir.path("bad.outputs").exists());
+    assert_eq!(report_value(&output, "programs"), "3 proved, 1 failed");
+    assert!(report_value(&output, "peak memory").contains("MiB resident"), "{}", stdout(&output));
+    assert_eq!(written_outputs(&dir.path("program.outputs")), OUTPUTS);
+
+    let alone = TempDir::new("several-alone");
+    alone.file("program.inputs", INPUTS);
+    for program in &good {
+        let name = program.file_name().expect("a file name").to_string_lossy().into_owned();
+        let proof = program.with_extension("proof");
+        let hash = block_value(&output, program, "program hash");
+        assert_success(&verify(&hash, &proof));
+
+        let single = alone.file(&name, fs::read(program).expect("read the program"));
+        assert_success(&miden_gpu(&["prove", &arg(&single), "-b", "cpu"]));
+        let (together, by_itself) = (fs::read(&proof), fs::read(single.with_extension("proof")));
+        assert!(
+            same_proof(&together.expect("proof"), &by_itself.expect("proof alone")),
+            "{name}: the proof differs from the program's proof alone"
+        );
+    }
+}
+
+/// `-i`, `-p` and `-o` name one program's files: with several programs they are invalid
+/// arguments; so are programs whose default files collide. Nothing is written.
+#[test]
+fn prove_several_refuses_single_file_flags_and_shared_outputs() {
+    let dir = TempDir::new("several-refused");
+    let a = arg(&dir.file("a.masm", OTHER_PROGRAMS[0].1));
+    let b = arg(&dir.file("b.masm", OTHER_PROGRAMS[1].1));
+    let package = arg(&dir.file("a.masp", b"not even read"));
+    let proof = arg(&dir.path("x.proof"));
+    let cases: [(&[&str], &str); 4] = [
+        (&["-p", &proof, &a, &b], "-p/--proof names a file of one program"),
+        (&["-i", &a, &a, &b], "-i/--input names a file of one program"),
+        (&[&a, &b, &package], "would both write"),
+        (&[&a, &b, &a], "would both write"),
+    ];
+    let before = dir.names();
+    for (args, message) in cases {
+        let output = miden_gpu(&[&["prove", "-b", "cpu"], args].concat());
+        assert_error_status(&output, 2, message);
+        assert_eq!(dir.names(), before, "{args:?} wrote files");
+    }
+}

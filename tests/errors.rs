@@ -115,7 +115,7 @@ fn zero_partition_size_and_bad_stage_inputs() {
         CpuCommitter::new().build_tree(&leaves, HashFunction::Rpo256).unwrap_err(),
         GpuError::TraceLengthNotPowerOfTwo(3)
     );
-    let rows = LdeRows { data: column(12), row_width: 8, num_cols: 5 };
+    let rows = LdeRows { data: column(12).into(), row_width: 8, num_cols: 5 };
     assert!(matches!(
         CpuCommitter::new().hash_rows(&rows, RowHashing::WholeRow, HashFunction::Rpx256),
         Err(GpuError::ColumnLengthMismatch { .. })
@@ -230,20 +230,20 @@ fn composition_with_huge_column_count_or_length() {
 
 #[test]
 fn lde_rows_of_any_width_are_checked_not_divided_by() {
-    let rows = LdeRows { data: column(16), row_width: 0, num_cols: 0 };
+    let rows = LdeRows { data: column(16).into(), row_width: 0, num_cols: 0 };
     assert_eq!(rows.num_rows(), 0);
     let hash_rows = |rows: &LdeRows| {
         CpuCommitter::new().hash_rows(rows, RowHashing::WholeRow, HashFunction::Rpo256)
     };
     assert_eq!(hash_rows(&rows).unwrap_err(), GpuError::ZeroColumns);
     for row_width in [0, 3, usize::MAX] {
-        let rows = LdeRows { data: column(16), row_width, num_cols: 4 };
+        let rows = LdeRows { data: column(16).into(), row_width, num_cols: 4 };
         assert!(
             matches!(hash_rows(&rows), Err(GpuError::ColumnLengthMismatch { .. })),
             "row width {row_width}"
         );
     }
-    let rows = LdeRows { data: column(16), row_width: 8, num_cols: 8 };
+    let rows = LdeRows { data: column(16).into(), row_width: 8, num_cols: 8 };
     assert_eq!(hash_rows(&rows).unwrap().len(), 2);
     assert!(matches!(
         CpuCommitter::new().hash_rows(&rows, RowHashing::Partitioned(usize::MAX), HashFunction::Rpo256),

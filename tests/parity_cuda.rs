@@ -6,6 +6,8 @@
 
 mod common;
 
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
 use common::device::{tests, DeviceTests};
 
 use cudarc::{
@@ -49,7 +51,21 @@ fn main() {
         .run()
 }
 
+/// The memory-cap tests budget against everything the process holds on the GPU (the committers
+/// of one GPU share its budget), so each runs alone: they hold this lock to write, the other
+/// tests to read.
+static GPU: RwLock<()> = RwLock::new(());
+
+fn gpu_shared() -> RwLockReadGuard<'static, ()> {
+    GPU.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn gpu_alone() -> RwLockWriteGuard<'static, ()> {
+    GPU.write().unwrap_or_else(PoisonError::into_inner)
+}
+
 fn cuda_backend_matches_winterfell() {
+    let _gpu = gpu_shared();
     let c = committer();
     common::run_parity_suite(&c, 0xC0DA, 60, &common::GPU_HASHES);
 }
@@ -57,12 +73,14 @@ fn cuda_backend_matches_winterfell() {
 /// `GpuProver` on CUDA: proofs byte-identical to Winterfell's for every field extension and
 /// hash, verified; tampered proofs rejected.
 fn cuda_prover_matches_winterfell() {
+    let _gpu = gpu_shared();
     let c = committer();
     common::check_proofs(std::sync::Arc::new(c), &common::GPU_HASHES);
 }
 
 /// The FRI commit phase (DEEP evaluation, layer leaves and trees, folding) against the CPU's.
 fn cuda_fri_layers_match_cpu() {
+    let _gpu = gpu_shared();
     let c = committer();
     common::check_fri(&c, &common::random_fri_cases(0xF01D, 60, 12), 0xF01D);
 }
@@ -88,6 +106,7 @@ extern "C" __global__ void field_ops(const u64* a, const u64* b, u64* out, u32 n
 /// device against `Felt`, word for word (the hashes must reproduce winter_math's non-canonical
 /// results too), on `common::field_test_words`: edge, near-2^64 and random words.
 fn cuda_field_arithmetic_matches_felt() {
+    let _gpu = gpu_shared();
     committer();
     let ctx = CudaContext::new(0).expect("CUDA context");
     let (major, minor) = ctx.compute_capability().expect("compute capability");
@@ -148,6 +167,7 @@ fn assert_same(got: &miden_gpu::Commitment, want: &miden_gpu::Commitment, what: 
 
 /// Several hash chunks and pinned-ring rounds: 2^18 rows x 19 columns, blowup 8 (2M LDE rows).
 fn cuda_multi_chunk_commitment_matches_cpu() {
+    let _gpu = gpu_shared();
     let c = committer();
     let mut rng = StdRng::seed_from_u64(7);
     let columns = random_columns(&mut rng, 19, 1 << 18);
@@ -182,6 +202,7 @@ fn committer_on(devices: &[usize], options: CudaOptions) -> Result<CudaCommitter
 /// One permutation per thread instead of per quad, other hashing blocks per SM and a
 /// synchronization after every launch: each compiles its own kernels, with the CPU's results.
 fn tuning_options_keep_the_results() {
+    let _gpu = gpu_shared();
     let device = committer().devices()[0];
     let mut rng = StdRng::seed_from_u64(5);
     let columns = random_columns(&mut rng, 11, 1 << 12);
@@ -218,6 +239,7 @@ fn tuning_options_keep_the_results() {
 
 /// Options out of range are typed errors when the committer is built.
 fn invalid_options_are_rejected() {
+    let _gpu = gpu_shared();
     for blocks in [0, 17] {
         let options = CudaOptions { hash_min_blocks: Some(blocks), ..CudaOptions::default() };
         let err = CudaCommitter::with_options(options).err();
@@ -229,6 +251,7 @@ fn invalid_options_are_rejected() {
 // ================================================================================================
 
 fn invalid_device_lists_are_rejected() {
+    let _gpu = gpu_shared();
     let c = committer();
     let count = c.devices().len();
     let err = committer_on(&[count + 7], CudaOptions::default()).err();
@@ -240,6 +263,7 @@ fn invalid_device_lists_are_rejected() {
 /// 2 GPUs, 1 GPU and a subset give the CPU's results, with 73 columns (an uneven split) and a
 /// composition input.
 fn gpu_sets_agree() {
+    let _gpu = gpu_shared();
     let all = committer();
     let devices = all.devices();
     let mut sets: Vec<Vec<usize>> = vec![vec![devices[0]]];
@@ -304,6 +328,7 @@ fn gpu_sets_agree() {
 /// groups), with results equal to the CPU's at every cap, on one GPU and on two; below what one
 /// coset per pass needs, the commitment is a typed out-of-memory error.
 fn memory_cap_streams_the_lde_in_coset_groups() {
+    let _gpu = gpu_alone();
     let all = committer();
     let devices = all.devices();
     let mut sets = vec![vec![devices[0]]];
@@ -347,6 +372,7 @@ fn memory_cap_streams_the_lde_in_coset_groups() {
 /// (128 MiB) weigh more than the 64 MiB between the buffers of one pass and of two, under caps
 /// shrinking in 16 MiB steps.
 fn memory_cap_counts_the_twiddle_tables() {
+    let _gpu = gpu_alone();
     let device = committer().devices()[0];
     let mut rng = StdRng::seed_from_u64(23);
     let columns = random_columns(&mut rng, 1, 1 << 23);
@@ -372,6 +398,7 @@ fn memory_cap_counts_the_twiddle_tables() {
 /// cap. The single stages need more than a commitment at one coset per pass: below what they
 /// need they are a typed out-of-memory error; the sweep ends when the commitment is.
 fn memory_cap_holds_in_every_stage() {
+    let _gpu = gpu_alone();
     let device = committer().devices()[0];
     let mut rng = StdRng::seed_from_u64(31);
     let n = 1 << 16;

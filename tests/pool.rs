@@ -3,8 +3,13 @@
 //! verified; a failing or panicking job fails alone; a full queue refuses or makes `submit`
 //! wait; shutdown finishes the queued jobs.
 //!
+//! Host memory: a job beyond the pool's host limit is `OutOfMemory`, jobs that do not fit
+//! together wait for each other, and four jobs per slot on two slots stay within the limit.
+//! Two wgpu committers on one adapter prove concurrently, and FRI layers kept on the device
+//! count in its memory.
+//!
 //! On the CPU backend everywhere, and on wgpu where an adapter is present (lavapipe in CI);
-//! without one the wgpu test is reported as ignored, with the reason (`common/device.rs`).
+//! without one the wgpu tests are reported as ignored, with the reason (`common/device.rs`).
 
 mod common;
 
@@ -44,9 +49,16 @@ fn main() {
             full_queue_refuses_and_submit_waits,
             shutdown_finishes_queued_jobs,
             drop_finishes_queued_jobs,
-            options_out_of_range_are_typed_errors
+            options_out_of_range_are_typed_errors,
+            jobs_beyond_the_host_limit_are_out_of_memory,
+            jobs_wait_for_host_memory,
+            four_jobs_per_slot_stay_within_the_host_limit
         ])
-        .on_device(tests![wgpu_pool_proves_mixed_jobs_as_alone])
+        .on_device(tests![
+            wgpu_pool_proves_mixed_jobs_as_alone,
+            wgpu_committers_share_the_adapter,
+            wgpu_counts_kept_fri_layers
+        ])
         .run()
 }
 
@@ -515,4 +527,179 @@ fn options_out_of_range_are_typed_errors() {
         Err(PoolError::Backend(GpuError::BackendUnavailable { .. })) => {},
         other => panic!("CUDA without the feature gave {:?}", other.map(|_| ())),
     }
+}
+
+// HOST MEMORY
+// ================================================================================================
+
+/// The host memory `prove_winterfell` reserves for `case`.
+fn host_need(case: &FibCase) -> u64 {
+    use winter_prover::Trace;
+    miden_gpu::pool::proof_host_bytes(case.trace().info(), &case.options())
+}
+
+/// A job whose estimate exceeds the pool's host limit is `OutOfMemory` at once (Winterfell,
+/// Miden and a job reserving its own), and the pool goes on proving what fits.
+fn jobs_beyond_the_host_limit_are_out_of_memory() {
+    let case = FIB_CASES[3];
+    let limit = host_need(&case) - 1;
+    let options = PoolOptions {
+        cpu_slots: 2,
+        host_memory_limit: Some(limit),
+        ..PoolOptions::new(BackendOptions::new(Backend::Cpu))
+    };
+    let pool = ProverPool::new(&options).expect("CPU pool");
+    assert_eq!(pool.host_memory_limit(), Some(limit));
+    let too_large = FIB_CASES[0];
+    let winterfell =
+        pool.prove_winterfell(FibProver::<Rpo256>::new(too_large.options()), too_large.trace());
+    let own = pool.submit(move |job| job.reserve_host(limit + 1).map(|r| r.bytes()));
+    #[cfg(feature = "miden")]
+    let miden = pool.prove_miden(
+        miden_assembly::Assembler::default()
+            .assemble_program(miden_gpu::miden::programs::FIBONACCI)
+            .expect("program assembles"),
+        miden_processor::StackInputs::new(vec![miden_gpu::Felt::new(30)]).expect("inputs"),
+        miden_processor::AdviceInputs::default(),
+        miden_processor::DefaultHost::default(),
+        miden_prover::ProvingOptions::with_96_bit_security(miden_prover::HashFunction::Rpo256),
+    );
+    let fits = pool.submit(move |job| {
+        let _host = job.reserve_host(limit)?;
+        Ok(case.prove(Some(job.committer().clone())))
+    });
+
+    let expected = host_need(&too_large);
+    match winterfell.wait() {
+        Err(PoolError::OutOfMemory { needed, limit: l, .. }) => {
+            assert_eq!((needed, l), (expected, limit))
+        },
+        other => panic!("a proof beyond the limit ended in {:?}", other.map(|_| ())),
+    }
+    match own.wait() {
+        Err(error @ PoolError::OutOfMemory { .. }) => {
+            assert!(error.to_string().contains("more than the pool's limit"), "{error}")
+        },
+        other => panic!("a reservation beyond the limit ended in {other:?}"),
+    }
+    #[cfg(feature = "miden")]
+    match miden.wait() {
+        Err(PoolError::OutOfMemory { needed, .. }) => assert!(needed > limit),
+        other => panic!("a Miden proof beyond the limit ended in {:?}", other.map(|_| ())),
+    }
+    assert!(fits.wait().expect("a proof within the limit") == case.prove(None));
+    assert_eq!(pool.host_memory_reserved_peak(), limit);
+}
+
+/// With room for one job's estimate, jobs on two slots run one at a time, in turn.
+fn jobs_wait_for_host_memory() {
+    let case = FIB_CASES[1];
+    let options = PoolOptions {
+        cpu_slots: 2,
+        host_memory_limit: Some(host_need(&case)),
+        ..PoolOptions::new(BackendOptions::new(Backend::Cpu))
+    };
+    let pool = ProverPool::new(&options).expect("CPU pool");
+    let (running, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let jobs: Vec<_> = (0..4)
+        .map(|_| {
+            let (running, most) = (running.clone(), most.clone());
+            pool.submit(move |job| {
+                let _host = job.reserve_host(host_need(&case))?;
+                most.fetch_max(running.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                let proof = case.prove(Some(job.committer().clone()));
+                running.fetch_sub(1, Ordering::SeqCst);
+                Ok(proof)
+            })
+        })
+        .collect();
+    let alone = case.prove(None);
+    for job in jobs {
+        assert!(job.wait().expect("proof") == alone, "a proof differs");
+    }
+    assert_eq!(most.load(Ordering::SeqCst), 1, "two jobs held the host memory of one");
+    assert_eq!(pool.host_memory_reserved_peak(), host_need(&case));
+}
+
+/// Four jobs per slot on two CPU slots, with room for two jobs' estimates: every proof equals
+/// its proof alone and verifies, the reservations never exceed the limit, and the process's
+/// peak resident memory is reported.
+fn four_jobs_per_slot_stay_within_the_host_limit() {
+    let limit = 2 * FIB_CASES.iter().map(host_need).max().expect("cases");
+    let options = PoolOptions {
+        cpu_slots: 2,
+        workers: Some(8),
+        host_memory_limit: Some(limit),
+        ..PoolOptions::new(BackendOptions::new(Backend::Cpu))
+    };
+    let pool = ProverPool::new(&options).expect("CPU pool");
+    let jobs: Vec<_> = (0..8)
+        .map(|i| {
+            let case = FIB_CASES[i % FIB_CASES.len()];
+            let job = pool.submit(move |job| {
+                let _host = job.reserve_host(host_need(&case))?;
+                Ok(case.prove(Some(job.committer().clone())))
+            });
+            (case, job)
+        })
+        .collect();
+    for (case, job) in jobs {
+        let proof = job.wait().expect("proof");
+        assert!(proof == case.prove(None), "{case:?}: the proof differs from the proof alone");
+        assert!(case.verifies(&proof), "{case:?}: the proof does not verify");
+    }
+    assert!(pool.host_memory_reserved_peak() <= limit);
+    if cfg!(target_os = "linux") {
+        assert!(pool.peak_resident_bytes().is_some_and(|bytes| bytes > 0));
+    }
+}
+
+// WGPU COMMITTERS SHARING AN ADAPTER
+// ================================================================================================
+
+/// Two committers on one adapter, four threads each, prove at once: every proof equals its
+/// proof alone and verifies.
+fn wgpu_committers_share_the_adapter() {
+    let committers: Vec<Arc<dyn GpuCommitter>> =
+        (0..2).map(|_| Backend::Wgpu.create().expect("wgpu committer")).collect();
+    let proofs: Vec<(FibCase, Vec<u8>)> = thread::scope(|scope| {
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let committer = committers[i % 2].clone();
+                let case = FIB_CASES[i % FIB_CASES.len()];
+                scope.spawn(move || (case, case.prove(Some(committer))))
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().expect("proving thread")).collect()
+    });
+    for (case, proof) in proofs {
+        assert!(proof == case.prove(None), "{case:?}: the proof differs from the proof alone");
+        assert!(case.verifies(&proof), "{case:?}: the proof does not verify");
+    }
+}
+
+/// FRI layers kept on the device for the queries count in the committer's memory until they
+/// are dropped.
+fn wgpu_counts_kept_fri_layers() {
+    use miden_gpu::{fri::FriRequest, Digest, Felt};
+    let committer = Backend::Wgpu.create().expect("wgpu committer");
+    let before = committer.memory_in_use().expect("wgpu counts its memory");
+    let coefficients: Vec<Felt> = (1..=1u64 << 12).map(Felt::new).collect();
+    let components = [coefficients.as_slice(), coefficients.as_slice()];
+    let request = FriRequest {
+        components: &components,
+        blowup: 8,
+        folding_factor: 4,
+        num_layers: 3,
+        hash: HashFunction::Rpo256,
+        keep_layers: true,
+    };
+    let layers = committer
+        .commit_fri(&request, &mut |_: Digest| vec![Felt::new(3), Felt::new(5)])
+        .expect("FRI layers");
+    assert!(layers.kept.is_some(), "wgpu did not keep the layers");
+    // the first layer alone: 2^15 quadratic evaluations
+    let first_layer = (8u64 << 12) * 2 * 8;
+    let held = committer.memory_in_use().expect("wgpu counts its memory");
+    assert!(held >= before + first_layer, "kept layers not counted: {before} -> {held}");
 }

@@ -39,7 +39,7 @@ impl Target {
 /// [`ALL_BACKENDS`](super::ALL_BACKENDS): CUDA once per set of `gpu_sets` (CUDA ordinals), or
 /// once on its default GPUs (`MIDEN_GPU_DEVICES`, else every GPU) if there is none. Those that
 /// cannot be opened are reported on stderr and left out.
-pub fn targets(wanted: &[Backend], gpu_sets: &[Vec<usize>]) -> Vec<Target> {
+pub fn targets(wanted: &[Backend], gpu_sets: &[Vec<usize>], pinned_rows: u64) -> Vec<Target> {
     let mut chosen: Vec<(String, Backend, Option<&Vec<usize>>)> = Vec::new();
     for backend in super::ALL_BACKENDS.into_iter().filter(|b| wanted.contains(b)) {
         if backend == Backend::Cuda && !gpu_sets.is_empty() {
@@ -55,7 +55,7 @@ pub fn targets(wanted: &[Backend], gpu_sets: &[Vec<usize>]) -> Vec<Target> {
         .into_iter()
         .filter_map(|(label, backend, set)| {
             let start = Instant::now();
-            match open(backend, set.map(Vec::as_slice)) {
+            match open(backend, set.map(Vec::as_slice), pinned_rows) {
                 Ok((committer, read_times)) => Some(Target {
                     label,
                     gpu_set: set.cloned(),
@@ -78,9 +78,10 @@ pub fn targets(wanted: &[Backend], gpu_sets: &[Vec<usize>]) -> Vec<Target> {
 /// A committer and the reader of its device times.
 type Opened = (Arc<dyn GpuCommitter>, TimesReader);
 
-/// Opens `backend`, on the GPUs `set` where one is given (CUDA only).
+/// Opens `backend`, on the GPUs `set` where one is given and with `pinned_rows` bytes of
+/// registered memory for LDE rows (CUDA only).
 #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
-fn open(backend: Backend, set: Option<&[usize]>) -> Result<Opened> {
+fn open(backend: Backend, set: Option<&[usize]>, pinned_rows: u64) -> Result<Opened> {
     match backend {
         #[cfg(feature = "wgpu")]
         Backend::Wgpu => Ok(with_reader(
@@ -94,6 +95,7 @@ fn open(backend: Backend, set: Option<&[usize]>) -> Result<Opened> {
             if let Some(set) = set {
                 options.devices = Some(set.to_vec());
             }
+            options.pinned_rows_bytes = pinned_rows;
             let committer = CudaCommitter::with_options(options)?;
             Ok(with_reader(committer, <CudaCommitter as GpuCommitter>::last_stage_times))
         },

@@ -123,7 +123,7 @@ fn extend(
     );
     let matrix = RowMatrix::evaluate_polys_over::<SEGMENT_WIDTH>(&ColMatrix::new(polys), &domain);
     data.extend_from_slice(matrix.data());
-    Ok(LdeRows { data, row_width: shape.row_width, num_cols: shape.num_cols })
+    Ok(LdeRows { data: data.into(), row_width: shape.row_width, num_cols: shape.num_cols })
 }
 
 /// Hashes every row into its leaf, as `RowMatrix::commit_to_rows` does.

@@ -4,7 +4,10 @@
 //! downloads of every GPU (polynomials by column, LDE rows by hash chunk, scattered to their
 //! strided rows when the LDE is streamed, leaves by row range, nodes by subtree level); the
 //! lengths are set once everything has landed, and the few nodes above the GPUs' subtrees are
-//! merged on the host.
+//! merged on the host. The LDE rows go into a block of the committer's registered memory where
+//! it lends one (`result_pool`), else into a vector like the rest.
+
+use std::sync::Arc;
 
 use miden_crypto::Felt;
 
@@ -14,13 +17,14 @@ use super::{
     gpu::{Buffers, Gpu},
     hashing::{rows_half, EarlyLevels, HashedChunks},
     plan::{Passes, Plan, Share},
+    result_pool::ResultPool,
     transfer::{self, Download, HostDst, Lane, Ring},
 };
 use crate::{
     committer::{Commitment, LdeRows, Shape},
     error::Result,
     hash::Digest,
-    host::{reserve_host, spare_bytes, HostOptions},
+    host::{reserve_host, spare_bytes, HostBuffer, HostOptions},
 };
 
 // HOST RESULTS
@@ -34,7 +38,7 @@ pub(super) struct HostResults {
     polys: Vec<Vec<Felt>>,
     /// LDE rows, row-major and padded to the row width: each pass's rows download into it
     /// ([`row_downloads`]).
-    pub(super) rows: Vec<Felt>,
+    pub(super) rows: Rows,
     /// Leaves, one per LDE row.
     leaves: Vec<Digest>,
     /// Merkle nodes in Winterfell's layout.
@@ -43,14 +47,23 @@ pub(super) struct HostResults {
 
 impl HostResults {
     /// Reserves the results of a commitment of `shape` as `host` says, the polynomials only
-    /// `with_polys`.
-    pub(super) fn reserve(shape: &Shape, with_polys: bool, host: &HostOptions) -> Result<Self> {
+    /// `with_polys`, the rows in a block of `pool` where it lends one.
+    pub(super) fn reserve(
+        shape: &Shape,
+        with_polys: bool,
+        host: &HostOptions,
+        pool: &Arc<ResultPool>,
+    ) -> Result<Self> {
         let n = shape.poly_len;
         let lde_len = shape.lde_len;
         let poly_cols = if with_polys { shape.num_cols } else { 0 };
         let polys: Vec<Vec<Felt>> =
             (0..poly_cols).map(|_| reserve_host(n, host)).collect::<Result<_>>()?;
-        let rows: Vec<Felt> = reserve_host(lde_len * shape.row_width, host)?;
+        let rows_len = lde_len * shape.row_width;
+        let rows = match pool.take(rows_len) {
+            Some(block) => Rows::Registered(block),
+            None => Rows::Staged(reserve_host(rows_len, host)?),
+        };
         let leaves: Vec<Digest> = reserve_host(lde_len, host)?;
         let nodes: Vec<Digest> = reserve_host(lde_len, host)?;
         Ok(Self { polys, rows, leaves, nodes })
@@ -58,7 +71,11 @@ impl HostResults {
 
     /// The spare capacity of the large results (rows, leaves, nodes), for the prefault.
     pub(super) fn large_spare_bytes(&mut self) -> [(usize, usize); 3] {
-        [spare_bytes(&mut self.rows), spare_bytes(&mut self.leaves), spare_bytes(&mut self.nodes)]
+        let rows = match &mut self.rows {
+            Rows::Staged(rows) => spare_bytes(rows),
+            Rows::Registered(_) => (0, 0), // faulted in when it was registered
+        };
+        [rows, spare_bytes(&mut self.leaves), spare_bytes(&mut self.nodes)]
     }
 
     /// The last downloads of the GPU doing `share`: its polynomials where reserved (once
@@ -127,7 +144,9 @@ impl HostResults {
             for p in &mut polys {
                 p.set_len(n);
             }
-            rows.set_len(lde_len * shape.row_width);
+            if let Rows::Staged(rows) = &mut rows {
+                rows.set_len(lde_len * shape.row_width);
+            }
             leaves.set_len(lde_len);
             let spare_nodes = nodes.spare_capacity_mut();
             spare_nodes[0].write(Digest::ZERO);
@@ -138,7 +157,11 @@ impl HostResults {
             }
             nodes.set_len(lde_len);
         }
-        let lde = LdeRows { data: rows, row_width: shape.row_width, num_cols: shape.num_cols };
+        let data = match rows {
+            Rows::Staged(rows) => rows.into(),
+            Rows::Registered(rows) => rows,
+        };
+        let lde = LdeRows { data, row_width: shape.row_width, num_cols: shape.num_cols };
         Commitment { polys, lde, leaves, nodes, resident: None }
     }
 }
@@ -173,7 +196,7 @@ pub(super) fn row_downloads<'a>(
     share: &Share,
     passes: &Passes,
     hashed: &'a HashedChunks,
-    rows: &mut Vec<Felt>,
+    rows: &mut Rows,
 ) -> DriverResult<Vec<Download<'a>>> {
     let rw = plan.shape.row_width;
     let half = buffers.rows.current()?.slice(rows_half(plan, share, passes, hashed.pass))?;
@@ -184,8 +207,7 @@ pub(super) fn row_downloads<'a>(
         .map(|(range, event)| {
             let first = ((range.start - share.t.start) << passes.log_cosets) * rw;
             let src = half.slice(first..first + (range.len() << passes.log_cosets) * rw)?;
-            let dst = spare_strided(
-                rows,
+            let dst = rows.destination(
                 ((range.start << plan.log_blowup) + k0) * rw,
                 rw << passes.log_cosets,
                 rw << plan.log_blowup,
@@ -210,6 +232,41 @@ pub(super) fn download_vec<T: DeviceElement>(
     // SAFETY: the download wrote all `count` values.
     unsafe { out.set_len(count) };
     Ok(out)
+}
+
+/// The memory of the LDE rows.
+pub(super) enum Rows {
+    /// A vector, written in its spare capacity through the pinned slots.
+    Staged(Vec<Felt>),
+    /// A block of registered memory, written by the DMA directly.
+    Registered(HostBuffer<Felt>),
+}
+
+impl Rows {
+    /// The host destination of `count` runs of `run` elements, `stride` elements apart, the
+    /// first at `start`.
+    fn destination(&mut self, start: usize, run: usize, stride: usize, count: usize) -> HostDst {
+        match self {
+            Rows::Staged(rows) => spare_strided(rows, start, run, stride, count),
+            Rows::Registered(rows) => {
+                assert!(
+                    count == 0 || start + (count - 1) * stride + run <= rows.len(),
+                    "destination exceeds the rows"
+                );
+                // SAFETY: every run lies in the block, registered until it goes back to the
+                // pool (after the commitment's downloads), and each run goes to one download.
+                unsafe {
+                    HostDst::strided(
+                        rows.as_mut_ptr().add(start).cast(),
+                        run * 8,
+                        stride * 8,
+                        count,
+                    )
+                    .registered()
+                }
+            },
+        }
+    }
 }
 
 /// The host destination of `len` elements of `vec` starting at `start`, in its spare capacity.

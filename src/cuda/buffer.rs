@@ -26,7 +26,10 @@ use cudarc::driver::{
 };
 use miden_crypto::Felt;
 
-use super::driver::{bind, check, device_error, DriverResult, Stream};
+use super::{
+    driver::{bind, check, device_error, DriverResult, Stream},
+    health::{driver_call, Health},
+};
 use crate::{backend::Backend, error::GpuError, hash::Digest};
 
 // ELEMENTS
@@ -99,15 +102,22 @@ unsafe impl Words for Digest {
 
 /// The device bytes one committer's buffers hold on one GPU, and the most they have held at
 /// once: every [`DeviceBuffer`] allocated through an [`Allocator`] counts here until it is
-/// freed, whatever it serves (pipeline buffers, twiddle tables, resident polynomials, a stage's
-/// working buffers).
+/// freed, whatever it serves (pipeline buffers, twiddle tables, resident polynomials, kept FRI
+/// layers, a stage's working buffers). A committer's gauge also counts into its GPU's gauge
+/// (its parent), which every committer of the process on that GPU shares.
 #[derive(Debug, Default)]
 pub(super) struct Gauge {
     held: AtomicU64,
     peak: AtomicU64,
+    parent: Option<Arc<Gauge>>,
 }
 
 impl Gauge {
+    /// A gauge whose bytes also count in `parent`.
+    pub(super) fn within(parent: Arc<Gauge>) -> Self {
+        Self { parent: Some(parent), ..Self::default() }
+    }
+
     /// Bytes held now.
     pub(super) fn held(&self) -> u64 {
         self.held.load(Ordering::SeqCst)
@@ -121,17 +131,25 @@ impl Gauge {
     fn add(&self, bytes: u64) {
         let held = self.held.fetch_add(bytes, Ordering::SeqCst) + bytes;
         self.peak.fetch_max(held, Ordering::SeqCst);
+        if let Some(parent) = &self.parent {
+            parent.add(bytes);
+        }
     }
 
     fn sub(&self, bytes: u64) {
         self.held.fetch_sub(bytes, Ordering::SeqCst);
+        if let Some(parent) = &self.parent {
+            parent.sub(bytes);
+        }
     }
 }
 
-/// Where a committer allocates on one GPU: the device's context and the committer's gauge.
+/// Where a committer allocates on one GPU: the device's context, the committer's gauge and its
+/// health (allocations pass through its fault injector; a lost device's memory is not freed).
 pub(super) struct Allocator {
     pub ctx: Arc<CudaContext>,
     pub gauge: Arc<Gauge>,
+    pub health: Arc<Health>,
 }
 
 // BUFFERS
@@ -145,6 +163,7 @@ pub(super) struct DeviceBuffer<T> {
     bytes: usize,
     ctx: Arc<CudaContext>,
     gauge: Arc<Gauge>,
+    health: Arc<Health>,
     _elements: PhantomData<T>,
 }
 
@@ -159,7 +178,7 @@ impl<T: DeviceElement> DeviceBuffer<T> {
         })?;
         bind(&alloc.ctx)?;
         let bytes = needed.max(1);
-        match unsafe { result::malloc_sync(bytes) } {
+        match driver_call!(alloc.health, Allocation, unsafe { result::malloc_sync(bytes) }) {
             Ok(ptr) => {
                 alloc.gauge.add(bytes as u64);
                 Ok(Self {
@@ -168,6 +187,7 @@ impl<T: DeviceElement> DeviceBuffer<T> {
                     bytes,
                     ctx: alloc.ctx.clone(),
                     gauge: alloc.gauge.clone(),
+                    health: alloc.health.clone(),
                     _elements: PhantomData,
                 })
             },
@@ -214,8 +234,10 @@ impl<T: DeviceElement> DeviceBuffer<T> {
 }
 
 impl<T> Drop for DeviceBuffer<T> {
+    /// Frees the memory; `cuMemFree` waits for the device work that may still use it. On a lost
+    /// device the memory is left to the context: that work may never end.
     fn drop(&mut self) {
-        if bind(&self.ctx).is_ok() {
+        if !self.health.is_lost() && bind(&self.ctx).is_ok() {
             let _ = unsafe { result::free_sync(self.ptr) };
         }
         self.gauge.sub(self.bytes as u64);
@@ -457,16 +479,13 @@ impl Stream {
         dst: DeviceSliceMut<'_, T>,
         src: *const T,
     ) -> DriverResult<()> {
-        check(
-            sys::cuMemcpyHtoDAsync_v2(
-                dst.device_ptr(),
-                src.cast(),
-                dst.len() * size_of::<T>(),
-                self.raw(),
-            )
-            .result(),
-            "cuMemcpyHtoDAsync",
-        )
+        let bytes = dst.len() * size_of::<T>();
+        let status = driver_call!(
+            self.health(),
+            Upload,
+            sys::cuMemcpyHtoDAsync_v2(dst.device_ptr(), src.cast(), bytes, self.raw()).result()
+        );
+        check(status, "cuMemcpyHtoDAsync")
     }
 
     /// Enqueues an asynchronous copy of `src` into host memory at `dst`.
@@ -479,16 +498,13 @@ impl Stream {
         dst: *mut T,
         src: DeviceSlice<'_, T>,
     ) -> DriverResult<()> {
-        check(
-            sys::cuMemcpyDtoHAsync_v2(
-                dst.cast(),
-                src.device_ptr(),
-                src.len() * size_of::<T>(),
-                self.raw(),
-            )
-            .result(),
-            "cuMemcpyDtoHAsync",
-        )
+        let bytes = src.len() * size_of::<T>();
+        let status = driver_call!(
+            self.health(),
+            Download,
+            sys::cuMemcpyDtoHAsync_v2(dst.cast(), src.device_ptr(), bytes, self.raw()).result()
+        );
+        check(status, "cuMemcpyDtoHAsync")
     }
 
     /// Enqueues a copy of `src` into `dst`, on the same GPU or between two (a peer copy);

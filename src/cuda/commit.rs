@@ -23,7 +23,7 @@
 //! This module orders the work; the stages it enqueues on each GPU are in `lde` and `hashing`,
 //! the host side of the results in `assemble`.
 
-use std::ops::Range;
+use std::{ops::Range, sync::Arc};
 
 use super::{
     assemble::{download, row_downloads, HostResults},
@@ -34,6 +34,7 @@ use super::{
     lde::{enqueue_pass_lde, Upload},
     memory::{self, Footprint},
     plan::{log_blocks, Passes, Plan, Share},
+    result_pool::ResultPool,
     timeline::{Stage, Timeline},
     transfer::Ring,
 };
@@ -44,12 +45,12 @@ use crate::{
     stage_times::StageTimes,
 };
 
-/// The host's part in a commitment: how its result vectors are reserved, and how many threads
-/// fault them in while the GPUs compute.
-#[derive(Debug, Clone, Copy)]
+/// The host's part in a commitment: how its result vectors are reserved, how many threads
+/// fault them in while the GPUs compute, and the registered memory the rows may take.
 pub(super) struct HostWork {
     pub options: HostOptions,
     pub prefault_threads: usize,
+    pub rows_pool: Arc<ResultPool>,
 }
 
 // COMMITMENT
@@ -77,7 +78,7 @@ pub(super) fn commit(
     shape: Shape,
     memory_limit: Option<u64>,
     download_polys: bool,
-    host_work: HostWork,
+    host_work: &HostWork,
 ) -> Result<(Commitment, Vec<StageTimes>)> {
     let plan = Plan::new(request, shape);
     let g_count = gpus.len().min(shape.num_cols).max(1);
@@ -118,7 +119,8 @@ pub(super) fn commit(
     // results on the host, reserved once the GPUs have the inputs' transforms queued, so that
     // allocating them (dozens of vectors) delays no kernel; on an error here the queued work
     // finishes on its own, in buffers the GPU states keep
-    let mut host = HostResults::reserve(&shape, download_polys, &host_work.options)?;
+    let mut host =
+        HostResults::reserve(&shape, download_polys, &host_work.options, &host_work.rows_pool)?;
     // the page faults of the large results happen while the GPUs compute, once the host has
     // staged the inputs (faulting beside the upload's copies slowed them many times over);
     // joined on drop, before the vectors are freed

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::{
     deep::{join_blocks, CombineRequest, DeepSegment, EvaluateRequest, EVALUATION_BLOCK},
-    error::{GpuError, Result},
+    error::{to_u32, GpuError, Result},
 };
 
 /// Threads per block of the DEEP kernels.
@@ -63,10 +63,16 @@ pub(super) fn evaluate(
             let table = gpu.upload_table(&points)?;
             let words = run.num_cols * blocks * 2 * d;
             let mut out = DeviceBuffer::<Felt>::new(&gpu.alloc, words)?;
+            let items = run.num_cols * blocks;
             let grid = Grid {
-                blocks: (run.num_cols * blocks).div_ceil(DEEP_BLOCK as usize) as u32,
+                blocks: to_u32(items.div_ceil(DEEP_BLOCK as usize), "blocks of a DEEP evaluation")?,
                 threads_per_block: DEEP_BLOCK,
             };
+            let (num_cols, col_degree, block_len) = (
+                to_u32(run.num_cols, "columns of a DEEP evaluation")?,
+                to_u32(segment.degree, "the degree of a DEEP segment")?,
+                to_u32(block_len, "the block of a DEEP evaluation")?,
+            );
             // SAFETY: `out` holds num_cols·blocks·2·d elements, `polys` num_cols·degree columns
             // of poly_len, the points table 2·d words.
             unsafe {
@@ -78,9 +84,9 @@ pub(super) fn evaluate(
                     run.polys,
                     table.as_slice(),
                     poly_len as u64,
-                    run.num_cols as u32,
-                    segment.degree as u32,
-                    block_len as u32,
+                    num_cols,
+                    col_degree,
+                    block_len,
                 )?;
             }
             let done = gpu.completion()?;
@@ -133,9 +139,11 @@ pub(super) fn combine(
                 None => DeviceBuffer::<Felt>::new(&gpu.alloc, acc_len)?,
             };
             let grid = Grid {
-                blocks: poly_len.div_ceil(DEEP_BLOCK as usize) as u32,
+                blocks: to_u32(poly_len.div_ceil(DEEP_BLOCK as usize), "blocks of a DEEP sum")?,
                 threads_per_block: DEEP_BLOCK,
             };
+            let num_cols = to_u32(run.num_cols, "columns of a DEEP sum")?;
+            let col_degree = to_u32(segment.degree, "the degree of a DEEP segment")?;
             // SAFETY: the accumulator holds poly_len·d elements, `polys` num_cols·degree columns
             // of poly_len, the coefficient table num_cols·d words.
             unsafe {
@@ -147,8 +155,8 @@ pub(super) fn combine(
                     run.polys,
                     table.as_slice(),
                     poly_len as u64,
-                    run.num_cols as u32,
-                    segment.degree as u32,
+                    num_cols,
+                    col_degree,
                     init,
                 )?;
             }

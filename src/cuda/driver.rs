@@ -5,7 +5,8 @@
 //! cudarc's safe layer (`CudaStream`, `CudaEvent`, `CudaSlice`) tracks events per allocation and
 //! synchronizes implicitly; the commit pipeline orders its streams itself, so it uses these small
 //! owners instead: each frees its handle on drop with its context bound, and every call's status
-//! becomes a [`GpuError`].
+//! becomes a [`GpuError`]. Streams and events share their committer's [`Health`]: waits have its
+//! deadline, and records and waits pass through its fault injector.
 
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use cudarc::driver::{
     sys, CudaContext,
 };
 
+use super::health::{self, driver_call, Health};
 use crate::{backend::Backend, error::GpuError};
 
 /// Result of a driver call, with the failing call named.
@@ -24,11 +26,42 @@ pub(super) fn check<T>(result: Result<T, DriverError>, what: &str) -> DriverResu
     result.map_err(|e| device_error(what, e))
 }
 
-/// [`GpuError::Device`] for a failed driver call.
+/// [`GpuError::Device`] for a failed driver call, or [`GpuError::DeviceLost`] for an error after
+/// which the context is unusable ([`is_sticky`]).
 pub(super) fn device_error(what: &str, e: DriverError) -> GpuError {
     let name = e.error_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let text = e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    GpuError::Device { backend: Backend::Cuda, message: format!("{what}: {name} ({text})") }
+    let message = format!("{what}: {name} ({text})");
+    if is_sticky(e.0) {
+        GpuError::DeviceLost { backend: Backend::Cuda, message }
+    } else {
+        GpuError::Device { backend: Backend::Cuda, message }
+    }
+}
+
+/// Whether the driver keeps reporting `status` for every later call in the context (a fault in
+/// a kernel, an uncorrectable memory error, a context torn down): the process must start anew
+/// to use the device.
+fn is_sticky(status: sys::CUresult) -> bool {
+    use sys::CUresult::*;
+    matches!(
+        status,
+        CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUDA_ERROR_LAUNCH_TIMEOUT
+            | CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUDA_ERROR_INVALID_PC
+            | CUDA_ERROR_LAUNCH_FAILED
+            | CUDA_ERROR_ASSERT
+            | CUDA_ERROR_ECC_UNCORRECTABLE
+            | CUDA_ERROR_NVLINK_UNCORRECTABLE
+            | CUDA_ERROR_CONTEXT_IS_DESTROYED
+            | CUDA_ERROR_DEINITIALIZED
+            | CUDA_ERROR_DEVICE_UNAVAILABLE
+            | CUDA_ERROR_EXTERNAL_DEVICE
+    )
 }
 
 /// Binds `ctx` to the calling thread (driver calls act on the current context).
@@ -82,17 +115,18 @@ unsafe impl Sync for PinnedBuffer {}
 pub(super) struct Stream {
     raw: sys::CUstream,
     ctx: Arc<CudaContext>,
+    health: Arc<Health>,
 }
 
 impl Stream {
     /// Creates a stream on `ctx` that does not synchronize with the legacy default stream.
-    pub(super) fn new(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
+    pub(super) fn new(ctx: &Arc<CudaContext>, health: &Arc<Health>) -> DriverResult<Self> {
         bind(ctx)?;
         let raw = check(
             result::stream::create(result::stream::StreamKind::NonBlocking),
             "cuStreamCreate",
         )?;
-        Ok(Self { raw, ctx: ctx.clone() })
+        Ok(Self { raw, ctx: ctx.clone(), health: health.clone() })
     }
 
     /// The raw handle.
@@ -114,14 +148,29 @@ impl Stream {
         )
     }
 
-    /// Blocks until all work on this stream is done.
+    /// Blocks until all work on this stream is done, within the wait deadline.
     pub(super) fn synchronize(&self) -> DriverResult<()> {
-        check(unsafe { result::stream::synchronize(self.raw) }, "cuStreamSynchronize")
+        // SAFETY: the stream is live while `self` is.
+        health::wait(&self.health, "cuStreamSynchronize", || unsafe {
+            sys::cuStreamQuery(self.raw)
+        })
+    }
+
+    /// [`Self::synchronize`], never struck by the fault injector: the recovery after a failed
+    /// call.
+    pub(super) fn drain(&self) -> DriverResult<()> {
+        // SAFETY: the stream is live while `self` is.
+        health::drain(&self.health, "draining a stream", || unsafe { sys::cuStreamQuery(self.raw) })
     }
 
     /// The context the stream belongs to.
     pub(super) fn ctx(&self) -> &Arc<CudaContext> {
         &self.ctx
+    }
+
+    /// The health of the stream's committer.
+    pub(super) fn health(&self) -> &Health {
+        &self.health
     }
 }
 
@@ -141,33 +190,43 @@ unsafe impl Sync for Stream {}
 pub(super) struct Event {
     raw: sys::CUevent,
     ctx: Arc<CudaContext>,
+    health: Arc<Health>,
 }
 
 impl Event {
     /// A synchronization-only event (no timestamps: cheaper to record and wait on).
-    pub(super) fn new(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
-        Self::with_flags(ctx, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+    pub(super) fn new(ctx: &Arc<CudaContext>, health: &Arc<Health>) -> DriverResult<Self> {
+        Self::with_flags(ctx, health, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
     }
 
     /// An event that records a timestamp, for per-stage device times.
-    pub(super) fn timed(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
-        Self::with_flags(ctx, sys::CUevent_flags::CU_EVENT_DEFAULT)
+    pub(super) fn timed(ctx: &Arc<CudaContext>, health: &Arc<Health>) -> DriverResult<Self> {
+        Self::with_flags(ctx, health, sys::CUevent_flags::CU_EVENT_DEFAULT)
     }
 
-    fn with_flags(ctx: &Arc<CudaContext>, flags: sys::CUevent_flags) -> DriverResult<Self> {
+    fn with_flags(
+        ctx: &Arc<CudaContext>,
+        health: &Arc<Health>,
+        flags: sys::CUevent_flags,
+    ) -> DriverResult<Self> {
         bind(ctx)?;
         let raw = check(result::event::create(flags), "cuEventCreate")?;
-        Ok(Self { raw, ctx: ctx.clone() })
+        Ok(Self { raw, ctx: ctx.clone(), health: health.clone() })
     }
 
     /// Records the event at the current end of `stream`.
     pub(super) fn record(&self, stream: &Stream) -> DriverResult<()> {
-        check(unsafe { result::event::record(self.raw, stream.raw) }, "cuEventRecord")
+        let status = driver_call!(self.health, Record, unsafe {
+            result::event::record(self.raw, stream.raw)
+        });
+        check(status, "cuEventRecord")
     }
 
-    /// Blocks until the recorded work is done; reports any asynchronous fault before it.
+    /// Blocks until the recorded work is done, within the wait deadline; reports any
+    /// asynchronous fault before it.
     pub(super) fn synchronize(&self) -> DriverResult<()> {
-        check(unsafe { result::event::synchronize(self.raw) }, "cuEventSynchronize")
+        // SAFETY: the event is live while `self` is.
+        health::wait(&self.health, "cuEventSynchronize", || unsafe { sys::cuEventQuery(self.raw) })
     }
 
     /// Milliseconds from `start` to this event (both timed and complete).

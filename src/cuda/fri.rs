@@ -24,7 +24,7 @@ use super::{
     lde::ntt,
 };
 use crate::{
-    error::{GpuError, Result},
+    error::{to_u32, GpuError, Result},
     fri::{
         path_indices, FoldingChannel, FriLayer, FriLayers, FriRequest, FriShape, KeptLayers,
         LayerOpening,
@@ -83,7 +83,7 @@ pub(super) fn commit_fri(
         kernels::fri_spread(
             &gpu.kernels.fri_spread,
             &gpu.compute,
-            grid(words),
+            grid(words)?,
             spread.slice_mut(..words)?,
             coeffs.slice(..scaled.len())?,
             poly_len as u64,
@@ -97,12 +97,12 @@ pub(super) fn commit_fri(
         kernels::fri_to_slots(
             &gpu.kernels.fri_to_slots,
             &gpu.compute,
-            grid(words),
+            grid(words)?,
             layer.as_slice_mut(),
             spread.slice(..words)?,
             log_domain,
             rows as u64,
-            d as u32,
+            to_u32(d, "the degree of a FRI element")?,
             words as u64,
         )?;
     }
@@ -113,13 +113,14 @@ pub(super) fn commit_fri(
         let _span = info_span!("cuda.fri.layer", layer = l).entered();
         let rows = shape.layer_rows(l, folding);
         let width = folding * d;
+        let width_u32 = to_u32(width, "the width of a FRI layer")?;
         let mut leaves = DeviceBuffer::<Digest>::new(&gpu.alloc, rows)?;
         let mut nodes = DeviceBuffer::<Digest>::new(&gpu.alloc, rows)?;
         let rows_of = RowsOf {
             k_stride: 0,
             t_stride: 1,
             c_stride: rows as u64,
-            num_cols: width as u32,
+            num_cols: width_u32,
             part: 0,
             log_blowup: 0,
             k0: 0,
@@ -127,7 +128,7 @@ pub(super) fn commit_fri(
             t0: 0,
             t_count: rows as u64,
             t_base: 0,
-            row_width: width as u32,
+            row_width: width_u32,
         };
         // SAFETY: `layer` holds `width` columns of `rows` elements, `leaves` one per row.
         unsafe {
@@ -161,11 +162,11 @@ pub(super) fn commit_fri(
             kernels::fri_fold(
                 gpu.kernels.fri_fold(d),
                 &gpu.compute,
-                grid(rows),
+                grid(rows)?,
                 next.as_slice_mut(),
                 layer.as_slice(),
                 rows as u64,
-                folding as u32,
+                to_u32(folding, "the FRI folding factor")?,
                 consts.as_slice(),
                 if last { 0 } else { (rows / folding) as u64 },
             )?;
@@ -224,7 +225,24 @@ struct CudaKeptLayers {
 }
 
 impl KeptLayers for CudaKeptLayers {
+    /// [`CudaKeptLayers::gather`], refused at once where the GPUs are lost; after an error the
+    /// GPU is drained as after a failed call of the committer.
     fn open(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
+        let health = &self.gpus[0].health;
+        health.usable()?;
+        // the gathered rows and paths are allocated within the GPU's budget, as a call's are
+        let _turn = self.gpus[0].device.turn();
+        let opened = self.gather(layer, positions);
+        if let Err(error) = &opened {
+            super::recover(&self.gpus[..1], health, error);
+        }
+        opened
+    }
+}
+
+impl CudaKeptLayers {
+    /// Layer `layer`'s rows and Merkle paths at `positions`, gathered on the first GPU.
+    fn gather(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
         let kept = self.layers.get(layer).ok_or_else(|| {
             GpuError::InvalidFri(format!("layer {layer} of {} opened", self.layers.len()))
         })?;
@@ -264,7 +282,7 @@ impl KeptLayers for CudaKeptLayers {
                 kernels::gather_words(
                     &gpu.kernels.gather_words,
                     &gpu.compute,
-                    grid(indices.len()),
+                    grid(indices.len())?,
                     out.slice_mut(offset..offset + indices.len())?,
                     *src,
                     table.as_slice(),
@@ -327,6 +345,7 @@ fn fold_constants(alpha: &[Felt], domain_len: usize, folding: usize) -> Vec<u64>
     values.extend([
         Felt::GENERATOR.inv(),
         Felt::get_root_of_unity(domain_len.ilog2()).inv(),
+        // a folding factor is 2, 4, 8 or 16 (`FriRequest::validate`)
         Felt::from(folding as u32).inv(),
         Felt::ONE,
     ]);
@@ -351,6 +370,7 @@ fn copy_to_host(gpu: &Gpu, src: DeviceSlice<'_, u64>) -> DriverResult<Vec<u64>> 
 }
 
 /// Blocks of [`FRI_BLOCK`] threads for one thread per item.
-fn grid(items: usize) -> Grid {
-    Grid { blocks: items.div_ceil(FRI_BLOCK as usize) as u32, threads_per_block: FRI_BLOCK }
+fn grid(items: usize) -> Result<Grid> {
+    let blocks = to_u32(items.div_ceil(FRI_BLOCK as usize), "blocks of a FRI launch")?;
+    Ok(Grid { blocks, threads_per_block: FRI_BLOCK })
 }

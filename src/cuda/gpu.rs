@@ -9,8 +9,10 @@ use miden_crypto::Felt;
 use super::{
     buffer::{Allocator, DeviceBuffer, DeviceElement, DeviceSlice, DeviceSliceMut, Gauge, Scratch},
     driver::{bind, check, DriverResult, Event, Stream},
+    health::Health,
     kernels::sig,
     launch::{Kernel, Module, Signature},
+    memory::SharedDevice,
     program::{compile_for_arch, HASHES},
     transfer::{self, Lane, Ring},
     CudaOptions,
@@ -271,6 +273,8 @@ pub(super) struct Gpu {
     pub ctx: Arc<CudaContext>,
     /// Where this committer's device buffers on the GPU are allocated and counted.
     pub alloc: Allocator,
+    /// What every committer of the process holds on this GPU, and their turns.
+    pub device: Arc<SharedDevice>,
     /// Kernels and the peer copies that feed them.
     pub compute: Stream,
     /// A second kernel stream for kernels that may overlap the compute stream's: every other
@@ -279,6 +283,8 @@ pub(super) struct Gpu {
     pub side: Stream,
     /// Host transfers.
     pub copy: Stream,
+    /// The health its committer's GPUs share.
+    pub health: Arc<Health>,
     pub kernels: Kernels,
     /// How the host vectors this GPU's downloads fill are reserved.
     pub host: HostOptions,
@@ -287,30 +293,41 @@ pub(super) struct Gpu {
 
 impl Gpu {
     /// Opens device `ordinal`, compiles (or reuses) the program `options` describe for its
-    /// architecture and loads it.
-    pub(super) fn open(ordinal: usize, options: &CudaOptions) -> DriverResult<(Self, GpuState)> {
+    /// architecture and loads it; its driver wrappers share `health`.
+    pub(super) fn open(
+        ordinal: usize,
+        options: &CudaOptions,
+        health: &Arc<Health>,
+    ) -> DriverResult<(Self, GpuState)> {
         let ctx = check(CudaContext::new(ordinal), "cuCtxRetain")?;
         let name = check(ctx.name(), "cuDeviceGetName")?;
         let (major, minor) = check(ctx.compute_capability(), "cuDeviceGetAttribute")?;
         let cubin = compile_for_arch(&format!("sm_{major}{minor}"), options)?;
         let module = Module::load(&ctx, &cubin)?;
         let kernels = Kernels::load(&module, options)?;
+        let device = SharedDevice::of(ordinal);
         let gpu = Self {
             ordinal,
             name,
-            compute: Stream::new(&ctx)?,
-            side: Stream::new(&ctx)?,
-            copy: Stream::new(&ctx)?,
+            compute: Stream::new(&ctx, health)?,
+            side: Stream::new(&ctx, health)?,
+            copy: Stream::new(&ctx, health)?,
+            health: health.clone(),
             kernels,
             host: options.host,
             _module: module,
-            alloc: Allocator { ctx: ctx.clone(), gauge: Arc::new(Gauge::default()) },
+            alloc: Allocator {
+                ctx: ctx.clone(),
+                gauge: Arc::new(Gauge::within(device.gauge.clone())),
+                health: health.clone(),
+            },
+            device,
             ctx,
         };
         let state = GpuState {
             buffers: Buffers::default(),
             twiddles: Twiddles::default(),
-            ring: Ring::new(&gpu.ctx)?,
+            ring: Ring::new(&gpu.ctx, health)?,
         };
         Ok((gpu, state))
     }
@@ -365,7 +382,7 @@ impl Gpu {
 
     /// A timing event recorded now on the compute stream.
     pub(super) fn mark(&self) -> DriverResult<Event> {
-        let event = Event::timed(&self.ctx)?;
+        let event = Event::timed(&self.ctx, &self.health)?;
         event.record(&self.compute)?;
         Ok(event)
     }
@@ -377,9 +394,22 @@ impl Gpu {
 
     /// An event recorded now on `stream`, one of this GPU's.
     pub(super) fn completion_on(&self, stream: &Stream) -> DriverResult<Event> {
-        let event = Event::new(&self.ctx)?;
+        let event = self.event()?;
         event.record(stream)?;
         Ok(event)
+    }
+
+    /// A new synchronization event on this GPU.
+    pub(super) fn event(&self) -> DriverResult<Event> {
+        Event::new(&self.ctx, &self.health)
+    }
+
+    /// Waits, within the deadline and never struck by the fault injector, until every stream of
+    /// this GPU is idle: after a failed call, so that none of its work still runs when its
+    /// buffers are freed or reused.
+    pub(super) fn drain(&self) -> DriverResult<()> {
+        bind(&self.ctx)?;
+        [&self.compute, &self.side, &self.copy].into_iter().try_for_each(Stream::drain)
     }
 
     /// This GPU's side of a host transfer: its copy stream and `ring`.
@@ -401,7 +431,7 @@ impl Gpu {
     /// Makes later work on the compute stream wait for every upload enqueued so far on the copy
     /// stream; returns the event waited on, which the caller keeps while it enqueues that work.
     pub(super) fn wait_for_uploads(&self) -> DriverResult<Event> {
-        let uploaded = Event::new(&self.ctx)?;
+        let uploaded = self.event()?;
         uploaded.record(&self.copy)?;
         self.compute.wait(&uploaded)?;
         Ok(uploaded)

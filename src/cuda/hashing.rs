@@ -20,7 +20,10 @@ use super::{
     plan::{Passes, Plan, Share},
     program::HASH_BLOCK,
 };
-use crate::hash::{Digest, HashFunction};
+use crate::{
+    error::to_u32,
+    hash::{Digest, HashFunction},
+};
 
 /// Rows hashed per launch (the LDE download of one chunk overlaps the hashing of the next).
 const HASH_CHUNK_ROWS: usize = 1 << 20;
@@ -72,15 +75,15 @@ pub(super) fn enqueue_hash(
             k_stride: k_stride as u64,
             t_stride: 1,
             c_stride: c_stride as u64,
-            num_cols: shape.num_cols as u32,
+            num_cols: to_u32(shape.num_cols, "columns of a commitment")?,
             part: plan.part,
             log_blowup: plan.log_blowup,
-            k0: passes.k0(pass) as u32,
+            k0: to_u32(passes.k0(pass), "the first coset of a pass")?,
             log_cosets: log_c,
             t0: t0 as u64,
             t_count: (t1 - t0) as u64,
             t_base: share.t.start as u64,
-            row_width: shape.row_width as u32,
+            row_width: to_u32(shape.row_width, "the row width of a commitment")?,
         };
         // SAFETY: the chunk's rows lie in `base` from element t0 - t.start on (columns
         // k_stride and cosets c_stride apart), their leaves in `leaves` (indexed by absolute
@@ -166,9 +169,9 @@ pub(super) unsafe fn hash_rows(
     rows_out: Option<DeviceSliceMut<'_, Felt>>,
     rows: RowsOf,
 ) -> DriverResult<()> {
-    let threads = ((rows.t_count as usize) << rows.log_cosets) * kernel.lanes() as usize;
+    let threads = (rows.t_count << rows.log_cosets) * u64::from(kernel.lanes());
     let grid = Grid {
-        blocks: threads.div_ceil(HASH_BLOCK as usize) as u32,
+        blocks: to_u32(threads.div_ceil(u64::from(HASH_BLOCK)), "blocks of a row-hashing launch")?,
         threads_per_block: HASH_BLOCK,
     };
     // SAFETY: the caller's promise.
@@ -280,8 +283,9 @@ impl MerkleTree<'_> {
         } else {
             upper.as_slice().slice(children_range)?
         };
+        let threads = parents_count as u64 * u64::from(kernel.lanes());
         let grid = Grid {
-            blocks: (parents_count * kernel.lanes() as usize).div_ceil(HASH_BLOCK as usize) as u32,
+            blocks: to_u32(threads.div_ceil(u64::from(HASH_BLOCK)), "blocks of a Merkle level")?,
             threads_per_block: HASH_BLOCK,
         };
         // SAFETY: `children` holds two children for each of the `parents_count` parents.

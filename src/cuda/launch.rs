@@ -12,7 +12,10 @@ use std::{marker::PhantomData, sync::Arc};
 
 use cudarc::driver::{result, sys, CudaContext};
 
-use super::driver::{bind, check, DriverResult, Stream};
+use super::{
+    driver::{bind, check, DriverResult, Stream},
+    health::driver_call,
+};
 use crate::{backend::Backend, error::GpuError};
 
 // SIGNATURES
@@ -147,14 +150,19 @@ impl<S> Kernel<S> {
         if grid == 0 {
             return Ok(());
         }
-        check(
-            result::launch_kernel(self.raw, (grid, 1, 1), (block, 1, 1), 0, stream.raw(), args),
-            &self.name,
-        )?;
+        let status = driver_call!(
+            stream.health(),
+            Launch,
+            result::launch_kernel(self.raw, (grid, 1, 1), (block, 1, 1), 0, stream.raw(), args)
+        );
+        check(status, &self.name)?;
         if self.sync_each_launch {
             stream.synchronize().map_err(|e| match e {
                 GpuError::Device { backend, message } => {
                     GpuError::Device { backend, message: format!("{}: {message}", self.name) }
+                },
+                GpuError::DeviceLost { backend, message } => {
+                    GpuError::DeviceLost { backend, message: format!("{}: {message}", self.name) }
                 },
                 other => other,
             })?;

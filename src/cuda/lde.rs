@@ -20,7 +20,7 @@ use super::{
     tables::{self, NttPass},
     timeline::{Stage, Timeline},
 };
-use crate::error::Result;
+use crate::error::{to_u32, Result};
 
 /// Trace columns uploaded per group (each group's transforms start once its upload is done).
 const UPLOAD_GROUP_COLS: usize = 8;
@@ -57,15 +57,16 @@ impl Upload {
         let m = plan.sources[0].len();
         let sources = plan.sources_for(&share.cols);
         let cols = share.cols.len();
-        let col_src: Vec<u32> =
-            share.cols.clone().flat_map(|c| plan.col_src(c, sources.start)).collect();
+        let col_src: Vec<[u32; 3]> =
+            share.cols.clone().map(|c| plan.col_src(c, sources.start)).collect::<Result<_>>()?;
+        let col_src = col_src.as_flattened();
         let polys_tables =
             tables::power_tables(&plan.scales, &[plan.polys_base], plan.log_n, false);
         state.twiddles.table(gpu, plan.interpolation_twiddles())?;
         state.twiddles.table(gpu, plan.lde_twiddles())?;
         let bufs = &mut state.buffers;
         let col_src_buffer = bufs.col_src.get(&gpu.alloc, col_src.len())?;
-        gpu.upload_into(col_src_buffer.slice_mut(..col_src.len())?, &col_src)?;
+        gpu.upload_into(col_src_buffer.slice_mut(..col_src.len())?, col_src)?;
         let polys_tables_buffer = bufs.polys_tables.get(&gpu.alloc, polys_tables.len())?;
         gpu.upload_into(polys_tables_buffer.slice_mut(..polys_tables.len())?, &polys_tables)?;
         let lde_tables_buffer = bufs.lde_tables.get(&gpu.alloc, coset_tables.len())?;
@@ -83,7 +84,7 @@ impl Upload {
                 })
                 .collect(),
         };
-        Ok(Self { groups, first_source: sources.start, polys_ready: Event::new(&gpu.ctx)? })
+        Ok(Self { groups, first_source: sources.start, polys_ready: gpu.event()? })
     }
 
     /// Uploads group `index` (if this GPU has it), interpolates it and extends it over the
@@ -190,7 +191,7 @@ fn coset_lde(
             .slice(group.start * COL_SRC_WORDS..group.end * COL_SRC_WORDS)?,
         pow_tables: bufs.lde_tables.current()?.slice(pass_tables..pass_tables + pass_tables_len)?,
         src_len: m as u64,
-        src_stride: (m / n) as u32,
+        src_stride: to_u32(m / n, "the stride of a source column")?,
         log_slots: passes.log_cosets,
     };
     // a column has at least 2 coefficients (`CommitRequest::validate`), so there is a first pass
@@ -241,7 +242,7 @@ fn ntt_pass(
     dif: bool,
 ) -> DriverResult<()> {
     let grid = Grid {
-        blocks: (segments << (log_n - pass.t_bits - pass.c_bits)) as u32,
+        blocks: to_u32(segments << (log_n - pass.t_bits - pass.c_bits), "blocks of an NTT pass")?,
         threads_per_block: ntt_block(&pass),
     };
     // SAFETY: `data` holds segments·2^log_n elements, the twiddle table 2^log_n.
@@ -275,6 +276,7 @@ fn scale(
     cols: usize,
 ) -> DriverResult<()> {
     let total = (cols << log_n) as u64;
+    // a grid-stride loop over at most 132 · 64 blocks
     let grid = Grid { blocks: total.div_ceil(256).min(132 * 64) as u32, threads_per_block: 256 };
     // SAFETY: `out` holds the `cols` columns of 2^log_n elements, `col_src` their sources in
     // `input` and their scale groups in `tables`.
@@ -290,7 +292,7 @@ fn scale(
             log_n,
             tables::split_bits(log_n),
             src_len as u64,
-            src_stride as u32,
+            to_u32(src_stride, "the stride of a source column")?,
             total,
         )
     }
@@ -318,7 +320,7 @@ fn coset_first_pass(
     pass: NttPass,
 ) -> DriverResult<()> {
     let grid = Grid {
-        blocks: (segments << (log_n - pass.t_bits)) as u32,
+        blocks: to_u32(segments << (log_n - pass.t_bits), "blocks of a coset NTT pass")?,
         threads_per_block: ntt_block(&pass),
     };
     // SAFETY: `out` holds segments·2^log_n elements, the column sources and power tables were

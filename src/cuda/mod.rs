@@ -14,6 +14,8 @@
 //! - `options`: [`CudaOptions`], and the one place the environment is read
 //!   ([`CudaOptions::from_env`]);
 //! - `driver`: RAII over the driver API (status, pinned memory, streams, events, copies);
+//! - `health`: what the driver wrappers of one committer share: the lost flag, the wait
+//!   deadline (bounded waits), the fault injector (feature `fault-injection`);
 //! - `buffer`: typed device memory (buffers of a known element type, length and GPU, and their
 //!   bounds-checked slices);
 //! - `launch`: loaded modules and kernel handles, typed by signature;
@@ -30,6 +32,8 @@
 //!   hashing and Merkle levels);
 //! - `commit`: one commitment over the GPUs, their exchange of LDE rows, the passes;
 //! - `assemble`: the results on the host (their memory, downloads and assembly);
+//! - `result_pool`: host memory registered once and lent for the LDE rows, which the GPUs
+//!   write directly;
 //! - `resident`: polynomials kept on the GPUs after a commitment;
 //! - `deep`: the DEEP evaluations and combination over resident polynomials;
 //! - `fri`: the FRI commit phase (DEEP evaluation, layer commitments and folding) on the first GPU;
@@ -45,6 +49,7 @@ mod driver;
 mod fri;
 mod gpu;
 mod hashing;
+mod health;
 mod kernels;
 mod launch;
 mod lde;
@@ -53,6 +58,7 @@ mod options;
 mod plan;
 mod program;
 mod resident;
+mod result_pool;
 mod standalone;
 mod tables;
 mod timeline;
@@ -63,6 +69,9 @@ use std::sync::{
     Arc, Mutex,
 };
 
+#[cfg(feature = "fault-injection")]
+use crate::inject::Injector;
+
 pub use devices::device_count;
 pub use options::{CudaOptions, DEVICES_ENV, MEMORY_LIMIT_ENV};
 pub use program::{compile_for_arch, kernel_source, kernel_source_with, KERNELS};
@@ -71,7 +80,9 @@ use self::{
     commit::HostWork,
     driver::bind,
     gpu::{Gpu, GpuState},
+    health::Health,
     resident::{CudaResident, ResidentShare},
+    result_pool::ResultPool,
 };
 use crate::{
     backend::Backend,
@@ -99,8 +110,15 @@ const _: () = assert!(
 // ================================================================================================
 
 /// Commits on one or more NVIDIA GPUs.
+///
+/// A failed call leaves no work of its own running: every stream of every GPU is drained (within
+/// the wait deadline) before the call returns and its buffers are reused. An error after which
+/// the GPUs cannot be used (a sticky driver error, a wait past its deadline, a drain that fails)
+/// marks the committer lost: every later call is [`GpuError::DeviceLost`] at once.
 pub struct CudaCommitter {
     gpus: Arc<Vec<Gpu>>,
+    /// The GPUs' health, shared by their driver wrappers.
+    health: Arc<Health>,
     /// The options it was built with.
     options: CudaOptions,
     /// The host's part in commitments, from the options.
@@ -147,11 +165,12 @@ impl CudaCommitter {
         if !program::nvrtc_present() {
             return Err(program::unavailable("the NVRTC library (libnvrtc) was not found"));
         }
+        let health = Arc::new(Health::new(Backend::Cuda, options.wait_timeout));
         let mut gpus = Vec::with_capacity(ordinals.len());
         let mut states = Vec::with_capacity(ordinals.len());
         for ordinal in ordinals {
             let _span = tracing::info_span!("cuda.open", gpu = ordinal).entered();
-            let (gpu, state) = Gpu::open(ordinal, &options)?;
+            let (gpu, state) = Gpu::open(ordinal, &options, &health)?;
             gpus.push(gpu);
             states.push(state);
         }
@@ -166,9 +185,11 @@ impl CudaCommitter {
         let host_work = HostWork {
             options: options.host,
             prefault_threads: options.prefault_threads.unwrap_or_else(default_prefault_threads),
+            rows_pool: ResultPool::new(gpus[0].ctx.clone(), options.pinned_rows_bytes),
         };
         Ok(CudaCommitter {
             gpus: Arc::new(gpus),
+            health,
             options,
             host_work,
             states: Mutex::new(states),
@@ -204,20 +225,47 @@ impl CudaCommitter {
         self.gpus.iter().map(|gpu| gpu.alloc.gauge.peak()).collect()
     }
 
-    fn states(&self) -> std::sync::MutexGuard<'_, Vec<GpuState>> {
-        self.states.lock().unwrap_or_else(|p| p.into_inner())
+    /// The fault injector every device operation of this committer passes through (feature
+    /// `fault-injection`, for tests).
+    #[cfg(feature = "fault-injection")]
+    pub fn fault_injector(&self) -> Arc<Injector> {
+        self.health.injector().clone()
+    }
+    /// Device memory that every committer of this process holds now on each of this
+    /// committer's GPUs (in the order of [`Self::devices`]), the polynomials and FRI layers
+    /// kept for proofs included.
+    pub fn shared_device_bytes_held(&self) -> Vec<u64> {
+        self.gpus.iter().map(|gpu| gpu.device.gauge.held()).collect()
     }
 
-    /// The memory limit of a pipeline: the committer's, less the resident polynomials (the
-    /// most any GPU holds); without a limit, the free memory the driver reports counts them.
-    fn pipeline_limit(&self) -> Option<u64> {
-        let resident =
-            self.resident_bytes.iter().map(|b| b.load(Ordering::SeqCst)).max().unwrap_or(0);
-        self.options.memory_limit.map(|limit| limit.saturating_sub(resident))
+    /// The most device memory that the committers of this process have held together on each
+    /// of this committer's GPUs since the first of them opened it (in the order of
+    /// [`Self::devices`]). Where they all have the same memory limit, none exceeds it: the
+    /// committers of one GPU budget against what the others hold.
+    pub fn shared_device_bytes_peak(&self) -> Vec<u64> {
+        self.gpus.iter().map(|gpu| gpu.device.gauge.peak()).collect()
     }
 
-    /// Passes `result` on, noting the memory in use for [`GpuCommitter::peak_memory_in_use`].
-    fn noting_peak<T>(&self, result: Result<T>) -> Result<T> {
+    /// Runs one call on the GPUs' states during the GPUs' turns (taken in ordinal order, before
+    /// the states: see `memory`): [`GpuError::DeviceLost`] at once if the GPUs are lost; after an
+    /// error, [`recover`]s before the states are used again. A committer that shares a GPU with
+    /// another committer of the process frees its reusable buffers and tables after each call,
+    /// so that while it is idle they do not shrink the other's budget. Notes the memory in use
+    /// for [`GpuCommitter::peak_memory_in_use`].
+    fn call<T>(&self, work: impl FnOnce(&mut Vec<GpuState>) -> Result<T>) -> Result<T> {
+        self.health.usable()?;
+        let mut by_ordinal: Vec<&Gpu> = self.gpus.iter().collect();
+        by_ordinal.sort_by_key(|gpu| gpu.ordinal);
+        let turns: Vec<_> = by_ordinal.iter().map(|gpu| gpu.device.turn()).collect();
+        let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
+        let result = work(&mut states);
+        if let Err(error) = &result {
+            recover(&self.gpus, &self.health, error);
+        }
+        if self.gpus.iter().any(|gpu| Arc::strong_count(&gpu.device) > 1) {
+            states.iter_mut().for_each(|state| state.release_all_but(&[]));
+        }
+        drop((states, turns));
         if let Some(bytes) = self.memory_in_use() {
             self.peak.fetch_max(bytes, Ordering::SeqCst);
         }
@@ -233,17 +281,25 @@ impl CudaCommitter {
         let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
         let columns = commit::column_shares(self.gpus.len(), &shape);
         let keep = keep_polys && self.resident_fits(&columns, shape.poly_len)?;
-        let mut states = self.states();
-        let gpus: Vec<&Gpu> = self.gpus.iter().collect();
-        let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
-        let limit = self.pipeline_limit();
-        let (mut commitment, times) =
-            commit::commit(&gpus, &mut state_refs, request, shape, limit, !keep, self.host_work)?;
-        *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
-        if keep {
-            commitment.resident = Some(self.keep_polys(&mut states, shape, columns)?);
-        }
-        Ok(commitment)
+        self.call(|states| {
+            let gpus: Vec<&Gpu> = self.gpus.iter().collect();
+            let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
+            let limit = self.options.memory_limit;
+            let (mut commitment, times) = commit::commit(
+                &gpus,
+                &mut state_refs,
+                request,
+                shape,
+                limit,
+                !keep,
+                &self.host_work,
+            )?;
+            *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
+            if keep {
+                commitment.resident = Some(self.keep_polys(states, shape, columns)?);
+            }
+            Ok(commitment)
+        })
     }
 
     /// Whether the polynomials of `columns` (per GPU) fit beside those already kept, within
@@ -304,34 +360,34 @@ impl GpuCommitter for CudaCommitter {
     }
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        self.noting_peak(self.commit_on_gpus(request, false))
+        self.commit_on_gpus(request, false)
     }
 
     fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        self.noting_peak(self.commit_on_gpus(request, true))
+        self.commit_on_gpus(request, true)
     }
 
     fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
         let poly_len = request.validate(Backend::Cuda)?;
         let _span = tracing::info_span!("cuda.deep_evaluate", rows = poly_len).entered();
-        let mut states = self.states();
-        let limit = self.pipeline_limit();
-        let values = deep::evaluate(&self.gpus, &mut states, self.id, request, poly_len, limit);
-        self.noting_peak(values)
+        let limit = self.options.memory_limit;
+        self.call(|states| deep::evaluate(&self.gpus, states, self.id, request, poly_len, limit))
     }
 
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
         let poly_len = request.validate(Backend::Cuda)?;
         let _span = tracing::info_span!("cuda.deep_combine", rows = poly_len).entered();
-        let mut states = self.states();
-        let limit = self.pipeline_limit();
-        let sum = deep::combine(&self.gpus, &mut states, self.id, request, poly_len, limit);
-        self.noting_peak(sum)
+        let limit = self.options.memory_limit;
+        self.call(|states| deep::combine(&self.gpus, states, self.id, request, poly_len, limit))
     }
 
     /// Device memory in use on this committer's GPUs (total minus free, as the driver reports
-    /// it): device-wide, so it also counts other processes on the same GPUs.
+    /// it): device-wide, so it also counts other processes on the same GPUs. `None` once the GPUs
+    /// are lost (the driver may not answer).
     fn memory_in_use(&self) -> Option<u64> {
+        if self.health.is_lost() {
+            return None;
+        }
         let mut used = 0;
         for gpu in self.gpus.iter() {
             bind(&gpu.ctx).ok()?;
@@ -362,31 +418,20 @@ impl GpuCommitter for CudaCommitter {
         check_lde_rows(lde, row_hashing)?;
         check_row_width(hash, lde.num_cols)?;
         let _span = tracing::info_span!("cuda.hash_rows", rows = lde.num_rows()).entered();
-        let mut states = self.states();
-        let leaves = standalone::hash_rows(
-            &self.gpus[0],
-            &mut states[0],
-            lde,
-            row_hashing,
-            hash,
-            self.pipeline_limit(),
-        );
-        self.noting_peak(leaves)
+        let limit = self.options.memory_limit;
+        self.call(|states| {
+            standalone::hash_rows(&self.gpus[0], &mut states[0], lde, row_hashing, hash, limit)
+        })
     }
 
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
         check_hash(hash, &HASHES)?;
         check_leaves(leaves)?;
         let _span = tracing::info_span!("cuda.build_tree", leaves = leaves.len()).entered();
-        let mut states = self.states();
-        let nodes = standalone::build_tree(
-            &self.gpus[0],
-            &mut states[0],
-            leaves,
-            hash,
-            self.pipeline_limit(),
-        );
-        self.noting_peak(nodes)
+        let limit = self.options.memory_limit;
+        self.call(|states| {
+            standalone::build_tree(&self.gpus[0], &mut states[0], leaves, hash, limit)
+        })
     }
 
     fn commit_fri(
@@ -398,15 +443,32 @@ impl GpuCommitter for CudaCommitter {
         let _span =
             tracing::info_span!("cuda.fri", layers = request.num_layers, rows = shape.domain_len)
                 .entered();
-        let mut states = self.states();
-        memory::fit(
-            &self.gpus[0],
-            &mut states[0],
-            fri::device_bytes(request, shape),
-            &[fri::twiddles(shape)],
-            self.pipeline_limit(),
-        )?;
-        let layers = fri::commit_fri(&self.gpus, &mut states[0], request, shape, channel);
-        self.noting_peak(layers)
+        self.call(|states| {
+            memory::fit(
+                &self.gpus[0],
+                &mut states[0],
+                fri::device_bytes(request, shape),
+                &[fri::twiddles(shape)],
+                self.options.memory_limit,
+            )?;
+            fri::commit_fri(&self.gpus, &mut states[0], request, shape, channel)
+        })
+    }
+}
+
+// RECOVERY
+// ================================================================================================
+
+/// After a call that failed with `error`: an error that leaves the GPUs unusable marks them
+/// lost, and their work is not waited for; otherwise every stream of `gpus` is drained, so that
+/// none of the call's work still runs when its buffers are reused, and a drain that fails marks
+/// them lost.
+fn recover(gpus: &[Gpu], health: &Health, error: &GpuError) {
+    health.note(error);
+    if health.is_lost() {
+        return;
+    }
+    if let Err(drain) = gpus.iter().try_for_each(Gpu::drain) {
+        health.mark_lost(&drain.to_string());
     }
 }

@@ -1,10 +1,13 @@
 //! The options of the CUDA backend, as a value; [`CudaOptions::from_env`] is the one place the
 //! backend reads the environment.
 
+use std::time::Duration;
+
 use crate::{
     backend::Backend,
     error::{GpuError, Result},
     hash::RescueLanes,
+    health::{parse_wait_timeout, DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV},
     host::HostOptions,
 };
 
@@ -26,7 +29,10 @@ pub struct CudaOptions {
     /// every call (default: the device's free memory at each call). A commitment whose LDE does
     /// not fit is streamed in coset groups, as many passes as needed; one that does not fit even
     /// one coset at a time, or another call whose working buffers do not fit, is
-    /// [`GpuError::OutOfMemory`]. Results are the same for any cap.
+    /// [`GpuError::OutOfMemory`]. Results are the same for any cap. The cap bounds what the
+    /// process holds on the GPU while this committer allocates: other committers' buffers on it
+    /// and the polynomials and FRI layers kept for proofs count too, so committers of one GPU
+    /// with the same cap stay within it together.
     pub memory_limit: Option<u64>,
     /// Threads per RPO/RPX permutation in whole-row hashing and Merkle trees (default
     /// [`RescueLanes::Quad`]).
@@ -41,8 +47,19 @@ pub struct CudaOptions {
     /// Synchronize after every kernel launch, so that a fault names its kernel (for debugging;
     /// default `false`).
     pub sync_each_launch: bool,
+    /// Host memory that the committers of the process may keep registered with the driver for
+    /// LDE rows, in bytes (default 0: none). The GPUs write the rows into it directly, without
+    /// the host copy out of pinned slots, which bounds a commitment split over several GPUs; a
+    /// warm committer reuses it call after call (see [`crate::HostBuffer`]), but registering a
+    /// block costs about as much as a few copies (0.8 s for W1's 5.4 GB), so it pays for a
+    /// committer that commits the same sizes many times. Past the cap, rows take the pinned
+    /// slots into ordinary memory.
+    pub pinned_rows_bytes: u64,
     /// How result vectors are reserved on the host.
     pub host: HostOptions,
+    /// The deadline of every wait on a GPU (default [`DEFAULT_WAIT_TIMEOUT`], 120 s): a wait that
+    /// exceeds it is [`GpuError::Timeout`], and the committer counts its GPUs as lost.
+    pub wait_timeout: Duration,
 }
 
 impl Default for CudaOptions {
@@ -54,15 +71,18 @@ impl Default for CudaOptions {
             hash_min_blocks: None,
             prefault_threads: None,
             sync_each_launch: false,
+            pinned_rows_bytes: 0,
             host: HostOptions::default(),
+            wait_timeout: DEFAULT_WAIT_TIMEOUT,
         }
     }
 }
 
 impl CudaOptions {
-    /// The defaults, with [`DEVICES_ENV`] and [`MEMORY_LIMIT_ENV`] where set (unset or empty
-    /// leaves the default). A malformed device list is [`GpuError::InvalidDeviceList`], a memory
-    /// limit that is not a positive number of MiB (or overflows 64 bits in bytes)
+    /// The defaults, with [`DEVICES_ENV`], [`MEMORY_LIMIT_ENV`] and [`WAIT_TIMEOUT_ENV`] where
+    /// set (unset or empty leaves the default). A malformed device list is
+    /// [`GpuError::InvalidDeviceList`], a memory limit that is not a positive number of MiB (or
+    /// overflows 64 bits in bytes) or a wait deadline that is not a positive number of seconds
     /// [`GpuError::BackendUnavailable`].
     pub fn from_env() -> Result<Self> {
         let mut options = Self::default();
@@ -72,15 +92,30 @@ impl CudaOptions {
         if let Some(text) = non_empty_var(MEMORY_LIMIT_ENV) {
             options.memory_limit = Some(parse_mib(&text)?);
         }
+        if let Some(text) = non_empty_var(WAIT_TIMEOUT_ENV) {
+            options.wait_timeout =
+                parse_wait_timeout(&text).ok_or_else(|| GpuError::BackendUnavailable {
+                    backend: Backend::Cuda,
+                    reason: format!(
+                        "{WAIT_TIMEOUT_ENV} must be a positive number of seconds, not `{text}`"
+                    ),
+                })?;
+        }
         Ok(options)
     }
 }
 
 impl CudaOptions {
     /// Checks the values that have a range (the device list is checked against the GPUs present
-    /// when they are opened): [`Self::hash_min_blocks`] must be 1 to 16, else
-    /// [`GpuError::BackendUnavailable`].
+    /// when they are opened): [`Self::hash_min_blocks`] must be 1 to 16 and
+    /// [`Self::wait_timeout`] positive, else [`GpuError::BackendUnavailable`].
     pub fn check(&self) -> Result<()> {
+        if self.wait_timeout.is_zero() {
+            return Err(GpuError::BackendUnavailable {
+                backend: Backend::Cuda,
+                reason: "wait_timeout must be positive".into(),
+            });
+        }
         match self.hash_min_blocks {
             Some(blocks) if !(1..=16).contains(&blocks) => Err(GpuError::BackendUnavailable {
                 backend: Backend::Cuda,

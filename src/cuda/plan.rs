@@ -12,6 +12,7 @@ use winter_math::{fft::permute_index, FieldElement, StarkField};
 use super::{gpu::TwiddleKey, memory::Footprint, tables};
 use crate::{
     committer::{CommitRequest, PolyInput, RowHashing, Shape},
+    error::{to_u32, Result},
     hash::HashFunction,
 };
 
@@ -77,13 +78,14 @@ impl<'a> Plan<'a> {
 
     /// Source column, offset and scale group of output column `c`, given the index of the first
     /// source column this GPU uploaded.
-    pub(super) fn col_src(&self, c: usize, first_source: usize) -> [u32; 3] {
+    pub(super) fn col_src(&self, c: usize, first_source: usize) -> Result<[u32; 3]> {
+        let word = |value: usize| to_u32(value, "a column source of a commitment");
         match self.composition_components {
-            None => [(c - first_source) as u32, 0, 0],
+            None => Ok([word(c - first_source)?, 0, 0]),
             Some(k) => {
                 let (j, comp) = (c / k, c % k);
                 let off = permute_index(1 << (self.log_src - self.log_n), j);
-                [comp as u32, off as u32, j as u32]
+                Ok([word(comp)?, word(off)?, word(j)?])
             },
         }
     }

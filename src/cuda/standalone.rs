@@ -16,7 +16,7 @@ use super::{
 };
 use crate::{
     committer::{LdeRows, RowHashing},
-    error::Result,
+    error::{to_u32, Result},
     hash::{Digest, HashFunction},
 };
 
@@ -48,7 +48,7 @@ pub(super) fn hash_rows(
         k_stride: 0,
         t_stride: lde.row_width as u64,
         c_stride: 1,
-        num_cols: lde.num_cols as u32,
+        num_cols: to_u32(lde.num_cols, "columns of a row")?,
         part,
         log_blowup: 0,
         k0: 0,
@@ -56,7 +56,7 @@ pub(super) fn hash_rows(
         t0: 0,
         t_count: num_rows as u64,
         t_base: 0,
-        row_width: lde.row_width as u32,
+        row_width: to_u32(lde.row_width, "the width of a row")?,
     };
     // SAFETY: `src` holds the rows (row_width apart, num_cols each), `leaves` one per row.
     unsafe {

@@ -3,11 +3,13 @@
 //! Pageable memory (the caller's columns, the result vectors) cannot be copied by DMA at full
 //! speed, so every transfer goes through a small ring of pinned slots per GPU, reused across
 //! calls: the host copies (with all cores, in streaming stores) into or out of one slot while the
-//! copy engine moves the others. Registering the result vectors with the driver instead, so that
-//! the DMA writes them directly, costs more than it saves: pinning and unpinning the faulted
+//! copy engine moves the others. Registering each call's result vectors with the driver instead,
+//! so that the DMA writes them directly, costs more than it saves: pinning and unpinning fresh
 //! memory takes longer than copying it out of pinned slots. Downloads of several GPUs are
 //! interleaved piece by piece so that every PCIe link is busy at once, and a piece may wait on a
 //! device event (e.g. "rows of this chunk hashed"), so the LDE download overlaps hashing.
+//! A destination in memory the committer keeps registered (the LDE rows, `result_pool`) is
+//! written by the DMA directly, with no slot and no host copy.
 
 use std::{collections::VecDeque, sync::Arc, time::Instant};
 
@@ -16,6 +18,7 @@ use cudarc::driver::CudaContext;
 use super::{
     buffer::{DeviceElement, DeviceSlice, DeviceSliceMut},
     driver::{bind, DriverResult, Event, PinnedBuffer, Stream},
+    health::Health,
 };
 use crate::{
     backend::Backend,
@@ -37,11 +40,12 @@ pub(super) struct Ring {
 }
 
 impl Ring {
-    /// Allocates the ring on `ctx` (once per GPU; reused by every call).
-    pub(super) fn new(ctx: &Arc<CudaContext>) -> DriverResult<Self> {
+    /// Allocates the ring on `ctx` (once per GPU; reused by every call), its events sharing
+    /// `health`.
+    pub(super) fn new(ctx: &Arc<CudaContext>, health: &Arc<Health>) -> DriverResult<Self> {
         let slots =
             (0..SLOTS).map(|_| PinnedBuffer::new(ctx, SLOT_BYTES)).collect::<DriverResult<_>>()?;
-        let done = (0..SLOTS).map(|_| Event::new(ctx)).collect::<DriverResult<_>>()?;
+        let done = (0..SLOTS).map(|_| Event::new(ctx, health)).collect::<DriverResult<_>>()?;
         Ok(Self { slots, done, next: 0 })
     }
 }
@@ -54,6 +58,8 @@ pub(super) struct HostDst {
     len: usize,
     run: usize,
     stride: usize,
+    /// The range is registered with the driver: the DMA may write it directly.
+    registered: bool,
 }
 
 // SAFETY: a HostDst is a unique range of a live allocation (see `HostDst::new`).
@@ -65,7 +71,21 @@ impl HostDst {
     /// `ptr..ptr+len` must be writable, stay valid until the transfer completes, and not be
     /// accessed by anything else meanwhile.
     pub(super) unsafe fn new(ptr: *mut u8, len: usize) -> Self {
-        Self { ptr, len, run: len, stride: len }
+        Self { ptr, len, run: len, stride: len, registered: false }
+    }
+
+    /// The same destination, in memory registered with the driver.
+    ///
+    /// # Safety
+    /// Every run must lie in memory registered (portably) with the driver until the transfer
+    /// completes.
+    pub(super) unsafe fn registered(self) -> Self {
+        Self { registered: true, ..self }
+    }
+
+    /// Whether the DMA writes this destination directly.
+    fn is_direct(&self) -> bool {
+        self.registered && self.is_contiguous()
     }
 
     /// `count` runs of `run` bytes, the first at `ptr`, each `stride` bytes after the last.
@@ -77,7 +97,7 @@ impl HostDst {
         if run == stride {
             return Self::new(ptr, run * count);
         }
-        Self { ptr, len: run * count, run, stride }
+        Self { ptr, len: run * count, run, stride, registered: false }
     }
 
     fn is_contiguous(&self) -> bool {
@@ -98,7 +118,7 @@ impl HostDst {
         debug_assert!(by + len <= self.len);
         if self.is_contiguous() {
             // SAFETY: inside the range handed to `new`.
-            return unsafe { Self::new(self.ptr.add(by), len) };
+            return Self { ptr: unsafe { self.ptr.add(by) }, len, run: len, stride: len, ..self };
         }
         debug_assert!(by.is_multiple_of(self.run) && len.is_multiple_of(self.run));
         Self {
@@ -194,6 +214,8 @@ pub(super) fn upload<T: DeviceElement>(
 pub(super) struct DownloadStats {
     /// Bytes delivered to the host.
     pub bytes: usize,
+    /// Of those, bytes the DMA wrote into registered memory directly.
+    pub direct: usize,
     /// Time blocked on slot events.
     pub wait: std::time::Duration,
     /// Time copying from slots to the destinations.
@@ -210,6 +232,10 @@ pub(super) fn download(
     for lane_jobs in jobs {
         let mut queue = VecDeque::new();
         for job in lane_jobs {
+            if job.dst.is_direct() {
+                queue.push_back(job);
+                continue;
+            }
             let len = job.dst.len;
             let piece = job.dst.piece_bytes();
             for p in 0..len.div_ceil(piece) {
@@ -228,6 +254,7 @@ pub(super) fn download(
     let mut in_flight: Vec<VecDeque<(usize, HostDst)>> =
         lanes.iter().map(|_| VecDeque::new()).collect();
     let mut stats = DownloadStats::default();
+    let mut direct = vec![false; lanes.len()];
 
     // Issue round-robin; when a lane's ring is full, finish its oldest piece first.
     while queues.iter().any(|q| !q.is_empty()) {
@@ -235,6 +262,19 @@ pub(super) fn download(
             let Some(piece) = queues[lane_index].pop_front() else {
                 continue;
             };
+            if piece.dst.is_direct() {
+                bind(lane.ctx)?;
+                if let Some(ready) = piece.ready {
+                    lane.stream.wait(ready)?;
+                }
+                // SAFETY: registered memory of the piece's length, exclusively this transfer's
+                // until the lane's stream is synchronized below.
+                unsafe { lane.stream.copy_dtoh(piece.dst.ptr, piece.src)? };
+                direct[lane_index] = true;
+                stats.bytes += piece.dst.len;
+                stats.direct += piece.dst.len;
+                continue;
+            }
             if in_flight[lane_index].len() == SLOTS {
                 finish_oldest(lane, &mut in_flight[lane_index], &mut stats)?;
             }
@@ -251,9 +291,15 @@ pub(super) fn download(
             in_flight[lane_index].push_back((slot, piece.dst));
         }
     }
-    for (lane, queue) in lanes.iter_mut().zip(in_flight.iter_mut()) {
+    for ((lane, queue), direct) in lanes.iter_mut().zip(in_flight.iter_mut()).zip(direct) {
         while !queue.is_empty() {
             finish_oldest(lane, queue, &mut stats)?;
+        }
+        if direct {
+            bind(lane.ctx)?;
+            let start = Instant::now();
+            lane.stream.synchronize()?;
+            stats.wait += start.elapsed();
         }
     }
     Ok(stats)

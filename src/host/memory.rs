@@ -72,7 +72,7 @@ pub(crate) fn zeroed_host<T: ZeroBytes>(len: usize, options: &HostOptions) -> Re
 /// [`CGROUP_CHECK_FROM`] bytes read the control groups' usage, which changes with every
 /// allocation. Each reservation is compared with the room left when it is made; pages reserved
 /// but not yet written do not count as used.
-fn check_host_room<T>(len: usize) -> Result<u64> {
+pub(crate) fn check_host_room<T>(len: usize) -> Result<u64> {
     let size = u64::try_from(core::mem::size_of::<T>()).unwrap_or(u64::MAX);
     let needed = u64::try_from(len).unwrap_or(u64::MAX).saturating_mul(size);
     if needed > host_memory()
@@ -111,6 +111,28 @@ fn host_out_of_memory(needed: u64) -> GpuError {
     }
 }
 
+/// The host memory a new allocation may take now: the machine's available memory
+/// (`MemAvailable`), or the room the process's control groups leave below their memory limits
+/// (less their margin, as [`reserve_host`] counts it) where that is less; `None` where neither
+/// can be read (outside Linux).
+pub fn available_host_memory() -> Option<u64> {
+    let machine = meminfo_bytes(&["MemAvailable:"]);
+    let group = cgroup::room().map(|room| room.available());
+    match (machine, group) {
+        (Some(machine), Some(group)) => Some(machine.min(group)),
+        (machine, group) => machine.or(group),
+    }
+}
+
+/// The most memory the process has held resident at once since it started (its high-water
+/// mark, `VmHWM` in `/proc/self/status`), in bytes; `None` where the system does not report it
+/// (outside Linux).
+pub fn peak_resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok()?.checked_mul(1024)
+}
+
 /// Reservations of at least this many bytes ask for transparent huge pages.
 const HUGE_PAGES_FROM: usize = 32 << 20;
 
@@ -127,8 +149,10 @@ fn advise_huge_pages<T>(vec: &mut Vec<T>) {
     }
 }
 
+/// Asks Linux for transparent huge pages for the `len` bytes at `start` (no effect elsewhere, or
+/// where the kernel has none).
 #[cfg(target_os = "linux")]
-fn advise(start: usize, len: usize) {
+pub(crate) fn advise(start: usize, len: usize) {
     const PAGE: usize = 4096;
     let first = start.next_multiple_of(PAGE);
     let end = (start + len) / PAGE * PAGE;
@@ -137,8 +161,9 @@ fn advise(start: usize, len: usize) {
     unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE) };
 }
 
+/// Huge pages are asked for on Linux only.
 #[cfg(not(target_os = "linux"))]
-fn advise(_start: usize, _len: usize) {}
+pub(crate) fn advise(_start: usize, _len: usize) {}
 
 /// The sum of the named `/proc/meminfo` fields in bytes, where they can be read (Linux).
 fn meminfo_bytes(fields: &[&str]) -> Option<u64> {

@@ -5,6 +5,7 @@
 //!
 //! Nothing here knows of the committer trait or any backend.
 
+mod buffer;
 mod cgroup;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod copy;
@@ -16,14 +17,19 @@ mod prefault;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod twiddles;
 
+pub use buffer::HostBuffer;
+#[cfg(feature = "cuda")]
+pub(crate) use buffer::LentBlock;
 #[cfg(feature = "wgpu")]
 pub(crate) use copy::copy_bytes;
 #[cfg(feature = "cuda")]
 pub(crate) use copy::{par_copy, par_scatter};
 pub(crate) use interpolate::{interpolate_columns, interpolate_composition};
-pub use memory::reserve_host;
 #[cfg(feature = "wgpu")]
 pub(crate) use memory::zeroed_host;
+#[cfg(feature = "cuda")]
+pub(crate) use memory::{advise as advise_huge_pages, check_host_room};
+pub use memory::{available_host_memory, peak_resident_bytes, reserve_host};
 pub use options::HostOptions;
 #[cfg(feature = "cuda")]
 pub use prefault::default_prefault_threads;

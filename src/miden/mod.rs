@@ -34,6 +34,7 @@ use miden_processor::{
 };
 use miden_verifier::{ProgramInfo, VerificationError};
 use tracing::{info, instrument, warn};
+use winter_air::{ProofOptions, TraceInfo};
 use winter_prover::{Proof, Prover, Trace};
 
 use crate::{
@@ -110,7 +111,6 @@ pub fn prove_with_committer(
 ///
 /// # Errors
 /// As [`prove`]; [`ProveError::SelfCheck`] names the backend whose proof failed the check.
-#[instrument("prove_program", skip_all)]
 pub fn prove_with_options(
     program: &Program,
     stack_inputs: StackInputs,
@@ -120,12 +120,37 @@ pub fn prove_with_options(
     committer: Arc<dyn GpuCommitter>,
     checks: &MidenProveOptions,
 ) -> Result<(StackOutputs, ExecutionProof), ProveError> {
+    let inputs = (stack_inputs, advice_inputs);
+    prove_admitted(
+        program,
+        inputs,
+        host,
+        options,
+        committer,
+        checks,
+        |_, _| Ok::<_, ProveError>(()),
+    )
+}
+
+/// [`prove_with_options`], asking `admit` for the trace's shape and proof options once the
+/// program has executed and before its proof starts (the pool reserves host memory there); what
+/// `admit` returns is held until the proof is checked, and its error ends the call.
+#[instrument("prove_program", skip_all)]
+pub(crate) fn prove_admitted<G, E: From<ProveError>>(
+    program: &Program,
+    (stack_inputs, advice_inputs): (StackInputs, AdviceInputs),
+    host: &mut impl SyncHost,
+    options: ProvingOptions,
+    committer: Arc<dyn GpuCommitter>,
+    checks: &MidenProveOptions,
+    admit: impl FnOnce(&TraceInfo, &ProofOptions) -> Result<G, E>,
+) -> Result<(StackOutputs, ExecutionProof), E> {
     check_proving_options(&options)?;
     let fallback_advice = (checks.self_check && checks.cpu_fallback).then(|| advice_inputs.clone());
     let backend = committer.backend();
     let inputs = stack_inputs.clone();
-    let (outputs, proof) =
-        execute_and_prove(program, inputs, advice_inputs, host, options.clone(), committer)?;
+    let (outputs, proof, _admitted) =
+        execute_and_prove(program, inputs, advice_inputs, host, options.clone(), committer, admit)?;
     if !checks.self_check {
         return Ok((outputs, proof));
     }
@@ -133,31 +158,34 @@ pub fn prove_with_options(
         return Ok((outputs, proof));
     };
     let Some(advice_inputs) = fallback_advice else {
-        return Err(ProveError::SelfCheck { backend, source: failure });
+        return Err(ProveError::SelfCheck { backend, source: failure }.into());
     };
 
     warn!(%backend, reason = %failure, "the proof does not verify; proving again on the CPU backend");
     let cpu: Arc<dyn GpuCommitter> = Arc::new(CpuCommitter::new());
     let inputs = stack_inputs.clone();
-    let (cpu_outputs, cpu_proof) =
-        execute_and_prove(program, inputs, advice_inputs, host, options, cpu)?;
+    let admitted = |_: &TraceInfo, _: &ProofOptions| Ok::<_, E>(());
+    let (cpu_outputs, cpu_proof, ()) =
+        execute_and_prove(program, inputs, advice_inputs, host, options, cpu, admitted)?;
     if cpu_outputs != outputs {
-        return Err(ProveError::NondeterministicExecution);
+        return Err(ProveError::NondeterministicExecution.into());
     }
     verify_proof(program, &stack_inputs, &cpu_outputs, &cpu_proof, checks)
         .map_err(|source| ProveError::SelfCheck { backend: Backend::Cpu, source })?;
     Ok((cpu_outputs, cpu_proof))
 }
 
-/// Executes `program` and proves the trace on `committer`, without checks.
-fn execute_and_prove(
+/// Executes `program`, asks `admit` (see [`prove_admitted`]) and proves the trace on
+/// `committer`, without checks; returns what `admit` returned beside the results.
+fn execute_and_prove<G, E: From<ProveError>>(
     program: &Program,
     stack_inputs: StackInputs,
     advice_inputs: AdviceInputs,
     host: &mut impl SyncHost,
     options: ProvingOptions,
     committer: Arc<dyn GpuCommitter>,
-) -> Result<(StackOutputs, ExecutionProof), ProveError> {
+    admit: impl FnOnce(&TraceInfo, &ProofOptions) -> Result<G, E>,
+) -> Result<(StackOutputs, ExecutionProof, G), E> {
     let hash_fn = options.hash_fn();
 
     let now = Instant::now();
@@ -167,7 +195,8 @@ fn execute_and_prove(
         advice_inputs,
         host,
         *options.execution_options(),
-    )?;
+    )
+    .map_err(ProveError::from)?;
     info!(
         main_width = trace.info().main_trace_width(),
         aux_width = trace.info().aux_segment_width(),
@@ -177,6 +206,7 @@ fn execute_and_prove(
         "generated execution trace"
     );
 
+    let admitted = admit(trace.info(), &ProofOptions::from(options.clone()))?;
     let stack_outputs = trace.stack_outputs().clone();
     let precompile_requests = trace.take_precompile_requests();
 
@@ -199,7 +229,7 @@ fn execute_and_prove(
         ),
     }?;
 
-    Ok((stack_outputs, ExecutionProof::new(proof, hash_fn, precompile_requests)))
+    Ok((stack_outputs, ExecutionProof::new(proof, hash_fn, precompile_requests), admitted))
 }
 
 /// Verifies `proof` of `program` as `miden verify` does (`miden_verifier`, with the precompile

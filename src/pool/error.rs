@@ -33,6 +33,19 @@ pub enum PoolError {
     #[cfg(feature = "miden")]
     #[error(transparent)]
     Miden(#[from] crate::miden::ProveError),
+    /// A job's estimated host memory is more than the pool's whole host budget
+    /// ([`super::PoolOptions::host_memory_limit`]): it could not run even alone.
+    #[error(
+        "job {job} needs an estimated {needed} bytes of host memory, more than the pool's limit of {limit} bytes"
+    )]
+    OutOfMemory {
+        /// The job's id.
+        job: u64,
+        /// Its estimated host memory, in bytes.
+        needed: u64,
+        /// The pool's host memory limit, in bytes.
+        limit: u64,
+    },
     /// A job panicked (a prover without CPU fallback panics with a backend's typed error, since
     /// Winterfell's prover methods cannot return one); the message is the panic's.
     #[error("job {job} panicked: {message}")]

@@ -3,13 +3,15 @@
 use miden_air::{ExecutionProof, ProvingOptions};
 use miden_processor::{AdviceInputs, Program, StackInputs, StackOutputs, SyncHost};
 
-use super::{JobHandle, ProverPool};
-use crate::miden::prove_with_committer;
+use super::{proof_host_bytes, JobHandle, ProverPool};
+use crate::miden::{prove_admitted, MidenProveOptions};
 
 impl ProverPool {
     /// Queues the execution of `program` with `host` and its proof on the job's committer
-    /// ([`prove_with_committer`]); the job's result is the stack outputs and the proof, its error
-    /// [`super::PoolError::Miden`].
+    /// (as [`crate::miden::prove_with_committer`], the proof checked), its estimated host memory
+    /// ([`proof_host_bytes`]) reserved between the execution and the proof; the job's result is
+    /// the stack outputs and the proof, its error [`super::PoolError::Miden`] (or
+    /// [`super::PoolError::OutOfMemory`]).
     pub fn prove_miden<H>(
         &self,
         program: Program,
@@ -22,15 +24,15 @@ impl ProverPool {
         H: SyncHost + Send + 'static,
     {
         self.submit(move |job| {
-            let committer = job.committer().clone();
-            Ok(prove_with_committer(
+            prove_admitted(
                 &program,
-                stack_inputs,
-                advice_inputs,
+                (stack_inputs, advice_inputs),
                 &mut host,
                 options,
-                committer,
-            )?)
+                job.committer().clone(),
+                &MidenProveOptions::default(),
+                |trace, options| job.reserve_host(proof_host_bytes(trace, options)),
+            )
         })
     }
 }

@@ -19,6 +19,11 @@
 //! - **Backpressure.** Jobs wait in a bounded FIFO queue ([`PoolOptions::queue_capacity`],
 //!   default one per worker): [`ProverPool::submit`] waits for room, [`ProverPool::try_submit`]
 //!   refuses at once and gives the job back ([`QueueFull`]).
+//! - **Host memory.** A proof job reserves its estimated host memory before its proof starts
+//!   (after execution, for a Miden job; [`JobContext::reserve_host`]) against the pool's host
+//!   budget ([`PoolOptions::host_memory_limit`], by default the memory available when the pool
+//!   starts): a job that does not fit beside the running jobs waits for them to end, and one
+//!   that could not fit even alone is [`PoolError::OutOfMemory`] (see [`proof_host_bytes`]).
 //! - **Isolation.** Each job's result or error is its own ([`JobHandle::wait`]): an error ends
 //!   that job only, and a panic is caught and becomes [`PoolError::Panicked`]. The committers
 //!   tolerate a panic mid-call (their locks ignore poisoning), so the slot keeps serving.
@@ -42,20 +47,27 @@ use std::{
 use miden_crypto::Felt;
 use tracing::{debug, info, info_span, warn};
 use winter_air::Air;
-use winter_prover::{Proof, Prover};
+use winter_prover::{Proof, Prover, Trace};
 
 use crate::{
-    backend::Backend, committer::GpuCommitter, hash::GpuHasher, options::BackendOptions,
+    backend::Backend,
+    committer::GpuCommitter,
+    hash::GpuHasher,
+    host::{available_host_memory, peak_resident_bytes},
+    options::BackendOptions,
     prover::GpuProver,
 };
 
 mod error;
+mod memory;
 #[cfg(feature = "miden")]
 mod miden;
 mod queue;
 mod slots;
 
 pub use error::PoolError;
+use memory::HostBudget;
+pub use memory::{proof_host_bytes, HostReservation};
 use queue::JobQueue;
 use slots::{open_committers, Slots};
 
@@ -81,6 +93,11 @@ pub struct PoolOptions {
     /// Slots of the CPU backend, one `CpuCommitter` each (at least 1; default 1). Their proofs
     /// share the host's rayon threads.
     pub cpu_slots: usize,
+    /// The host memory, in bytes, that the jobs running may reserve together (see the module's
+    /// scheduling policy); `None` (the default) is the memory available when the pool starts
+    /// (`MemAvailable`, or less where a control group's limit leaves less), or no limit where
+    /// the system reports neither (outside Linux).
+    pub host_memory_limit: Option<u64>,
 }
 
 impl Default for PoolOptions {
@@ -92,7 +109,7 @@ impl Default for PoolOptions {
 impl PoolOptions {
     /// The options of a pool on `backend`, with the default workers, queue and CPU slots.
     pub fn new(backend: BackendOptions) -> Self {
-        Self { backend, workers: None, queue_capacity: None, cpu_slots: 1 }
+        Self { backend, workers: None, queue_capacity: None, cpu_slots: 1, host_memory_limit: None }
     }
 
     /// Every count that is set must be at least 1.
@@ -134,10 +151,11 @@ pub struct ProverPool {
 struct Shared {
     queue: JobQueue<Task>,
     slots: Slots,
+    host: Arc<HostBudget>,
 }
 
 /// A queued job, with the sending of its result.
-type Task = Box<dyn FnOnce(&Slots) + Send>;
+type Task = Box<dyn FnOnce(&Shared) + Send>;
 
 impl ProverPool {
     /// Opens the committers of `options` (one per slot) and starts the workers.
@@ -151,8 +169,11 @@ impl ProverPool {
         let slots = Slots::new(open_committers(options)?);
         let workers = options.workers.unwrap_or(WORKERS_PER_SLOT * slots.len());
         let queue = JobQueue::new(options.queue_capacity.unwrap_or(workers));
+        // taken once the committers hold what they hold from the start
+        let host =
+            Arc::new(HostBudget::new(options.host_memory_limit.or_else(available_host_memory)));
         let mut pool = Self {
-            shared: Arc::new(Shared { queue, slots }),
+            shared: Arc::new(Shared { queue, slots, host }),
             workers: Vec::with_capacity(workers),
             next_job: AtomicU64::new(0),
         };
@@ -170,6 +191,7 @@ impl ProverPool {
             slots = pool.slots(),
             workers,
             queue_capacity = pool.queue_capacity(),
+            host_memory_limit = pool.host_memory_limit(),
             "prover pool started"
         );
         Ok(pool)
@@ -203,7 +225,8 @@ impl ProverPool {
 
     /// Queues the proof of `trace` by `prover` with [`GpuProver`] on the job's committer
     /// (the CPU fallback on, FRI on the backend: [`GpuProver::with_committer`]'s defaults; a
-    /// job closure given to [`Self::submit`] can set others).
+    /// job closure given to [`Self::submit`] can set others), once its estimated host memory
+    /// ([`proof_host_bytes`]) is reserved.
     pub fn prove_winterfell<P>(&self, prover: P, trace: P::Trace) -> JobHandle<Proof>
     where
         P: Prover<BaseField = Felt> + Send + 'static,
@@ -212,6 +235,7 @@ impl ProverPool {
         <P::Air as Air>::PublicInputs: Send,
     {
         self.submit(move |job| {
+            let _host = job.reserve_host(proof_host_bytes(trace.info(), prover.options()))?;
             Ok(GpuProver::with_committer(prover, job.committer().clone()).prove(trace)?)
         })
     }
@@ -252,6 +276,23 @@ impl ProverPool {
         self.shared.queue.len()
     }
 
+    /// The host memory the running jobs may reserve together ([`PoolOptions::host_memory_limit`],
+    /// or what was available when the pool started); `None`: no limit.
+    pub fn host_memory_limit(&self) -> Option<u64> {
+        self.shared.host.limit()
+    }
+
+    /// The most host memory the running jobs have reserved at once ([`JobContext::reserve_host`]).
+    pub fn host_memory_reserved_peak(&self) -> u64 {
+        self.shared.host.peak()
+    }
+
+    /// The most memory this process has held resident at once since it started, the pool's
+    /// jobs included (Linux: `VmHWM`); `None` where the system does not report it.
+    pub fn peak_resident_bytes(&self) -> Option<u64> {
+        peak_resident_bytes()
+    }
+
     /// `job` as a queue entry that runs it and sends its result, and the handle receiving it.
     fn task<T, F>(&self, job: F) -> (Task, JobHandle<T>)
     where
@@ -260,8 +301,8 @@ impl ProverPool {
     {
         let id = self.next_job.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = mpsc::channel();
-        let task: Task = Box::new(move |slots: &Slots| {
-            if sender.send(run_job(id, job, slots)).is_err() {
+        let task: Task = Box::new(move |shared: &Shared| {
+            if sender.send(run_job(id, job, shared)).is_err() {
                 debug!(job = id, "result dropped: nobody holds the job's handle");
             }
         });
@@ -291,17 +332,22 @@ impl Drop for ProverPool {
 /// A worker: runs queued jobs until the queue is closed and empty.
 fn work(shared: &Shared) {
     while let Some(task) = shared.queue.pop() {
-        task(&shared.slots);
+        task(shared);
     }
 }
 
 /// Runs `job` on the least loaded slot, in its span, catching a panic.
-fn run_job<T, F>(id: u64, job: F, slots: &Slots) -> Result<T, PoolError>
+fn run_job<T, F>(id: u64, job: F, shared: &Shared) -> Result<T, PoolError>
 where
     F: FnOnce(&JobContext) -> Result<T, PoolError>,
 {
-    let lease = slots.lease();
-    let context = JobContext { id, slot: lease.index(), committer: lease.committer().clone() };
+    let lease = shared.slots.lease();
+    let context = JobContext {
+        id,
+        slot: lease.index(),
+        committer: lease.committer().clone(),
+        host: shared.host.clone(),
+    };
     let _span =
         info_span!("pool.job", job = id, slot = context.slot, device = lease.device()).entered();
     let start = Instant::now();
@@ -330,11 +376,12 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 // JOBS
 // ================================================================================================
 
-/// What a job is given: its id, its slot and the slot's committer.
+/// What a job is given: its id, its slot, the slot's committer and the pool's host memory.
 pub struct JobContext {
     id: u64,
     slot: usize,
     committer: Arc<dyn GpuCommitter>,
+    host: Arc<HostBudget>,
 }
 
 impl JobContext {
@@ -353,6 +400,17 @@ impl JobContext {
     /// their calls.
     pub fn committer(&self) -> &Arc<dyn GpuCommitter> {
         &self.committer
+    }
+
+    /// Reserves `bytes` of the pool's host memory for this job until the reservation is
+    /// dropped, first waiting while the running jobs' reservations leave too little room (see
+    /// the module's scheduling policy). A job reserves once, before the work that holds the
+    /// memory: [`ProverPool::prove_winterfell`] and `prove_miden` reserve [`proof_host_bytes`].
+    ///
+    /// # Errors
+    /// [`PoolError::OutOfMemory`] if `bytes` is more than the pool's whole host memory limit.
+    pub fn reserve_host(&self, bytes: u64) -> Result<HostReservation, PoolError> {
+        self.host.reserve(self.id, bytes)
     }
 }
 

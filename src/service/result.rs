@@ -4,7 +4,7 @@
 //! ```json
 //! { "version": 1, "id": "<job id>", "worker": "<worker name>",
 //!   "proved": { "program_hash": "<64 hex digits>", "stack_outputs": ["16", "3", ...],
-//!               "proof": "<base64 of ExecutionProof::to_bytes>", "backend": "cpu on <device>",
+//!               "proof": "<base64 of ExecutionProof::to_bytes>", "backend": "cuda",
 //!               "delivery": 1, "queued_ms": 12.5, "proving_ms": 240.1 } }
 //! { "version": 1, "id": "<job id>", "worker": "<worker name>",
 //!   "failed": { "kind": "execution", "message": "..." } }
@@ -58,7 +58,7 @@ pub struct ProvedJob {
     /// The proof: `ExecutionProof::to_bytes` (base64 in JSON).
     #[serde(with = "base64_bytes")]
     pub proof: Vec<u8>,
-    /// The committer that made it: `<backend> on <device>`.
+    /// The backend of the worker's pool: `cpu`, `wgpu` or `cuda`.
     pub backend: String,
     /// Which delivery of the job's message this was (1 for the first).
     pub delivery: u64,

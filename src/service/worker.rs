@@ -10,7 +10,8 @@
 //! 3. A message that is not a job ([`Job::decode`]), and the last delivery the consumer allows
 //!    of a job that earlier workers held without a result, get an error result at once.
 //! 4. Otherwise the job is prepared (the caller's [`Prepare`]: assembly, inputs) and proved on
-//!    the pool by [`prove_with_committer`] (self-checked), while an in-progress
+//!    the pool ([`ProverPool::prove_miden`]: host memory admitted, the proof self-checked),
+//!    while an in-progress
 //!    acknowledgement goes to the server every third of the consumer's ack wait.
 //! 5. The result is written if absent ([`Fleet`]: create-if-absent), retried while the server
 //!    is away, then the message is acknowledged. A result that could not be written gives the
@@ -43,7 +44,7 @@ use super::{
     result::{FailureKind, JobFailure, JobResult, Outcome, ProvedJob},
     wire::check_job_id,
 };
-use crate::{miden::prove_with_committer, pool::ProverPool};
+use crate::pool::ProverPool;
 
 /// The default of [`WorkerOptions::max_job_bytes`]: 4 MiB.
 pub const DEFAULT_MAX_JOB_BYTES: usize = 4 << 20;
@@ -312,36 +313,18 @@ impl Worker {
             Ok(options) => options,
             Err(failure) => return Outcome::Failed(failure),
         };
-        let prepare = self.prepare.clone();
-        let handle = self.pool.submit(move |context| {
-            let prepared = match prepare(&job) {
+        let (prepare, pool) = (self.prepare.clone(), self.pool.clone());
+        let proof = tokio::task::spawn_blocking(move || {
+            let PreparedJob { program, stack_inputs, advice_inputs, host } = match prepare(&job) {
                 Ok(prepared) => prepared,
                 Err(failure) => return Ok(Err(failure)),
             };
-            let PreparedJob { program, stack_inputs, advice_inputs, mut host } = prepared;
-            let committer = context.committer().clone();
-            let backend = format!("{} on {}", committer.backend(), committer.device_name());
-            let (outputs, proof) = prove_with_committer(
-                &program,
-                stack_inputs,
-                advice_inputs,
-                &mut host,
-                options,
-                committer,
-            )?;
-            Ok(Ok(ProvedJob {
-                program_hash: program.hash().to_hex().trim_start_matches("0x").to_string(),
-                stack_outputs: outputs.iter().map(ToString::to_string).collect(),
-                proof: proof.to_bytes(),
-                backend,
-                delivery,
-                queued_ms: queued.as_secs_f64() * 1e3,
-                proving_ms: 0.0,
-            }))
+            let hash = program.hash();
+            let handle = pool.prove_miden(program, stack_inputs, advice_inputs, host, options);
+            handle.wait().map(|(outputs, proof)| Ok((hash, outputs, proof)))
         });
         self.metrics.started();
         let start = Instant::now();
-        let proof = tokio::task::spawn_blocking(move || handle.wait());
         tokio::pin!(proof);
         let mut progress = tokio::time::interval((ack_wait / 3).max(Duration::from_millis(100)));
         let joined = loop {
@@ -357,9 +340,15 @@ impl Worker {
         let elapsed = start.elapsed();
         self.metrics.proved_in(elapsed);
         match joined {
-            Ok(Ok(Ok(proved))) => {
-                Outcome::Proved(ProvedJob { proving_ms: elapsed.as_secs_f64() * 1e3, ..proved })
-            },
+            Ok(Ok(Ok((hash, outputs, proof)))) => Outcome::Proved(ProvedJob {
+                program_hash: hash.to_hex().trim_start_matches("0x").to_string(),
+                stack_outputs: outputs.iter().map(ToString::to_string).collect(),
+                proof: proof.to_bytes(),
+                backend: self.pool.backend().to_string(),
+                delivery,
+                queued_ms: queued.as_secs_f64() * 1e3,
+                proving_ms: elapsed.as_secs_f64() * 1e3,
+            }),
             Ok(Ok(Err(failure))) => Outcome::Failed(failure),
             Ok(Err(error)) => Outcome::Failed(JobFailure::from(&error)),
             Err(error) => Outcome::Failed(JobFailure {

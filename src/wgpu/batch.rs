@@ -13,7 +13,7 @@ use super::{
     pipelines::{Kernel, Pipelines, PARAMS_BYTES},
     timestamps::{Stage, Timer},
 };
-use crate::hash::RescueLanes;
+use crate::{error::Result, hash::RescueLanes};
 
 enum Op {
     Dispatch {
@@ -150,8 +150,9 @@ impl Batch {
     }
 
     /// Encodes everything into one command buffer and submits it, timing the passes of staged
-    /// dispatches if `timer` is recording. (The parameter arena goes back to the pool at once: a
-    /// later `write_buffer` to it is ordered after this submission.)
+    /// dispatches if `timer` is recording; `None` if nothing was recorded. (The parameter arena
+    /// goes back to the pool at once: a later `write_buffer` to it is ordered after this
+    /// submission.)
     pub fn submit(
         self,
         ctx: &Context,
@@ -159,9 +160,9 @@ impl Batch {
         constants: &HashConstants,
         pool: &BufferPool,
         timer: Option<&Timer>,
-    ) -> Option<::wgpu::SubmissionIndex> {
+    ) -> Result<Option<::wgpu::SubmissionIndex>> {
         if self.ops.is_empty() {
-            return None;
+            return Ok(None);
         }
         let arena = pool.acquire(
             &ctx.device,
@@ -210,7 +211,7 @@ impl Batch {
                 },
             }
         }
-        Some(ctx.queue.submit([encoder.finish()]))
+        ctx.submit(encoder.finish()).map(Some)
     }
 }
 

@@ -6,7 +6,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use super::context::device_error;
+use super::context::Context;
 use crate::error::Result;
 
 /// Idle bytes the pool keeps for later calls; beyond this, released buffers are freed.
@@ -47,20 +47,12 @@ impl BufferPool {
     /// A staging buffer for uploads (`MAP_WRITE | COPY_SRC`), mapped for writing: a new one is
     /// mapped at creation, a reused one is mapped here (waiting for the device to finish with
     /// it).
-    pub fn acquire_upload(&self, device: &::wgpu::Device, size: u64) -> Result<PooledBuffer> {
+    pub fn acquire_upload(&self, ctx: &Context, size: u64) -> Result<PooledBuffer> {
         let usage = ::wgpu::BufferUsages::MAP_WRITE | ::wgpu::BufferUsages::COPY_SRC;
-        let (buffer, reused) = self.acquire_reporting(device, size, usage, true);
+        let (buffer, reused) = self.acquire_reporting(&ctx.device, size, usage, true);
         if reused {
-            let (tx, rx) = std::sync::mpsc::channel();
-            buffer.map_async(::wgpu::MapMode::Write, .., move |r| {
-                let _ = tx.send(r);
-            });
-            device
-                .poll(::wgpu::PollType::wait_indefinitely())
-                .map_err(|e| device_error(format!("waiting for an upload buffer: {e}")))?;
-            rx.recv()
-                .map_err(|_| device_error("an upload buffer was dropped".into()))?
-                .map_err(|e| device_error(format!("mapping an upload buffer: {e}")))?;
+            let mapping = ctx.map(&buffer, ::wgpu::MapMode::Write, ..)?;
+            ctx.wait_for_map(&buffer, &mapping, "waiting for an upload buffer")?;
         }
         Ok(buffer)
     }

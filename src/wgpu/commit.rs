@@ -34,7 +34,7 @@ use super::{
 };
 use crate::{
     committer::{CommitRequest, Commitment, LdeRows, PolyInput, Shape},
-    error::{GpuError, Result},
+    error::{to_u32, GpuError, Result},
     host::{zeroed_host, HostOptions},
     stage_times::StageTimes,
 };
@@ -189,7 +189,7 @@ pub(super) fn commit(
                 (Some(polys), staged)
             },
         };
-        engine.submit(batch);
+        engine.submit(batch)?;
         drop((staged, values));
 
         let make_sinks = Box::new(move || {
@@ -232,13 +232,13 @@ pub(super) fn commit(
                         let (first, len) = work.part_range(p);
                         let num_cols = len / plan.unit;
                         let params = RowsParams {
-                            count: (plan.rows * num_cols) as u32,
-                            num_cols: num_cols as u32,
+                            count: to_u32(plan.rows * num_cols, "elements of a row chunk")?,
+                            num_cols: to_u32(num_cols, "columns of a part")?,
                             src_offset: 0,
                             log_len: plan.unit.ilog2(),
-                            row0: row0 as u32,
-                            row_width: rw as u32,
-                            col0: (first / plan.unit) as u32,
+                            row0: to_u32(row0, "the first row of a chunk")?,
+                            row_width: to_u32(rw, "the row width of a commitment")?,
+                            col0: to_u32(first / plan.unit, "the first column of a part")?,
                             dst_offset: 0,
                         };
                         record_to_rows(batch, &params, work.part(p), row_buffer);
@@ -248,7 +248,7 @@ pub(super) fn commit(
                 let (leaf_buffer, leaf_offset) = leaf_array.locate(leaf);
                 let (rows, source) = match &row_buffer {
                     Some(row_buffer) => (&**row_buffer, RowSource::RowMajor),
-                    None => (work.part(0), RowSource::Coset { log_len: plan.unit.ilog2(), row0: row0 as u32 }),
+                    None => (work.part(0), RowSource::Coset { log_len: plan.unit.ilog2(), row0: to_u32(row0, "the first row of a chunk")? }),
                 };
                 let block = RowBlock { num_rows: plan.rows, row_width: rw, num_cols: cols, src_offset: 0, dst_offset: leaf_offset, source };
                 let rows_target = Target::Records { sink: LDE_SINK, first: leaf as usize };
@@ -308,7 +308,7 @@ pub(super) fn commit(
         let polys = interpolated.unwrap_or(sinks.columns);
         let commitment = Commitment {
             polys: if host_polys { polys } else { Vec::new() },
-            lde: LdeRows { data: lde, row_width: rw, num_cols: cols },
+            lde: LdeRows { data: lde.into(), row_width: rw, num_cols: cols },
             leaves,
             nodes,
             resident: None,
@@ -455,6 +455,7 @@ fn record_interpolation(
                         src_offset,
                         log_src_len: log_m,
                         dst_offset,
+                        // below the composition's domain, at most 2^32 points
                         first: (j * n) as u32,
                         offset_table: Some(generator_inv_table),
                     };

@@ -1,12 +1,38 @@
-//! The adapter, device and queue, made once per committer, and the translation of wgpu's
-//! errors into [`GpuError`].
+//! The adapter, device and queue, made once per committer; the translation of wgpu's errors
+//! into [`GpuError`]; and the one place the backend submits work, maps buffers and waits for
+//! the device: every wait has the options' deadline, and (feature `fault-injection`) submits,
+//! maps and waits pass through the committer's fault injector.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{
+    mpsc::{self, TryRecvError},
+    Arc, Mutex,
+};
 
 use tracing::{info, warn};
 
 use super::{Arithmetic, WgpuOptions};
-use crate::{backend::Backend, error::GpuError, error::Result, hash::RescueLanes};
+use crate::{
+    backend::Backend,
+    error::{GpuError, Result},
+    hash::RescueLanes,
+    health::DeviceHealth,
+};
+
+/// Whether `$ctx`'s injector strikes this operation of kind `$operation` (an
+/// [`crate::inject::Operation`]) and how ([`Context::inject`]): `Ok(true)` for a wait that is to
+/// hang. Without feature `fault-injection` it is `Ok(false)`.
+macro_rules! injection {
+    ($ctx:expr, $operation:ident, $what:expr) => {{
+        #[cfg(feature = "fault-injection")]
+        let injected = $ctx.inject(crate::inject::Operation::$operation, $what);
+        #[cfg(not(feature = "fault-injection"))]
+        let injected: Result<bool> = {
+            let _ = (&$ctx, $what);
+            Ok(false)
+        };
+        injected
+    }};
+}
 
 /// Invocations per workgroup of every kernel (`WORKGROUP_SIZE` in common.wgsl).
 pub(super) const WORKGROUP_SIZE: u64 = 256;
@@ -95,7 +121,12 @@ pub(super) struct Context {
     pub kernel_downloads: bool,
     /// The first error wgpu reported outside an error scope, or the reason the device was lost.
     fault: Arc<Mutex<Option<String>>>,
+    /// Whether the device is lost, the deadline of a wait, the fault injector.
+    health: Arc<DeviceHealth>,
 }
+
+/// A buffer being mapped for the host: the receiver of its `map_async` callback.
+pub(super) type Mapping = mpsc::Receiver<std::result::Result<(), ::wgpu::BufferAsyncError>>;
 
 impl Context {
     /// Opens a device on the adapter [`find_adapter`] finds for `options`, with the adapter's
@@ -170,9 +201,13 @@ impl Context {
             warn!(%error, "wgpu error");
             record(&sink, error.to_string());
         }));
+        let health = Arc::new(DeviceHealth::new(Backend::Wgpu, options.wait_timeout));
         let sink = fault.clone();
+        let lost = health.clone();
         device.set_device_lost_callback(move |reason, message| {
-            record(&sink, format!("device lost ({reason:?}): {message}"));
+            let message = format!("device lost ({reason:?}): {message}");
+            lost.mark_lost(&message);
+            record(&sink, message);
         });
         info!(
             adapter = %info.name,
@@ -198,6 +233,7 @@ impl Context {
             rescue_lanes,
             kernel_downloads,
             fault,
+            health,
         })
     }
 
@@ -212,9 +248,20 @@ impl Context {
     }
 
     /// Runs `work` inside error scopes for validation, out-of-memory and internal errors, and
-    /// turns any error it caused into a [`GpuError`].
+    /// turns any error it caused into a [`GpuError`]. Refused at once where the device is lost;
+    /// after an error, the device is drained ([`Self::recover`]).
     pub fn checked<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.health.usable()?;
         self.take_fault()?;
+        let result = self.scoped(work);
+        if let Err(error) = &result {
+            return Err(self.recover(error.clone()));
+        }
+        result
+    }
+
+    /// `work` inside the error scopes of [`Self::checked`].
+    fn scoped<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<T> {
         let internal = self.device.push_error_scope(::wgpu::ErrorFilter::Internal);
         let out_of_memory = self.device.push_error_scope(::wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(::wgpu::ErrorFilter::Validation);
@@ -237,6 +284,126 @@ impl Context {
         }
         self.take_fault()?;
         result
+    }
+
+    /// After a call that failed with `error`: an error that leaves the device unusable marks it
+    /// lost (an error of a call during which the device was lost becomes
+    /// [`GpuError::DeviceLost`]); otherwise the queue is drained, so that none of the call's
+    /// work still runs when its buffers are reused, and a drain that fails marks the device lost.
+    fn recover(&self, error: GpuError) -> GpuError {
+        self.health.note(&error);
+        if self.health.is_lost() {
+            return match error {
+                GpuError::Device { backend, message } => GpuError::DeviceLost { backend, message },
+                other => other,
+            };
+        }
+        let drained = self.health.wait("draining the queue", false, || {
+            let status = self.device.poll(::wgpu::PollType::Poll);
+            Ok(status
+                .map_err(|e| device_error(format!("draining the queue: {e}")))?
+                .is_queue_empty())
+        });
+        if let Err(drain) = drained {
+            self.health.mark_lost(&drain.to_string());
+        }
+        error
+    }
+
+    /// Whether the device is lost.
+    pub fn is_lost(&self) -> bool {
+        self.health.is_lost()
+    }
+
+    /// The device's health (its loss, the wait deadline, the fault injector).
+    #[cfg(feature = "fault-injection")]
+    pub fn health(&self) -> &Arc<DeviceHealth> {
+        &self.health
+    }
+
+    // SUBMITS, MAPS AND WAITS
+    // --------------------------------------------------------------------------------------------
+
+    /// Submits `commands` to the queue.
+    pub fn submit(&self, commands: ::wgpu::CommandBuffer) -> Result<::wgpu::SubmissionIndex> {
+        injection!(self, Submit, "queue submit")?;
+        Ok(self.queue.submit([commands]))
+    }
+
+    /// Starts mapping `bounds` of `buffer` for the host in `mode`; wait for it with
+    /// [`Self::wait_for_map`].
+    pub fn map(
+        &self,
+        buffer: &::wgpu::Buffer,
+        mode: ::wgpu::MapMode,
+        bounds: impl std::ops::RangeBounds<u64>,
+    ) -> Result<Mapping> {
+        injection!(self, Map, "buffer map")?;
+        let (tx, rx) = mpsc::channel();
+        buffer.map_async(mode, bounds, move |r| {
+            let _ = tx.send(r);
+        });
+        Ok(rx)
+    }
+
+    /// Waits, within the deadline, until `mapping` of `buffer` is mapped; `operation` names
+    /// what is waited for. If the wait fails on a device that is not lost, the mapping is let
+    /// finish and undone, so that the buffer can be mapped again.
+    pub fn wait_for_map(
+        &self,
+        buffer: &::wgpu::Buffer,
+        mapping: &Mapping,
+        operation: &'static str,
+    ) -> Result<()> {
+        let waited = injection!(self, Wait, operation)
+            .and_then(|hang| self.poll_map(mapping, operation, hang));
+        if waited.is_err() && !self.is_lost() && self.settle_map(mapping, operation).is_ok() {
+            buffer.unmap();
+        }
+        waited
+    }
+
+    /// [`Self::wait_for_map`], never struck by the fault injector: for the cleanup after an
+    /// error.
+    pub fn settle_map(&self, mapping: &Mapping, operation: &'static str) -> Result<()> {
+        self.poll_map(mapping, operation, false)
+    }
+
+    fn poll_map(&self, mapping: &Mapping, operation: &'static str, hang: bool) -> Result<()> {
+        self.health.wait(operation, hang, || {
+            self.device
+                .poll(::wgpu::PollType::Poll)
+                .map_err(|e| device_error(format!("{operation}: {e}")))?;
+            match mapping.try_recv() {
+                Ok(Ok(())) => Ok(true),
+                Ok(Err(e)) => Err(device_error(format!("{operation}: {e}"))),
+                Err(TryRecvError::Empty) => Ok(false),
+                Err(TryRecvError::Disconnected) => {
+                    Err(device_error(format!("{operation}: the mapping was dropped")))
+                },
+            }
+        })
+    }
+
+    /// The fault the injector gives this operation of kind `operation`, if any: `Ok(true)` for
+    /// a wait that is to hang; an error (a sticky one destroys the device) otherwise.
+    #[cfg(feature = "fault-injection")]
+    fn inject(&self, operation: crate::inject::Operation, what: &'static str) -> Result<bool> {
+        use crate::inject::{Injection, Operation};
+        match self.health.injected(operation) {
+            None => Ok(false),
+            Some(Injection::Hang) if operation == Operation::Wait => Ok(true),
+            Some(Injection::Sticky) => {
+                self.device.destroy();
+                let lost = GpuError::DeviceLost {
+                    backend: Backend::Wgpu,
+                    message: format!("{what}: the device was destroyed (injected fault)"),
+                };
+                self.health.note(&lost);
+                Err(lost)
+            },
+            Some(_) => Err(device_error(format!("{what} failed (injected fault)"))),
+        }
     }
 
     /// The recorded uncaptured error or device loss, if any (cleared when read).

@@ -23,7 +23,7 @@ use super::{
 };
 use crate::{
     deep::{join_blocks, CombineRequest, DeepSegment, EvaluateRequest, EVALUATION_BLOCK},
-    error::{GpuError, Result},
+    error::{to_u32, GpuError, Result},
     host::zeroed_host,
 };
 
@@ -176,15 +176,16 @@ pub(super) fn evaluate(
                         component_sources(array, n, col, degree, first_block * block_len);
                     let (out_buffer, out_first) = out.locate(block0 + first_block);
                     buffers.push(out_buffer);
+                    let first = u64::from(out_first) * 2 * d;
                     let params = DeepParams {
-                        count: run_blocks as u32,
-                        first: out_first * (2 * d) as u32,
+                        count: to_u32(run_blocks, "blocks of a DEEP evaluation")?,
+                        first: to_u32(first, "the first value of a DEEP evaluation")?,
                         src,
-                        col_degree: degree as u32,
-                        degree: d as u32,
+                        col_degree: to_u32(degree, "the degree of a DEEP segment")?,
+                        degree: to_u32(d, "the degree of a DEEP element")?,
                         k: x0,
                         x1,
-                        block_len: block_len as u32,
+                        block_len: to_u32(block_len, "the block of a DEEP evaluation")?,
                         ..DeepParams::default()
                     };
                     downloads.batch().dispatch_items(
@@ -197,7 +198,8 @@ pub(super) fn evaluate(
                 block0 += blocks;
             }
         }
-    });
+        Ok::<_, GpuError>(())
+    })?;
     download_array(&mut downloads, &out, 2 * d * FELT_BYTES, |first| Target::Records {
         sink: 0,
         first,
@@ -252,11 +254,11 @@ pub(super) fn combine(
                     let (sum_buffer, sum_first) = sum.locate(first);
                     buffers.push(sum_buffer);
                     let params = DeepParams {
-                        count: run as u32,
+                        count: to_u32(run, "elements of a DEEP sum")?,
                         first: sum_first,
                         src,
-                        col_degree: degree as u32,
-                        degree: d as u32,
+                        col_degree: to_u32(degree, "the degree of a DEEP segment")?,
+                        degree: to_u32(d, "the degree of a DEEP element")?,
                         init,
                         k: k_words,
                         ..DeepParams::default()

@@ -3,7 +3,7 @@
 //! and mapped, and once every buffer is submitted the oldest one's bytes are delivered to host
 //! memory while the device runs the newer submissions.
 
-use std::{collections::VecDeque, mem::MaybeUninit, sync::mpsc};
+use std::{collections::VecDeque, mem::MaybeUninit};
 
 use miden_crypto::Felt;
 use rayon::prelude::*;
@@ -12,7 +12,7 @@ use tracing::debug_span;
 use super::{
     batch::Batch,
     buffers::{Chunked, PooledBuffer},
-    context::device_error,
+    context::{device_error, Mapping},
     Engine,
 };
 use crate::{
@@ -242,8 +242,7 @@ struct InFlight {
     slot: usize,
     pieces: Vec<Piece>,
     used: u64,
-    submission: Option<::wgpu::SubmissionIndex>,
-    mapped: mpsc::Receiver<std::result::Result<(), ::wgpu::BufferAsyncError>>,
+    mapped: Mapping,
 }
 
 /// Makes the host destinations when the first download arrives.
@@ -364,21 +363,13 @@ impl<'e, 's> DownloadQueue<'e, 's> {
         let mut next = Batch::new(self.engine.ctx);
         next.set_stage(self.batch.stage());
         let batch = std::mem::replace(&mut self.batch, next);
-        let submission = self.engine.submit(batch);
+        self.engine.submit(batch)?;
         let pieces = std::mem::take(&mut self.pieces);
         if !pieces.is_empty() {
-            let (tx, rx) = mpsc::channel();
-            self.staging[self.slot].map_async(::wgpu::MapMode::Read, 0..self.used, move |r| {
-                let _ = tx.send(r);
-            });
             let slot = self.slot;
-            self.in_flight.push_back(InFlight {
-                slot,
-                pieces,
-                used: self.used,
-                submission,
-                mapped: rx,
-            });
+            let ctx = self.engine.ctx;
+            let mapped = ctx.map(&self.staging[slot], ::wgpu::MapMode::Read, 0..self.used)?;
+            self.in_flight.push_back(InFlight { slot, pieces, used: self.used, mapped });
             self.slot = (slot + 1) % self.staging.len();
         }
         self.used = 0;
@@ -411,7 +402,10 @@ impl<'e, 's> DownloadQueue<'e, 's> {
     }
 
     fn complete(&mut self, flight: InFlight) -> Result<()> {
-        debug_span!("wgpu.wait").in_scope(|| self.wait(&flight))?;
+        let staging = &self.staging[flight.slot];
+        debug_span!("wgpu.wait").in_scope(|| {
+            self.engine.ctx.wait_for_map(staging, &flight.mapped, "waiting for a download")
+        })?;
         // The buffer is mapped now: unmap it whatever happens next.
         let made = self.sinks().map(|_| ());
         let _deliver = debug_span!("wgpu.deliver", bytes = flight.used).entered();
@@ -432,31 +426,18 @@ impl<'e, 's> DownloadQueue<'e, 's> {
         staging.unmap();
         delivered
     }
-
-    /// Waits until the staging buffer of `flight` is mapped.
-    fn wait(&self, flight: &InFlight) -> Result<()> {
-        let poll = match flight.submission.clone() {
-            Some(index) => ::wgpu::PollType::Wait { submission_index: Some(index), timeout: None },
-            None => ::wgpu::PollType::wait_indefinitely(),
-        };
-        self.engine
-            .ctx
-            .device
-            .poll(poll)
-            .map_err(|e| device_error(format!("waiting for a download: {e}")))?;
-        flight
-            .mapped
-            .recv()
-            .map_err(|_| device_error("a download was dropped".into()))?
-            .map_err(|e| device_error(format!("mapping a download: {e}")))
-    }
 }
 
 impl Drop for DownloadQueue<'_, '_> {
-    /// After an error, leaves no staging buffer mapped when it goes back to the pool.
+    /// After an error, leaves no staging buffer mapped when it goes back to the pool (unless the
+    /// device is lost: its mappings may never complete).
     fn drop(&mut self) {
+        let ctx = self.engine.ctx;
         for flight in std::mem::take(&mut self.in_flight) {
-            if self.wait(&flight).is_ok() {
+            if ctx.is_lost() {
+                return;
+            }
+            if ctx.settle_map(&flight.mapped, "unmapping a download after an error").is_ok() {
                 self.staging[flight.slot].unmap();
             }
         }

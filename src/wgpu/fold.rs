@@ -9,7 +9,10 @@ use bytemuck::{Pod, Zeroable};
 use miden_crypto::Felt;
 use winter_math::{FieldElement, StarkField};
 
-use crate::hash::HashFunction;
+use crate::{
+    error::{to_u32, Result},
+    hash::HashFunction,
+};
 
 use super::{
     batch::Batch, buffers::Chunked, constants::PowerTables, pipelines::Kernel,
@@ -98,7 +101,8 @@ impl Layer {
         self.slots * self.degree
     }
 
-    /// The part holding row `row`, and the element index of the row in it.
+    /// The part holding row `row`, and the element index of the row in it (within one part:
+    /// fewer than 2^32 elements).
     fn locate(&self, row: u64) -> (&::wgpu::Buffer, u32) {
         let (buffer, index) = self.array.locate(row);
         (buffer, index * self.width() as u32)
@@ -118,7 +122,7 @@ pub(super) fn record_layer_rows(
     coset: u64,
     cosets: u64,
     layer: &Layer,
-) {
+) -> Result<()> {
     let per_slot = layer.rows() / cosets;
     // Rows `coset + cosets · b` of a dispatch stay in one part.
     let run = (layer.array.part_len / cosets).clamp(1, per_slot);
@@ -127,20 +131,21 @@ pub(super) fn record_layer_rows(
         for first in (0..per_slot).step_by(run as usize) {
             let (dst, dst_offset) = layer.locate(coset + cosets * first);
             let params = FriParams {
-                count: (run * layer.slots) as u32,
+                count: to_u32(run * layer.slots, "elements of a FRI layer's rows")?,
                 src_offset,
-                dst_offset: dst_offset + d as u32,
-                dst_stride: (cosets * layer.width()) as u32,
-                folding: layer.slots as u32,
-                degree: layer.degree as u32,
-                first: first as u32,
+                dst_offset: to_u32(u64::from(dst_offset) + d, "an offset in a FRI layer")?,
+                dst_stride: to_u32(cosets * layer.width(), "the stride of a FRI layer")?,
+                folding: to_u32(layer.slots, "the FRI folding factor")?,
+                degree: to_u32(layer.degree, "the degree of a FRI element")?,
+                first: to_u32(first, "the first row of a FRI layer")?,
                 log_unit: unit.ilog2(),
-                slot_step: per_slot as u32,
+                slot_step: to_u32(per_slot, "the rows of a FRI slot")?,
                 ..FriParams::default()
             };
             batch.dispatch_items(Kernel::FriRows, &params, &[src, dst], params.count as u64);
         }
     }
+    Ok(())
 }
 
 // FOLDING
@@ -155,22 +160,23 @@ pub(super) fn record_fold(
     next: &Layer,
     alpha: &[Felt],
     powers: (&::wgpu::Buffer, PowerTables),
-) {
+) -> Result<()> {
     let (rows, folding) = (layer.rows(), layer.slots);
     let offset_inv = Felt::GENERATOR.inv();
     let mut alpha_words = [[0; 2]; 3];
     for (words, &component) in alpha_words.iter_mut().zip(alpha) {
         *words = words_of(component * offset_inv);
     }
+    let folding_u32 = to_u32(folding, "the FRI folding factor")?;
     let base = FriParams {
-        folding: folding as u32,
-        degree: layer.degree as u32,
-        rows: rows as u32,
-        domain_mask: (rows * folding - 1) as u32,
+        folding: folding_u32,
+        degree: to_u32(layer.degree, "the degree of a FRI element")?,
+        rows: to_u32(rows, "the rows of a FRI layer")?,
+        domain_mask: to_u32(rows * folding - 1, "the domain of a FRI layer")?,
         root_table: powers.1.root,
         alpha: alpha_words,
-        f_inv: words_of(Felt::from(folding as u32).inv()),
-        dst_stride: next.width() as u32,
+        f_inv: words_of(Felt::from(folding_u32).inv()),
+        dst_stride: to_u32(next.width(), "the width of a FRI layer")?,
         ..FriParams::default()
     };
     // Aligned runs of rows inside one source part, one destination slot and one destination part.
@@ -180,14 +186,18 @@ pub(super) fn record_fold(
         let (dst, dst_offset) = next.locate(first % next.rows());
         let slot = first / next.rows();
         let params = FriParams {
-            count: run as u32,
+            count: to_u32(run, "rows of a FRI fold")?,
             src_offset,
-            dst_offset: dst_offset + (slot * next.degree) as u32,
-            first: first as u32,
+            dst_offset: to_u32(
+                u64::from(dst_offset) + slot * next.degree,
+                "an offset in a FRI layer",
+            )?,
+            first: to_u32(first, "the first row of a FRI fold")?,
             ..base
         };
         batch.dispatch_items(Kernel::FriFold, &params, &[src, dst, powers.0], run);
     }
+    Ok(())
 }
 
 /// The Montgomery words of an element as (low, high).

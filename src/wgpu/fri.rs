@@ -9,6 +9,8 @@
 //! remainder, downloaded last).
 //! Kept layers are opened by copying the queried rows and path nodes into one read-back buffer.
 
+use std::sync::Arc;
+
 use miden_crypto::Felt;
 use rayon::prelude::*;
 use tracing::info_span;
@@ -16,7 +18,7 @@ use tracing::info_span;
 use super::{
     buffers::Chunked,
     constants::felt_bytes,
-    context::device_error,
+    context::{device_error, Context},
     download::{download_array, DownloadQueue, RecordSink, Sinks, Store, Target},
     fold::{record_fold, record_layer_rows, Layer},
     hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers, RowSource},
@@ -97,7 +99,7 @@ pub(super) fn commit_fri(
         let log_domain = (layer.rows() * folding).ilog2();
         let (powers, tables) =
             engine.tables().powers(&engine.ctx.device, &engine.ctx.queue, log_domain);
-        record_fold(downloads.batch(), &layer, &next, &alpha, (&powers, tables));
+        record_fold(downloads.batch(), &layer, &next, &alpha, (&powers, tables))?;
         let layer = std::mem::replace(&mut layer, next);
         match committed.host {
             Some(host) => layers.push(host),
@@ -112,10 +114,9 @@ pub(super) fn commit_fri(
         first,
     })?;
     let remainder = downloads.finish()?.felts.pop().unwrap_or_default();
-    let kept: Option<Box<dyn KeptLayers>> = request.keep_layers.then(|| {
-        let device = engine.ctx.device.clone();
-        Box::new(WgpuKeptLayers { device, queue: engine.ctx.queue.clone(), layers: kept }) as _
-    });
+    let kept: Option<Box<dyn KeptLayers>> = request
+        .keep_layers
+        .then(|| Box::new(WgpuKeptLayers { ctx: engine.ctx.clone(), layers: kept }) as _);
     Ok(FriLayers { layers, kept, remainder })
 }
 
@@ -170,7 +171,7 @@ fn record_evaluation(
             twiddles: &twiddles,
         };
         record_coset_evaluation(downloads.batch(), cosets, coset, arrays, tables);
-        record_layer_rows(downloads.batch(), &work, unit, coset, num_cosets, layer);
+        record_layer_rows(downloads.batch(), &work, unit, coset, num_cosets, layer)?;
     }
     Ok(staged)
 }
@@ -346,13 +347,20 @@ struct KeptLayer {
 /// The layers of one FRI commit phase kept on the device, opened by copying the queried rows and
 /// path nodes into one staging buffer and reading it back.
 struct WgpuKeptLayers {
-    device: ::wgpu::Device,
-    queue: ::wgpu::Queue,
+    ctx: Arc<Context>,
     layers: Vec<KeptLayer>,
 }
 
 impl KeptLayers for WgpuKeptLayers {
+    /// [`WgpuKeptLayers::read`], with wgpu's errors checked as in a call of the committer.
     fn open(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
+        self.ctx.checked(|| self.read(layer, positions))
+    }
+}
+
+impl WgpuKeptLayers {
+    /// Layer `layer`'s rows and Merkle paths at `positions`.
+    fn read(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
         let kept = self.layers.get(layer).ok_or_else(|| {
             GpuError::InvalidFri(format!("layer {layer} of {} opened", self.layers.len()))
         })?;
@@ -384,34 +392,22 @@ impl KeptLayers for WgpuKeptLayers {
             }
         }
         let total: u64 = copies.iter().map(|c| c.2).sum();
-        // invalid work is an error here, not a warning with zeros read back
-        let scope = self.device.push_error_scope(::wgpu::ErrorFilter::Validation);
-        let staging = self.device.create_buffer(&::wgpu::BufferDescriptor {
+        let ctx = &self.ctx;
+        let staging = ctx.device.create_buffer(&::wgpu::BufferDescriptor {
             label: Some("miden-gpu fri openings"),
             size: total.max(8),
             usage: ::wgpu::BufferUsages::MAP_READ | ::wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut encoder = self.device.create_command_encoder(&Default::default());
+        let mut encoder = ctx.device.create_command_encoder(&Default::default());
         let mut offset = 0;
         for &(buffer, start, bytes) in &copies {
             encoder.copy_buffer_to_buffer(buffer, start, &staging, offset, bytes);
             offset += bytes;
         }
-        self.queue.submit([encoder.finish()]);
-        if let Some(error) = pollster::block_on(scope.pop()) {
-            return Err(device_error(format!("copying FRI openings: {error}")));
-        }
-        let (tx, rx) = std::sync::mpsc::channel();
-        staging.slice(..).map_async(::wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
-        });
-        self.device
-            .poll(::wgpu::PollType::wait_indefinitely())
-            .map_err(|e| device_error(format!("waiting for FRI openings: {e}")))?;
-        rx.recv()
-            .map_err(|_| device_error("the FRI openings' buffer was dropped".into()))?
-            .map_err(|e| device_error(format!("reading FRI openings: {e}")))?;
+        ctx.submit(encoder.finish())?;
+        let mapping = ctx.map(&staging, ::wgpu::MapMode::Read, ..)?;
+        ctx.wait_for_map(&staging, &mapping, "waiting for FRI openings")?;
         let words: Vec<u64> = {
             let view = staging
                 .slice(..)

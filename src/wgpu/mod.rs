@@ -82,7 +82,7 @@ use timestamps::Timer;
 /// Made once (adapter, device, pipelines, constant tables); buffers are pooled and reused
 /// across calls. Calls are serialized: a committer runs one commitment at a time.
 pub struct WgpuCommitter {
-    ctx: Context,
+    ctx: Arc<Context>,
     pipelines: Pipelines,
     constants: HashConstants,
     pool: BufferPool,
@@ -139,7 +139,7 @@ impl WgpuCommitter {
         );
         let timer = Timer::new(&ctx);
         Ok(Self {
-            ctx,
+            ctx: Arc::new(ctx),
             pipelines,
             constants,
             pool: BufferPool::default(),
@@ -159,6 +159,13 @@ impl WgpuCommitter {
     /// [`WgpuOptions::max_chunk_bytes`] where set (rounded down to a power of two, at least 256).
     pub fn max_chunk_bytes(&self) -> u64 {
         self.sizes.chunk
+    }
+
+    /// The fault injector every submit, map and wait of this committer passes through (feature
+    /// `fault-injection`, for tests).
+    #[cfg(feature = "fault-injection")]
+    pub fn fault_injector(&self) -> Arc<crate::inject::Injector> {
+        self.ctx.health().injector().clone()
     }
 
     /// Whether the adapter is a software rasterizer (lavapipe, llvmpipe, WARP): correct, but
@@ -337,7 +344,7 @@ impl GpuCommitter for WgpuCommitter {
 
 /// What one call works with: the device and everything made once.
 pub(super) struct Engine<'a> {
-    ctx: &'a Context,
+    ctx: &'a Arc<Context>,
     pipelines: &'a Pipelines,
     constants: &'a HashConstants,
     pool: &'a BufferPool,
@@ -350,8 +357,8 @@ pub(super) struct Engine<'a> {
 }
 
 impl Engine<'_> {
-    /// Submits a batch.
-    fn submit(&self, batch: batch::Batch) -> Option<::wgpu::SubmissionIndex> {
+    /// Submits a batch (`None` if it is empty).
+    fn submit(&self, batch: batch::Batch) -> Result<Option<::wgpu::SubmissionIndex>> {
         batch.submit(self.ctx, self.pipelines, self.constants, self.pool, self.timer)
     }
 

@@ -1,8 +1,14 @@
 //! The options of the wgpu backend, as a value; [`WgpuOptions::from_env`] is the one place the
 //! backend reads the environment (and [`prepare_headless_vulkan`] the one place it changes it).
 
+use std::time::Duration;
+
 use super::Arithmetic;
-use crate::{hash::RescueLanes, host::HostOptions};
+use crate::{
+    hash::RescueLanes,
+    health::{parse_wait_timeout, DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV},
+    host::HostOptions,
+};
 
 /// How a [`super::WgpuCommitter`] picks its adapter and builds its kernels.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +41,10 @@ pub struct WgpuOptions {
     pub max_chunk_bytes: Option<u64>,
     /// How result vectors are reserved on the host.
     pub host: HostOptions,
+    /// The deadline of every wait on the device (default [`DEFAULT_WAIT_TIMEOUT`], 120 s): a
+    /// wait that exceeds it is [`crate::GpuError::Timeout`], and the committer counts its device
+    /// as lost.
+    pub wait_timeout: Duration,
 }
 
 impl Default for WgpuOptions {
@@ -48,6 +58,7 @@ impl Default for WgpuOptions {
             kernel_downloads: true,
             max_chunk_bytes: None,
             host: HostOptions::default(),
+            wait_timeout: DEFAULT_WAIT_TIMEOUT,
         }
     }
 }
@@ -55,12 +66,24 @@ impl Default for WgpuOptions {
 impl WgpuOptions {
     /// The defaults, with wgpu's own variables where set: `WGPU_BACKEND` (the APIs, a
     /// comma-separated list such as `vulkan` or `metal,dx12`) and `WGPU_ADAPTER_NAME` (part of
-    /// the adapter's name; blank leaves the default).
+    /// the adapter's name; blank leaves the default), and [`WAIT_TIMEOUT_ENV`] (seconds; a value
+    /// that is not a positive number is logged and leaves the default).
     pub fn from_env() -> Self {
         let defaults = Self::default();
+        let wait_timeout = std::env::var(WAIT_TIMEOUT_ENV)
+            .ok()
+            .filter(|text| !text.trim().is_empty())
+            .and_then(|text| {
+                let parsed = parse_wait_timeout(&text);
+                if parsed.is_none() {
+                    tracing::warn!(%text, "{WAIT_TIMEOUT_ENV} is not a positive number of seconds");
+                }
+                parsed
+            });
         Self {
             backends: ::wgpu::Backends::from_env().unwrap_or(defaults.backends),
             adapter_name: std::env::var("WGPU_ADAPTER_NAME").ok().filter(|n| !n.trim().is_empty()),
+            wait_timeout: wait_timeout.unwrap_or(defaults.wait_timeout),
             ..defaults
         }
     }

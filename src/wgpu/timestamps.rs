@@ -177,18 +177,8 @@ impl Timer {
             return Ok(None);
         }
         let bytes = passes as u64 * 16;
-        let (tx, rx) = std::sync::mpsc::channel();
-        self.readback.map_async(::wgpu::MapMode::Read, 0..bytes, move |r| {
-            let _ = tx.send(r);
-        });
-        ctx.device
-            .poll(::wgpu::PollType::wait_indefinitely())
-            .map_err(|e| device_error(format!("waiting for the timestamps: {e}")))?;
-        let mapped =
-            rx.recv().map_err(|_| device_error("the timestamp readback was dropped".into()))?;
-        if let Err(e) = mapped {
-            return Err(device_error(format!("mapping the timestamps: {e}")));
-        }
+        let mapping = ctx.map(&self.readback, ::wgpu::MapMode::Read, 0..bytes)?;
+        ctx.wait_for_map(&self.readback, &mapping, "waiting for the timestamps")?;
         let mut sums = StageSums::default();
         {
             let view = self

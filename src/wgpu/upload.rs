@@ -72,7 +72,7 @@ pub(super) fn upload(
             end += 1;
         }
         let group = &segments[start..end];
-        let staging = engine.pool.acquire_upload(&engine.ctx.device, size)?;
+        let staging = engine.pool.acquire_upload(engine.ctx, size)?;
         {
             let mut view = staging
                 .slice(..size)

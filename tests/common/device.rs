@@ -74,6 +74,12 @@ impl DeviceTests {
         self
     }
 
+    /// These tests and those of `other` (another backend's), run together.
+    pub fn and(mut self, other: DeviceTests) -> Self {
+        self.trials.extend(other.trials);
+        self
+    }
+
     /// Runs the tests and exits with libtest's status.
     pub fn run(self) -> ! {
         libtest_mimic::run(&Arguments::from_args(), self.trials).exit()

@@ -345,7 +345,7 @@ pub fn check_hash_rows(committer: &dyn GpuCommitter, seed: u64, hashes: &[HashFu
                     *x = Felt::ZERO;
                 }
             }
-            let lde = LdeRows { data, row_width, num_cols };
+            let lde = LdeRows { data: data.into(), row_width, num_cols };
             for row_hashing in [
                 RowHashing::WholeRow,
                 RowHashing::Partitioned(1),
@@ -414,7 +414,7 @@ pub fn check_inexact_rows(committer: &dyn GpuCommitter, hashes: &[HashFunction])
         data.resize(row_width, Felt::ZERO);
         // two rows: kernels that hash several rows per thread or per block see both positions
         data.extend_from_within(..);
-        let lde = LdeRows { data, row_width, num_cols: row.len() };
+        let lde = LdeRows { data: data.into(), row_width, num_cols: row.len() };
         for &hash in hashes {
             for row_hashing in [RowHashing::WholeRow, RowHashing::Partitioned(8)] {
                 let got = committer
@@ -709,7 +709,7 @@ pub fn check_deep_on(
 
 /// Every column at both points by `polynom::eval` (main columns in the base field, the others
 /// grouped into columns of their degree): for column `c` and point `p`, at `(c·2 + p)·degree`.
-fn host_evaluations<E: FieldElement<BaseField = Felt>>(
+pub fn host_evaluations<E: FieldElement<BaseField = Felt>>(
     segments: &[(Vec<Vec<Felt>>, usize)],
     points: &[Felt],
 ) -> Vec<Felt> {
@@ -733,7 +733,7 @@ fn as_slices(columns: &[Vec<Felt>]) -> Vec<&[Felt]> {
 }
 
 /// [`combine_on_host`] over base-column polynomials grouped into columns of their degree.
-fn host_combination<E: FieldElement<BaseField = Felt>>(
+pub fn host_combination<E: FieldElement<BaseField = Felt>>(
     segments: &[(Vec<Vec<Felt>>, usize)],
     coefficients: &[Felt],
     n: usize,

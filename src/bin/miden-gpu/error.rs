@@ -4,7 +4,7 @@
 use std::{error::Error as StdError, fmt, io, path::PathBuf};
 
 use miden_assembly::diagnostics::{reporting::PrintDiagnostic, Report};
-use miden_gpu::{miden::ProveError, GpuError};
+use miden_gpu::{miden::ProveError, pool::PoolError, GpuError};
 use miden_processor::ExecutionError;
 use thiserror::Error;
 use winter_prover::ProverError;
@@ -109,6 +109,19 @@ pub enum CliError {
         /// The path given for it.
         path: PathBuf,
     },
+    /// Two programs would write the same file (their default proof or outputs paths collide).
+    #[error("the programs `{}` and `{}` would both write `{}`", first.display(), second.display(), path.display())]
+    SharedOutput {
+        /// The file both would write.
+        path: PathBuf,
+        /// The program given first.
+        first: PathBuf,
+        /// The program given later.
+        second: PathBuf,
+    },
+    /// Arguments that do not go together.
+    #[error("invalid arguments: {0}")]
+    Usage(String),
     /// The backend could not be created (an explicit backend that is unavailable here).
     #[error(transparent)]
     Backend(#[from] GpuError),
@@ -121,6 +134,19 @@ pub enum CliError {
     /// The proof does not verify against the program hash, inputs and outputs.
     #[error("proof verification failed: {0}")]
     Verification(String),
+    /// A proof job of the pool failed in a way none of the other variants names (a panic, a
+    /// host memory estimate beyond the pool's limit).
+    #[error(transparent)]
+    Pool(PoolError),
+    /// Some of several programs failed (each reported on its own line); the others were
+    /// proved and written.
+    #[error("{failed} of {total} programs failed; the others were proved and written")]
+    Failed {
+        /// The programs that failed.
+        failed: usize,
+        /// The programs given.
+        total: usize,
+    },
     /// The fleet's server or metrics endpoint failed.
     #[cfg(feature = "service")]
     #[error(transparent)]
@@ -149,7 +175,11 @@ impl CliError {
     /// 1 for every other failure.
     pub fn exit_status(&self) -> u8 {
         match self {
-            Self::Options(_) | Self::ProofOptions(_) | Self::SameFile { .. } => 2,
+            Self::Options(_)
+            | Self::ProofOptions(_)
+            | Self::SameFile { .. }
+            | Self::SharedOutput { .. }
+            | Self::Usage(_) => 2,
             _ => 1,
         }
     }
@@ -185,6 +215,17 @@ impl From<ProveError> for CliError {
             ProveError::SelfCheck { .. } | ProveError::NondeterministicExecution => {
                 Self::SelfCheck(causes(&error))
             },
+        }
+    }
+}
+
+impl From<PoolError> for CliError {
+    fn from(error: PoolError) -> Self {
+        match error {
+            PoolError::Backend(error) => Self::Backend(error),
+            PoolError::Prover(error) => Self::Proving(error),
+            PoolError::Miden(error) => error.into(),
+            other => Self::Pool(other),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! miden-gpu prove program.masm [-i program.inputs] [-p program.proof] [-o program.outputs]
 //!     [--backend auto|cpu|wgpu|cuda] [--hasher rpo|rpx] [--security 96|128]
 //!     [-l lib.masl ...] [-e expected-cycles] [-m max-cycles] [-n num-outputs] [--release]
+//! miden-gpu prove a.masm b.masm ... [--jobs N] [other options as above but -i, -p, -o]
 //! miden-gpu verify --program-hash <hex> --proof program.proof [-i program.inputs]
 //!     [-o program.outputs]
 //! ```
@@ -24,9 +25,13 @@
 //! differences: the hash function defaults to RPO, `--backend` picks where the commitments run
 //! (default `MIDEN_GPU_BACKEND`, else the best device found), a hash function and security level
 //! the verifier refuses are refused before proving, and every proof is verified before it is
-//! written (atomically). A terminal shows a spinner with the current stage; `RUST_LOG` turns on
+//! written (atomically). Several programs are proved concurrently on the backend's GPUs
+//! (`ProverPool`), each with its default files; one that fails is reported on its own `error:`
+//! line and the others are still written. A terminal shows a spinner with the current stage; `RUST_LOG` turns on
 //! log lines (by default only this crate's warnings). Exit status: 1 for a failure, 2 for
 //! invalid arguments.
+
+miden_gpu::use_jemalloc!();
 
 use std::{
     io::{self, IsTerminal},
@@ -39,6 +44,7 @@ use tracing_subscriber::{
     filter::filter_fn, layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer,
 };
 
+mod batch;
 mod data;
 mod error;
 #[cfg(feature = "service")]
@@ -71,7 +77,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Prove a Miden program, with the commitments on a GPU
+    /// Prove Miden programs, with the commitments on a GPU
     Prove(ProveCmd),
     /// Verify a proof of a Miden program
     Verify(VerifyCmd),
@@ -119,12 +125,13 @@ fn main() -> ExitCode {
 
 impl Command {
     /// The log lines shown when `RUST_LOG` is not set: this crate's warnings (such as a fallback
-    /// to the CPU), and for a long-running worker its jobs too.
+    /// to the CPU) but for the pool's failed jobs, which have their own `error:` lines; for a
+    /// long-running worker, its jobs too.
     fn default_log(&self) -> &'static str {
         match self {
             #[cfg(feature = "service")]
             Self::Serve(_) => "miden_gpu=info",
-            _ => "miden_gpu=warn",
+            _ => "miden_gpu=warn,miden_gpu::pool=error",
         }
     }
 }

@@ -12,10 +12,11 @@ use miden_gpu::{
     timing::SpanTimes,
     Backend, BackendOptions,
 };
-use miden_processor::ExecutionOptions;
-use miden_prover::{HashFunction, ProvingOptions};
+use miden_processor::{ExecutionOptions, StackOutputs};
+use miden_prover::{ExecutionProof, HashFunction, ProvingOptions};
 
 use crate::{
+    batch::prove_all,
     data::{program_hash_hex, stage_proof, Inputs, OutputFile},
     error::{CliError, FileKind},
     program::LoadedProgram,
@@ -26,11 +27,13 @@ use crate::{
 // ARGUMENTS
 // ================================================================================================
 
-/// Prove a Miden program, with the trace and constraint commitments on a GPU.
+/// Prove Miden programs, with the trace and constraint commitments on a GPU.
 #[derive(Debug, Clone, Args)]
 pub struct ProveCmd {
-    /// Path to a .masm assembly file or a .masp package file
-    program_file: PathBuf,
+    /// Paths to .masm assembly files or .masp package files; several are proved concurrently on
+    /// the backend's GPUs, each with its default inputs, outputs and proof files
+    #[arg(required = true, value_name = "PROGRAM_FILE")]
+    program_files: Vec<PathBuf>,
 
     /// Path to the inputs file [default: the program file with extension .inputs, if it exists]
     #[arg(short = 'i', long = "input")]
@@ -43,6 +46,10 @@ pub struct ProveCmd {
     /// Path to the proof file [default: the program file with extension .proof]
     #[arg(short = 'p', long = "proof")]
     proof_file: Option<PathBuf>,
+
+    /// Proofs in flight at once when several programs are given [default: 2 per GPU]
+    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..))]
+    jobs: Option<u32>,
 
     /// Paths to .masl library files
     #[arg(short = 'l', long = "libraries")]
@@ -101,9 +108,20 @@ pub fn parse_security(level: &str) -> Result<u32, String> {
 // PROVE
 // ================================================================================================
 
+/// The files of one program: the program, the proof and outputs files it writes.
+pub struct ProgramFiles {
+    /// The `.masm` or `.masp` file.
+    pub program: PathBuf,
+    /// Where its proof is written.
+    pub proof: PathBuf,
+    /// Where its stack outputs are written.
+    pub outputs: PathBuf,
+}
+
 impl ProveCmd {
-    /// Assembles, executes and proves the program, writes the proof and outputs files and prints
-    /// the outputs, the program hash, the backend and the timings.
+    /// Assembles, executes and proves the programs, writes each one's proof and outputs files
+    /// and prints the outputs, the program hash, the backend and the timings; several programs
+    /// are proved concurrently ([`prove_all`]).
     ///
     /// Everything that can be checked before the proof is checked first: the options (a hash
     /// function and security level the verifier accepts), the environment's backend settings
@@ -111,17 +129,31 @@ impl ProveCmd {
     /// is verified before it is written (see [`prove_with_committer`]), and both files are
     /// written whole or not at all.
     pub fn execute(&self, progress: &Progress, times: &SpanTimes) -> Result<(), CliError> {
-        let start = Instant::now();
         let options = self.proving_options()?;
-        let (proof_path, output_path) = self.output_paths()?;
+        let files = self.files()?;
         let mut backend = BackendOptions::from_env()?;
         if let Some(name) = self.backend {
             backend.backend = name;
         }
+        match files.as_slice() {
+            [one] => self.prove_one(one, options, &backend, progress, times),
+            many => prove_all(self, many, options, backend, progress),
+        }
+    }
 
+    /// Proves one program on a committer of its own, with the time of each step.
+    fn prove_one(
+        &self,
+        files: &ProgramFiles,
+        options: ProvingOptions,
+        backend: &BackendOptions,
+        progress: &Progress,
+        times: &SpanTimes,
+    ) -> Result<(), CliError> {
+        let start = Instant::now();
         progress.stage("assembling the program");
-        let loaded = LoadedProgram::load(&self.program_file, &self.library_paths)?;
-        let inputs = Inputs::read(self.input_file.as_deref(), &self.program_file)?;
+        let loaded = LoadedProgram::load(&files.program, &self.library_paths)?;
+        let inputs = self.inputs(&files.program)?;
         let (stack_inputs, advice_inputs) = (inputs.stack_inputs()?, inputs.advice_inputs()?);
         let mut host = loaded.host()?;
         let assembled = start.elapsed();
@@ -143,38 +175,17 @@ impl ProveCmd {
         let (execution, self_check) = (times.get("execute_program"), times.get("self_check"));
 
         progress.stage("writing the proof");
-        let (proof_file, proof_size) = stage_proof(&proof, &proof_path)?;
-        let outputs_file = OutputFile::stage(&outputs, &output_path)?;
-        proof_file.commit()?;
-        outputs_file.commit()?;
+        let proof_size = write_files(files, &outputs, &proof)?;
         let total = start.elapsed();
         progress.finish();
 
-        let stack = outputs.stack_truncated(self.num_outputs).iter();
         let mut report = Report::new();
         report
-            .line("program", self.program_file.display())
+            .line("program", files.program.display())
             .line("program hash", program_hash_hex(&loaded.program.hash()))
             .line("backend", format!("{} on {}", committer.backend(), committer.device_name()));
-        if let Some(path) = &inputs.path {
-            report.line("inputs", path.display());
-        }
+        self.result_lines(&mut report, files, &inputs, &outputs, &proof, proof_size);
         report
-            .line(
-                "stack outputs",
-                format!("[{}]", stack.map(ToString::to_string).collect::<Vec<_>>().join(", ")),
-            )
-            .line("outputs file", output_path.display())
-            .line(
-                "proof file",
-                format!(
-                    "{} ({:.1} KB, {:?}, {}-bit security)",
-                    proof_path.display(),
-                    proof_size as f64 / 1024.0,
-                    proof.hash_fn(),
-                    proof.security_level()
-                ),
-            )
             .line(
                 "time",
                 format!(
@@ -190,6 +201,54 @@ impl ProveCmd {
             )
             .print();
         Ok(())
+    }
+
+    /// The inputs of `program`: `-i`, else `<program>.inputs` if it exists, else none.
+    pub(crate) fn inputs(&self, program: &Path) -> Result<Inputs, CliError> {
+        Inputs::read(self.input_file.as_deref(), program)
+    }
+
+    /// The `.masl` libraries linked.
+    pub(crate) fn library_paths(&self) -> &[PathBuf] {
+        &self.library_paths
+    }
+
+    /// `--jobs`: the proofs in flight at once, if given.
+    pub(crate) fn jobs(&self) -> Option<usize> {
+        self.jobs.map(|jobs| jobs as usize)
+    }
+
+    /// A proved program's report lines after its hash: inputs, stack outputs (`-n` of them),
+    /// outputs and proof files.
+    pub(crate) fn result_lines(
+        &self,
+        report: &mut Report,
+        files: &ProgramFiles,
+        inputs: &Inputs,
+        outputs: &StackOutputs,
+        proof: &ExecutionProof,
+        proof_size: usize,
+    ) {
+        if let Some(path) = &inputs.path {
+            report.line("inputs", path.display());
+        }
+        let stack = outputs.stack_truncated(self.num_outputs).iter();
+        report
+            .line(
+                "stack outputs",
+                format!("[{}]", stack.map(ToString::to_string).collect::<Vec<_>>().join(", ")),
+            )
+            .line("outputs file", files.outputs.display())
+            .line(
+                "proof file",
+                format!(
+                    "{} ({:.1} KB, {:?}, {}-bit security)",
+                    files.proof.display(),
+                    proof_size as f64 / 1024.0,
+                    proof.hash_fn(),
+                    proof.security_level()
+                ),
+            );
     }
 
     /// The proving options of the `--hasher`, `--security` and execution flags.
@@ -209,26 +268,81 @@ impl ProveCmd {
         Ok(options.with_execution_options(execution))
     }
 
-    /// The proof and outputs paths, refused if either names a file the command reads (the
-    /// program, inputs or a library), if they name the same file, or if either is a directory
-    /// or in a directory that does not exist.
-    fn output_paths(&self) -> Result<(PathBuf, PathBuf), CliError> {
-        let proof = self.proof_file.clone().unwrap_or_else(|| self.default_path("proof"));
-        let outputs = self.output_file.clone().unwrap_or_else(|| self.default_path("outputs"));
-        let mut read = vec![(FileKind::Program, self.program_file.clone())];
-        read.extend(
-            Inputs::path(self.input_file.as_deref(), &self.program_file)
-                .map(|path| (FileKind::Inputs, path)),
-        );
-        read.extend(self.library_paths.iter().map(|path| (FileKind::Library, path.clone())));
-        check_output_paths(&proof, &outputs, &read)?;
-        Ok((proof, outputs))
-    }
+    /// The files of each program: `-p` and `-o`, else miden-vm's defaults `<program>.proof` and
+    /// `<program>.outputs`. Refused before anything runs: `-i`, `-p` or `-o` with several
+    /// programs (they name one program's files); a file written that is a file the command
+    /// reads (a program, inputs or library), another file written (of the same program or of
+    /// another), a directory, or in a directory that does not exist.
+    fn files(&self) -> Result<Vec<ProgramFiles>, CliError> {
+        let count = self.program_files.len();
+        let flags = [
+            ("-i/--input", self.input_file.is_some()),
+            ("-p/--proof", self.proof_file.is_some()),
+            ("-o/--output", self.output_file.is_some()),
+        ];
+        if let Some((flag, _)) = flags.iter().find(|(_, given)| *given && count > 1) {
+            return Err(CliError::Usage(format!(
+                "{flag} names a file of one program, but {count} programs were given (each \
+                 then uses <program>.inputs, <program>.proof and <program>.outputs)"
+            )));
+        }
+        let files: Vec<ProgramFiles> = self
+            .program_files
+            .iter()
+            .map(|program| ProgramFiles {
+                program: program.clone(),
+                proof: self.proof_file.clone().unwrap_or_else(|| program.with_extension("proof")),
+                outputs: self
+                    .output_file
+                    .clone()
+                    .unwrap_or_else(|| program.with_extension("outputs")),
+            })
+            .collect();
 
-    /// `<program>.<extension>`, miden-vm's default for the proof and outputs files.
-    fn default_path(&self, extension: &str) -> PathBuf {
-        self.program_file.with_extension(extension)
+        let mut read = Vec::new();
+        for program in &self.program_files {
+            read.push((FileKind::Program, program.clone()));
+            let inputs = Inputs::path(self.input_file.as_deref(), program);
+            read.extend(inputs.map(|path| (FileKind::Inputs, path)));
+        }
+        read.extend(self.library_paths.iter().map(|path| (FileKind::Library, path.clone())));
+        let written: Vec<(usize, FileKind, &PathBuf)> = files
+            .iter()
+            .enumerate()
+            .flat_map(|(i, f)| [(i, FileKind::Proof, &f.proof), (i, FileKind::Outputs, &f.outputs)])
+            .collect();
+        for (n, &(owner, first, path)) in written.iter().enumerate() {
+            if let Some(&(other, second, _)) =
+                written[..n].iter().find(|(_, _, earlier)| same_file(path, earlier))
+            {
+                return Err(if other == owner {
+                    CliError::SameFile { first: second, second: first, path: path.clone() }
+                } else {
+                    CliError::SharedOutput {
+                        path: path.clone(),
+                        first: files[other].program.clone(),
+                        second: files[owner].program.clone(),
+                    }
+                });
+            }
+            check_writable(first, path, &read)?;
+        }
+        Ok(files)
     }
+}
+
+/// Writes a program's proof and outputs files (each staged whole and synced, then both renamed
+/// into place) and returns the proof's size in bytes.
+pub fn write_files(
+    files: &ProgramFiles,
+    outputs: &StackOutputs,
+    proof: &ExecutionProof,
+) -> Result<usize, CliError> {
+    let (proof_file, proof_size) = stage_proof(proof, &files.proof)?;
+    let outputs_file = OutputFile::stage(outputs, &files.outputs)?;
+    proof_file.commit()?;
+    outputs_file.commit()?;
+    Ok(proof_size)
 }
 
 // PATHS
@@ -236,6 +350,7 @@ impl ProveCmd {
 
 /// Refuses `proof` and `outputs` paths that name one file, a file of `read` (those the command
 /// reads), a directory, or a file in a directory that does not exist.
+#[cfg(feature = "service")]
 pub fn check_output_paths(
     proof: &Path,
     outputs: &Path,
@@ -245,20 +360,29 @@ pub fn check_output_paths(
         let (first, second) = (FileKind::Proof, FileKind::Outputs);
         return Err(CliError::SameFile { first, second, path: proof.to_path_buf() });
     }
-    for (first, path) in [(FileKind::Proof, proof), (FileKind::Outputs, outputs)] {
-        let unwritable = |kind, reason| {
-            let source = io::Error::new(kind, reason);
-            Err(CliError::Write { kind: first, path: path.to_path_buf(), source })
-        };
-        if path.is_dir() {
-            return unwritable(io::ErrorKind::IsADirectory, "it is a directory");
-        }
-        if !resolved(path).parent().is_some_and(Path::is_dir) {
-            return unwritable(io::ErrorKind::NotFound, "its directory does not exist");
-        }
-        if let Some((second, _)) = read.iter().find(|(_, other)| same_file(path, other)) {
-            return Err(CliError::SameFile { first, second: *second, path: path.to_path_buf() });
-        }
+    check_writable(FileKind::Proof, proof, read)?;
+    check_writable(FileKind::Outputs, outputs, read)
+}
+
+/// Refuses a `kind` file to write at `path` that is a directory, in a directory that does not
+/// exist, or a file of `read`.
+fn check_writable(
+    kind: FileKind,
+    path: &Path,
+    read: &[(FileKind, PathBuf)],
+) -> Result<(), CliError> {
+    let unwritable = |reason_kind, reason| {
+        let source = io::Error::new(reason_kind, reason);
+        Err(CliError::Write { kind, path: path.to_path_buf(), source })
+    };
+    if path.is_dir() {
+        return unwritable(io::ErrorKind::IsADirectory, "it is a directory");
+    }
+    if !resolved(path).parent().is_some_and(Path::is_dir) {
+        return unwritable(io::ErrorKind::NotFound, "its directory does not exist");
+    }
+    if let Some((second, _)) = read.iter().find(|(_, other)| same_file(path, other)) {
+        return Err(CliError::SameFile { first: kind, second: *second, path: path.to_path_buf() });
     }
     Ok(())
 }
