@@ -9,7 +9,9 @@
 #   root or through sudo), a real Vulkan device on the CPU, so every WGSL kernel runs against the
 #   CPU oracle. If no libnvrtc is found, fetches the pip wheel `nvidia-cuda-nvrtc-cu12` into
 #   .nvrtc/, so every CUDA kernel is compiled with no GPU. Tests with feature `cuda`.
-# - macOS: wgpu runs on Metal; nothing is installed and the `cuda` feature is left out.
+# - macOS: wgpu runs on Metal; the `cuda` feature is left out.
+# - Everywhere: installs `nats-server` where it is missing (apt as root or through sudo; brew on
+#   macOS), for the prover fleet's tests (feature `service`), which start their own servers.
 # - Tests that need a device this machine lacks (no NVIDIA driver, say) are reported as ignored
 #   with the reason, and the summary at the end lists them; where the device is present, any
 #   failure fails the run.
@@ -27,7 +29,7 @@ as_root() {
 # 1. What this machine needs
 case "$(uname -s)" in
   Linux)
-    features=cuda,miden
+    features=cuda,miden,service
     if ! ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1 && ! ls /etc/vulkan/icd.d/*.json >/dev/null 2>&1; then
       if command -v apt-get >/dev/null 2>&1 &&
         as_root apt-get update -qq &&
@@ -55,12 +57,24 @@ case "$(uname -s)" in
     fi
     ;;
   Darwin)
-    features=miden
+    features=miden,service
     ;;
   *)
-    features=miden
+    features=miden,service
     ;;
 esac
+if ! command -v nats-server >/dev/null 2>&1; then
+  if [ "$(uname -s)" = Darwin ] && command -v brew >/dev/null 2>&1 && brew install -q nats-server >/dev/null; then
+    say "installed nats-server (brew) for the fleet's tests"
+  elif command -v apt-get >/dev/null 2>&1 &&
+    as_root apt-get update -qq &&
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server >/dev/null
+  then
+    say "installed nats-server (apt) for the fleet's tests"
+  else
+    say "no nats-server, and it could not be installed (apt with root or sudo, or brew): the fleet's tests will be ignored"
+  fi
+fi
 
 # Without a desktop session, Mesa's device-select Vulkan layer looks for a display and prints an
 # error about XDG_RUNTIME_DIR; compute needs no display (the binaries do the same at start-up).

@@ -64,6 +64,8 @@ pub mod progress;
 mod prover;
 mod resident;
 mod select;
+#[cfg(feature = "service")]
+pub mod service;
 mod stage_times;
 
 #[cfg(feature = "tools")]

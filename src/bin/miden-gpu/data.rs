@@ -82,6 +82,18 @@ impl Inputs {
         Ok(Self { path: Some(path), file })
     }
 
+    /// The inputs of a job: `value`, an inputs file's JSON object (`null` for empty inputs),
+    /// named `path` in errors.
+    #[cfg(feature = "service")]
+    pub fn from_json(value: serde_json::Value, path: &Path) -> Result<Self, CliError> {
+        let file = match value {
+            serde_json::Value::Null => InputFile::default(),
+            value => serde_json::from_value(value)
+                .map_err(|e| CliError::invalid(FileKind::Inputs, path, e))?,
+        };
+        Ok(Self { path: Some(path.to_path_buf()), file })
+    }
+
     /// The inputs file [`Self::read`] reads: `explicit`, else `<target>.inputs` if it exists.
     pub fn path(explicit: Option<&Path>, target: &Path) -> Option<PathBuf> {
         match explicit {
@@ -246,11 +258,15 @@ pub fn stage_proof(proof: &ExecutionProof, path: &Path) -> Result<(StagedFile, u
 /// length bounded by the bytes present and its Merkle openings checked the same way before the
 /// verifier parses them (see [`crate::untrusted`]).
 pub fn read_proof(path: &Path) -> Result<ExecutionProof, CliError> {
-    let bytes = read_file(FileKind::Proof, path)?;
+    decode_proof(&read_file(FileKind::Proof, path)?, path)
+}
+
+/// A proof from the untrusted `bytes` of `path`, decoded as [`read_proof`] decodes a file.
+pub fn decode_proof(bytes: &[u8], path: &Path) -> Result<ExecutionProof, CliError> {
     let invalid = |e: String| {
         CliError::invalid(FileKind::Proof, path, format!("not a Miden execution proof ({e})"))
     };
-    let proof: ExecutionProof = decode(&bytes).map_err(invalid)?;
+    let proof: ExecutionProof = decode(bytes).map_err(invalid)?;
     check_openings(&proof).map_err(invalid)?;
     Ok(proof)
 }

@@ -147,6 +147,23 @@ pub enum CliError {
         /// The programs given.
         total: usize,
     },
+    /// The fleet's server or metrics endpoint failed.
+    #[cfg(feature = "service")]
+    #[error(transparent)]
+    Service(#[from] miden_gpu::service::ServiceError),
+    /// The fleet filed an error result for the job.
+    #[cfg(feature = "service")]
+    #[error("job {id} failed: {failure}")]
+    Job {
+        /// The job's id.
+        id: String,
+        /// Its error result.
+        failure: miden_gpu::service::JobFailure,
+    },
+    /// The fleet has no result for the job yet.
+    #[cfg(feature = "service")]
+    #[error("job {0} has no result yet (fetch --wait waits for it)")]
+    NoResult(String),
     /// The proof just made did not pass its self-check (nor did the CPU fallback's, if one was
     /// made); nothing was written.
     #[error("{0}; no proof was written")]

@@ -10,6 +10,16 @@
 //!     [-o program.outputs]
 //! ```
 //!
+//! With feature `service`, a prover fleet on NATS JetStream ([`miden_gpu::service`]):
+//!
+//! ```text
+//! miden-gpu serve [--nats URL] [--backend ...] [--workers N] [--metrics ADDR]
+//!     [--max-job-bytes N] [-m max-cycles] [--ack-wait SECS] [--max-deliver N] [--name NAME]
+//! miden-gpu submit program.masm [-i ...] [-p ...] [-o ...] [--hasher ...] [-s ...] [-m ...]
+//!     [--nats URL] [--no-wait] [--timeout SECS]
+//! miden-gpu fetch <job id> [-p ...] [-o ...] [--nats URL] [--wait] [--timeout SECS]
+//! ```
+//!
 //! Arguments, defaults and files are those of miden-vm 0.20's `miden prove` and `miden verify`
 //! (the formats are listed in the `data` module): a proof made here verifies with `miden verify` and the other way round. The
 //! differences: the hash function defaults to RPO, `--backend` picks where the commitments run
@@ -37,10 +47,16 @@ use tracing_subscriber::{
 mod batch;
 mod data;
 mod error;
+#[cfg(feature = "service")]
+mod fetch;
 mod program;
 mod progress;
 mod prove;
 mod report;
+#[cfg(feature = "service")]
+mod serve;
+#[cfg(feature = "service")]
+mod submit;
 mod untrusted;
 mod verify;
 
@@ -65,6 +81,15 @@ enum Command {
     Prove(ProveCmd),
     /// Verify a proof of a Miden program
     Verify(VerifyCmd),
+    /// Prove the jobs of a fleet's NATS queue on this host's GPUs, until stopped
+    #[cfg(feature = "service")]
+    Serve(serve::ServeCmd),
+    /// Put a proof job on a fleet's NATS queue and write its proof when it is done
+    #[cfg(feature = "service")]
+    Submit(submit::SubmitCmd),
+    /// Write the proof of a job submitted earlier
+    #[cfg(feature = "service")]
+    Fetch(fetch::FetchCmd),
 }
 
 // MAIN
@@ -76,11 +101,17 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let progress = Progress::new();
     let times = SpanTimes::new();
-    init_tracing(&progress, &times);
+    init_tracing(&progress, &times, cli.command.default_log());
 
     let result = match &cli.command {
         Command::Prove(command) => command.execute(&progress, &times),
         Command::Verify(command) => command.execute(&progress),
+        #[cfg(feature = "service")]
+        Command::Serve(command) => command.execute(),
+        #[cfg(feature = "service")]
+        Command::Submit(command) => command.execute(&progress),
+        #[cfg(feature = "service")]
+        Command::Fetch(command) => command.execute(),
     };
     progress.finish();
     match result {
@@ -92,12 +123,24 @@ fn main() -> ExitCode {
     }
 }
 
-/// Log lines as `RUST_LOG` asks (default: this crate's warnings, such as a fallback to the CPU,
-/// but for the pool's failed jobs, which have their own `error:` lines), written around the
-/// spinner; the spinner's proof steps and the stage times see every span and no event.
-fn init_tracing(progress: &Progress, times: &SpanTimes) {
-    let log_filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("miden_gpu=warn,miden_gpu::pool=error"));
+impl Command {
+    /// The log lines shown when `RUST_LOG` is not set: this crate's warnings (such as a fallback
+    /// to the CPU) but for the pool's failed jobs, which have their own `error:` lines; for a
+    /// long-running worker, its jobs too.
+    fn default_log(&self) -> &'static str {
+        match self {
+            #[cfg(feature = "service")]
+            Self::Serve(_) => "miden_gpu=info",
+            _ => "miden_gpu=warn,miden_gpu::pool=error",
+        }
+    }
+}
+
+/// Log lines as `RUST_LOG` asks (default: `default_log`), written around the spinner; the
+/// spinner's proof steps and the stage times see every span and no event.
+fn init_tracing(progress: &Progress, times: &SpanTimes, default_log: &str) {
+    let log_filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_log));
     let log = tracing_subscriber::fmt::layer()
         .with_writer(progress.clone())
         .with_ansi(io::stderr().is_terminal())

@@ -34,19 +34,41 @@ impl LoadedProgram {
             .iter()
             .map(|path| read_library(path.as_ref()))
             .collect::<Result<Vec<_>, _>>()?;
-        let source_manager = Arc::new(DefaultSourceManager::default());
-        let program = match path.extension().and_then(|ext| ext.to_str()) {
-            Some("masm") => assemble(path, &libraries, source_manager.clone())?,
-            Some("masp") => read_package(path)?,
-            _ => {
-                return Err(CliError::invalid(
-                    FileKind::Program,
-                    path,
-                    "expected a .masm assembly file or a .masp package",
-                ))
+        match path.extension().and_then(|ext| ext.to_str()) {
+            Some("masm") => {
+                let bytes = read_file(FileKind::Program, path)?;
+                let source = String::from_utf8(bytes).map_err(|e| {
+                    CliError::invalid(FileKind::Program, path, format!("not UTF-8 text ({e})"))
+                })?;
+                Self::from_masm(path, source, libraries)
             },
-        };
+            Some("masp") => Self::from_package(path, &read_file(FileKind::Program, path)?),
+            _ => Err(CliError::invalid(
+                FileKind::Program,
+                path,
+                "expected a .masm assembly file or a .masp package",
+            )),
+        }
+    }
+
+    /// Assembles the `.masm` `source` (named `path` in diagnostics) against the core library and
+    /// `libraries`.
+    pub fn from_masm(
+        path: &Path,
+        source: String,
+        libraries: Vec<Library>,
+    ) -> Result<Self, CliError> {
+        let source_manager = Arc::new(DefaultSourceManager::default());
+        let program = assemble(path, source, &libraries, source_manager.clone())?;
         Ok(Self { program, libraries, source_manager })
+    }
+
+    /// The program of the `.masp` package `bytes` (named `path` in errors; untrusted bytes: see
+    /// [`decode`]).
+    pub fn from_package(path: &Path, bytes: &[u8]) -> Result<Self, CliError> {
+        let program = read_package(path, bytes)?;
+        let source_manager = Arc::new(DefaultSourceManager::default());
+        Ok(Self { program, libraries: Vec::new(), source_manager })
     }
 
     /// A host with the core library's and the linked libraries' code and event handlers, whose
@@ -65,15 +87,13 @@ impl LoadedProgram {
 // HELPERS
 // ================================================================================================
 
-/// Parses and assembles a `.masm` executable module.
+/// Parses and assembles the `.masm` executable module `source`, named `path`.
 fn assemble(
     path: &Path,
+    source: String,
     libraries: &[Library],
     source_manager: Arc<DefaultSourceManager>,
 ) -> Result<Program, CliError> {
-    let bytes = read_file(FileKind::Program, path)?;
-    let source = String::from_utf8(bytes)
-        .map_err(|e| CliError::invalid(FileKind::Program, path, format!("not UTF-8 text ({e})")))?;
     let uri = Uri::from(path.display().to_string());
     let file = source_manager.load(SourceLanguage::Masm, uri, source);
     let failed = |report| CliError::assembly(path, &report);
@@ -96,11 +116,11 @@ fn read_library(path: &Path) -> Result<Library, CliError> {
     decode(&bytes).map_err(|e| CliError::invalid(FileKind::Library, path, e))
 }
 
-/// Reads the program of a `.masp` package (untrusted bytes: see [`decode`]).
-fn read_package(path: &Path) -> Result<Program, CliError> {
-    let bytes = read_file(FileKind::Program, path)?;
+/// The program of the `.masp` package `bytes` read from `path` (untrusted bytes: see
+/// [`decode`]).
+fn read_package(path: &Path, bytes: &[u8]) -> Result<Program, CliError> {
     let package: Package =
-        decode(&bytes).map_err(|e| CliError::invalid(FileKind::Program, path, e))?;
+        decode(bytes).map_err(|e| CliError::invalid(FileKind::Program, path, e))?;
     match package.into_mast_artifact() {
         MastArtifact::Executable(program) => Ok(Arc::unwrap_or_clone(program)),
         MastArtifact::Library(_) => Err(CliError::invalid(

@@ -90,14 +90,14 @@ pub struct ProveCmd {
 }
 
 /// `--hasher`: a Miden hash function name.
-fn parse_hasher(name: &str) -> Result<HashFunction, String> {
+pub fn parse_hasher(name: &str) -> Result<HashFunction, String> {
     HashFunction::try_from(name).map_err(|_| {
         format!("unknown hash function `{name}`; expected rpo, rpx, poseidon2, blake3-192 or blake3-256")
     })
 }
 
 /// `--security`: `96` or `128`, with or without miden-vm's `bits` suffix.
-fn parse_security(level: &str) -> Result<u32, String> {
+pub fn parse_security(level: &str) -> Result<u32, String> {
     match level.trim_end_matches("bits") {
         "96" => Ok(96),
         "128" => Ok(128),
@@ -325,19 +325,7 @@ impl ProveCmd {
                     }
                 });
             }
-            let unwritable = |kind, reason| {
-                let source = io::Error::new(kind, reason);
-                Err(CliError::Write { kind: first, path: path.clone(), source })
-            };
-            if path.is_dir() {
-                return unwritable(io::ErrorKind::IsADirectory, "it is a directory");
-            }
-            if !resolved(path).parent().is_some_and(Path::is_dir) {
-                return unwritable(io::ErrorKind::NotFound, "its directory does not exist");
-            }
-            if let Some((second, _)) = read.iter().find(|(_, other)| same_file(path, other)) {
-                return Err(CliError::SameFile { first, second: *second, path: path.clone() });
-            }
+            check_writable(first, path, &read)?;
         }
         Ok(files)
     }
@@ -359,6 +347,45 @@ pub fn write_files(
 
 // PATHS
 // ================================================================================================
+
+/// Refuses `proof` and `outputs` paths that name one file, a file of `read` (those the command
+/// reads), a directory, or a file in a directory that does not exist.
+#[cfg(feature = "service")]
+pub fn check_output_paths(
+    proof: &Path,
+    outputs: &Path,
+    read: &[(FileKind, PathBuf)],
+) -> Result<(), CliError> {
+    if same_file(proof, outputs) {
+        let (first, second) = (FileKind::Proof, FileKind::Outputs);
+        return Err(CliError::SameFile { first, second, path: proof.to_path_buf() });
+    }
+    check_writable(FileKind::Proof, proof, read)?;
+    check_writable(FileKind::Outputs, outputs, read)
+}
+
+/// Refuses a `kind` file to write at `path` that is a directory, in a directory that does not
+/// exist, or a file of `read`.
+fn check_writable(
+    kind: FileKind,
+    path: &Path,
+    read: &[(FileKind, PathBuf)],
+) -> Result<(), CliError> {
+    let unwritable = |reason_kind, reason| {
+        let source = io::Error::new(reason_kind, reason);
+        Err(CliError::Write { kind, path: path.to_path_buf(), source })
+    };
+    if path.is_dir() {
+        return unwritable(io::ErrorKind::IsADirectory, "it is a directory");
+    }
+    if !resolved(path).parent().is_some_and(Path::is_dir) {
+        return unwritable(io::ErrorKind::NotFound, "its directory does not exist");
+    }
+    if let Some((second, _)) = read.iter().find(|(_, other)| same_file(path, other)) {
+        return Err(CliError::SameFile { first: kind, second: *second, path: path.to_path_buf() });
+    }
+    Ok(())
+}
 
 /// Whether `a` and `b` name the same file: equal once resolved (links and `..` followed; a file
 /// that does not exist yet by its resolved directory), or, on Unix, two links to one file.

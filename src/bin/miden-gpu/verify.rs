@@ -1,9 +1,14 @@
 //! `miden-gpu verify`: miden-vm's `miden verify` (the verifier is Miden's own, on the CPU).
 
-use std::{path::PathBuf, time::Instant};
+use std::{
+    path::{Path, PathBuf},
+    time::Instant,
+};
 
 use clap::Args;
 use miden_core_lib::CoreLibrary;
+use miden_processor::{StackInputs, StackOutputs, Word};
+use miden_prover::ExecutionProof;
 use miden_verifier::{verify_with_precompiles, Kernel, ProgramInfo};
 
 use crate::{
@@ -56,15 +61,8 @@ impl VerifyCmd {
 
         progress.stage("verifying the proof");
         let start = Instant::now();
-        let program = ProgramInfo::new(program_hash, Kernel::default());
-        let registry = CoreLibrary::default().verifier_registry();
-        let (security, _) = contain_panic(|| {
-            verify_with_precompiles(program, stack_inputs, stack_outputs, proof, &registry)
-        })
-        .map_err(|e| {
-            CliError::invalid(FileKind::Proof, &self.proof_file, format!("malformed proof ({e})"))
-        })?
-        .map_err(|e| CliError::verification(&e))?;
+        let security =
+            verify_proof(program_hash, stack_inputs, stack_outputs, proof, &self.proof_file)?;
         let elapsed = start.elapsed();
         progress.finish();
 
@@ -76,4 +74,23 @@ impl VerifyCmd {
             .print();
         Ok(())
     }
+}
+
+/// Verifies `proof` (read from `proof_path`) against the program hash and the stack inputs and
+/// outputs with Miden's verifier; returns its security level in bits.
+pub fn verify_proof(
+    program_hash: Word,
+    stack_inputs: StackInputs,
+    stack_outputs: StackOutputs,
+    proof: ExecutionProof,
+    proof_path: &Path,
+) -> Result<u32, CliError> {
+    let program = ProgramInfo::new(program_hash, Kernel::default());
+    let registry = CoreLibrary::default().verifier_registry();
+    let (security, _) = contain_panic(|| {
+        verify_with_precompiles(program, stack_inputs, stack_outputs, proof, &registry)
+    })
+    .map_err(|e| CliError::invalid(FileKind::Proof, proof_path, format!("malformed proof ({e})")))?
+    .map_err(|e| CliError::verification(&e))?;
+    Ok(security)
 }

@@ -1,0 +1,176 @@
+//! `miden-gpu serve`: a fleet worker. Opens this host's GPUs once (a [`ProverPool`]) and proves
+//! the jobs of the fleet's NATS queue until SIGTERM or SIGINT, then finishes the jobs it holds
+//! and exits.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
+
+use clap::Args;
+use miden_gpu::{
+    service::{
+        FailureKind, Fleet, FleetOptions, Job, JobFailure, JobProgram, MetricsServer, PreparedJob,
+        ServiceError, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES,
+    },
+    Backend, BackendOptions, PoolOptions, ProverPool,
+};
+use miden_processor::ExecutionOptions;
+use tracing::info;
+
+use crate::{
+    data::Inputs,
+    error::{CliError, FileKind},
+    program::LoadedProgram,
+};
+
+/// The NATS server of `serve`, `submit` and `fetch` when `--nats` is not given.
+pub const DEFAULT_NATS: &str = "nats://127.0.0.1:4222";
+
+// ARGUMENTS
+// ================================================================================================
+
+/// Prove the jobs of a fleet's NATS queue on this host's GPUs, until stopped (SIGTERM, SIGINT).
+#[derive(Debug, Clone, Args)]
+pub struct ServeCmd {
+    /// The NATS server (with JetStream) of the fleet
+    #[arg(long = "nats", default_value = DEFAULT_NATS)]
+    nats: String,
+
+    /// Backend of the commitments: auto, cpu, wgpu or cuda [default: $MIDEN_GPU_BACKEND, else
+    /// auto]
+    #[arg(short = 'b', long = "backend")]
+    backend: Option<Backend>,
+
+    /// Jobs proved at once [default: two per GPU]
+    #[arg(long = "workers")]
+    workers: Option<usize>,
+
+    /// Serve /metrics (Prometheus) and /health over HTTP on this address (host:port)
+    #[arg(long = "metrics")]
+    metrics: Option<String>,
+
+    /// The largest job taken, in bytes; a larger one gets an error result
+    #[arg(long = "max-job-bytes", default_value_t = DEFAULT_MAX_JOB_BYTES)]
+    max_job_bytes: usize,
+
+    /// The most cycles one program may take; a job may ask for fewer
+    #[arg(short = 'm', long = "max-cycles", default_value_t = ExecutionOptions::MAX_CYCLES)]
+    max_cycles: u32,
+
+    /// Seconds a job may go without an acknowledgement or progress report before the server
+    /// delivers it again (set when the fleet's consumer is created)
+    #[arg(long = "ack-wait", default_value_t = 30)]
+    ack_wait: u64,
+
+    /// The most deliveries of one job; the last one gets an error result (set when the fleet's
+    /// consumer is created)
+    #[arg(long = "max-deliver", default_value_t = 5, value_parser = clap::value_parser!(i64).range(2..))]
+    max_deliver: i64,
+
+    /// The worker's name in results and logs [default: miden-gpu-<process id>]
+    #[arg(long = "name")]
+    name: Option<String>,
+}
+
+// SERVE
+// ================================================================================================
+
+impl ServeCmd {
+    /// Opens the pool, connects to the fleet and serves jobs until SIGTERM or SIGINT.
+    pub fn execute(&self) -> Result<(), CliError> {
+        let mut backend = BackendOptions::from_env()?;
+        if let Some(name) = self.backend {
+            backend.backend = name;
+        }
+        let pool =
+            ProverPool::new(&PoolOptions { workers: self.workers, ..PoolOptions::new(backend) })
+                .map_err(ServiceError::from)?;
+        let name = self.name.clone().unwrap_or_else(|| format!("miden-gpu-{}", std::process::id()));
+        let mut fleet = FleetOptions::new(&self.nats);
+        fleet.ack_wait = Duration::from_secs(self.ack_wait);
+        fleet.max_deliver = self.max_deliver;
+        let options = WorkerOptions {
+            max_job_bytes: self.max_job_bytes,
+            max_cycles: self.max_cycles,
+            ..WorkerOptions::new(&name)
+        };
+
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(ServiceError::Runtime)?;
+        runtime.block_on(async {
+            let fleet = Arc::new(Fleet::connect(&fleet, &name).await?);
+            let worker = Worker::new(fleet.clone(), pool, options, prepare)?;
+            let _metrics = match &self.metrics {
+                Some(address) => {
+                    let server =
+                        MetricsServer::start(address, worker.metrics().clone(), move || {
+                            fleet.is_connected()
+                        })?;
+                    info!(address = %server.address(), "serving /metrics and /health");
+                    Some(server)
+                },
+                None => None,
+            };
+            worker.run(stop_signal()).await
+        })?;
+        Ok(())
+    }
+}
+
+/// Completes on SIGTERM or SIGINT (Ctrl-C).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = terminate.recv() => {},
+                _ = tokio::signal::ctrl_c() => {},
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+// JOBS
+// ================================================================================================
+
+/// A job's program, host and inputs, loaded as `miden-gpu prove` loads its files (the job's id
+/// names them in errors: `job-<id>.masm`, `job-<id>.inputs`).
+fn prepare(job: &Job) -> Result<PreparedJob, JobFailure> {
+    let name = PathBuf::from(format!("job-{}", job.id));
+    let loaded = load_job_program(&job.program, &name).map_err(failure)?;
+    let inputs =
+        Inputs::from_json(job.inputs.clone().unwrap_or_default(), &name.with_extension("inputs"))
+            .map_err(failure)?;
+    let (stack_inputs, advice_inputs) =
+        (inputs.stack_inputs().map_err(failure)?, inputs.advice_inputs().map_err(failure)?);
+    let host = loaded.host().map_err(failure)?;
+    Ok(PreparedJob { program: loaded.program, stack_inputs, advice_inputs, host })
+}
+
+/// A job's program (named `name`, with its extension, in errors), assembled against the core
+/// library or read from its package.
+pub fn load_job_program(program: &JobProgram, name: &Path) -> Result<LoadedProgram, CliError> {
+    match program {
+        JobProgram::Masm(source) => {
+            LoadedProgram::from_masm(&name.with_extension("masm"), source.clone(), Vec::new())
+        },
+        JobProgram::Masp(bytes) => LoadedProgram::from_package(&name.with_extension("masp"), bytes),
+    }
+}
+
+/// A job's failure for an error of the command line's loading code.
+fn failure(error: CliError) -> JobFailure {
+    let kind = match &error {
+        CliError::Invalid { kind: FileKind::Inputs, .. } => FailureKind::Inputs,
+        CliError::Execution(_) => FailureKind::Execution,
+        _ => FailureKind::Program,
+    };
+    JobFailure { kind, message: error.to_string() }
+}

@@ -1,0 +1,236 @@
+//! `miden-gpu submit`: `miden-gpu prove` on a fleet. The program and inputs are checked here
+//! (assembled, parsed), sent as a job to the fleet's NATS queue, and the proof a worker files is
+//! verified against the program assembled here before the files `prove` writes are written.
+
+use std::{
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use clap::Args;
+use miden_gpu::service::{Fleet, FleetOptions, Job, JobProgram, JobResult, Outcome};
+use miden_processor::{ExecutionOptions, StackInputs, Word};
+use miden_prover::HashFunction;
+
+use crate::{
+    data::{
+        decode_proof, parse_program_hash, program_hash_hex, read_file, stage_proof, Inputs,
+        OutputFile,
+    },
+    error::{CliError, FileKind},
+    progress::Progress,
+    prove::{check_output_paths, parse_hasher, parse_security},
+    report::{ms, Report},
+    serve::{load_job_program, DEFAULT_NATS},
+    verify::verify_proof,
+};
+use miden_gpu::service::ServiceError;
+
+// ARGUMENTS
+// ================================================================================================
+
+/// Put a proof job on a fleet's NATS queue, wait for its proof and write it as `prove` does.
+#[derive(Debug, Clone, Args)]
+pub struct SubmitCmd {
+    /// Path to a .masm assembly file or a .masp package file
+    program_file: PathBuf,
+
+    /// Path to the inputs file [default: the program file with extension .inputs, if it exists]
+    #[arg(short = 'i', long = "input")]
+    input_file: Option<PathBuf>,
+
+    /// Path to the outputs file [default: the program file with extension .outputs]
+    #[arg(short = 'o', long = "output")]
+    output_file: Option<PathBuf>,
+
+    /// Path to the proof file [default: the program file with extension .proof]
+    #[arg(short = 'p', long = "proof")]
+    proof_file: Option<PathBuf>,
+
+    /// Hash function: rpo, rpx, poseidon2, blake3-192 or blake3-256
+    #[arg(long = "hasher", visible_alias = "hash", default_value = "rpo", value_parser = parse_hasher)]
+    hasher: HashFunction,
+
+    /// Security level: 96 or 128 bits (96bits and 128bits are accepted too)
+    #[arg(short = 's', long = "security", default_value = "96", value_parser = parse_security)]
+    security: u32,
+
+    /// Maximum number of cycles the program may consume [default: the worker's limit]
+    #[arg(short = 'm', long = "max-cycles")]
+    max_cycles: Option<u32>,
+
+    /// The NATS server (with JetStream) of the fleet
+    #[arg(long = "nats", default_value = DEFAULT_NATS)]
+    nats: String,
+
+    /// Print the job id and return without waiting (`miden-gpu fetch` gets the proof later)
+    #[arg(long = "no-wait")]
+    no_wait: bool,
+
+    /// Seconds to wait for the proof [default: no limit]
+    #[arg(long = "timeout")]
+    timeout: Option<u64>,
+}
+
+// SUBMIT
+// ================================================================================================
+
+impl SubmitCmd {
+    /// Checks the program, inputs and options, submits the job, and (unless `--no-wait`) waits
+    /// for its result, verifies the proof and writes the proof and outputs files.
+    pub fn execute(&self, progress: &Progress) -> Result<(), CliError> {
+        let start = Instant::now();
+        let default = |extension| self.program_file.with_extension(extension);
+        let proof_path = self.proof_file.clone().unwrap_or_else(|| default("proof"));
+        let output_path = self.output_file.clone().unwrap_or_else(|| default("outputs"));
+        let input_path = Inputs::path(self.input_file.as_deref(), &self.program_file);
+        if !self.no_wait {
+            let mut read = vec![(FileKind::Program, self.program_file.clone())];
+            read.extend(input_path.clone().map(|path| (FileKind::Inputs, path)));
+            check_output_paths(&proof_path, &output_path, &read)?;
+        }
+
+        progress.stage("assembling the program");
+        let program = read_job_program(&self.program_file)?;
+        let program_hash = load_job_program(&program, &self.program_file)?.program.hash();
+        let (inputs, stack_inputs) = read_inputs(input_path.as_deref())?;
+        let mut job = Job::new(program, self.hasher, self.security);
+        job.inputs = inputs;
+        job.max_cycles = self.max_cycles;
+        job.proving_options(ExecutionOptions::MAX_CYCLES)
+            .map_err(|failure| CliError::ProofOptions(failure.message))?;
+
+        progress.stage("submitting the job");
+        let result = block_on(async {
+            let fleet = Fleet::connect(&FleetOptions::new(&self.nats), "miden-gpu-submit").await?;
+            fleet.submit(&job).await?;
+            if self.no_wait {
+                return Ok(None);
+            }
+            progress.stage(format!("waiting for job {}", job.id));
+            let timeout = self.timeout.map(Duration::from_secs);
+            fleet.wait_for_result(&job.id, timeout).await.map(Some)
+        })?;
+        let Some(result) = result else {
+            progress.finish();
+            Report::new().line("job id", &job.id).print();
+            return Ok(());
+        };
+
+        progress.stage("verifying and writing the proof");
+        let mut report =
+            write_result(result, &proof_path, &output_path, Some((program_hash, stack_inputs)))?;
+        progress.finish();
+        report.line("time", format!("total {}", ms(start.elapsed()))).print();
+        Ok(())
+    }
+}
+
+/// The program file as a job's program: `.masm` source or `.masp` package bytes.
+fn read_job_program(path: &Path) -> Result<JobProgram, CliError> {
+    let bytes = read_file(FileKind::Program, path)?;
+    match path.extension().and_then(|ext| ext.to_str()) {
+        Some("masm") => String::from_utf8(bytes).map(JobProgram::Masm).map_err(|e| {
+            CliError::invalid(FileKind::Program, path, format!("not UTF-8 text ({e})"))
+        }),
+        Some("masp") => Ok(JobProgram::Masp(bytes)),
+        _ => Err(CliError::invalid(
+            FileKind::Program,
+            path,
+            "expected a .masm assembly file or a .masp package",
+        )),
+    }
+}
+
+/// The inputs file at `path` (if any) as a job's inputs, checked, and its stack inputs.
+fn read_inputs(path: Option<&Path>) -> Result<(Option<serde_json::Value>, StackInputs), CliError> {
+    let Some(path) = path else {
+        return Ok((None, StackInputs::default()));
+    };
+    let bytes = read_file(FileKind::Inputs, path)?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| CliError::invalid(FileKind::Inputs, path, e))?;
+    let inputs = Inputs::from_json(value.clone(), path)?;
+    inputs.advice_inputs()?;
+    Ok((Some(value), inputs.stack_inputs()?))
+}
+
+// RESULTS
+// ================================================================================================
+
+/// Runs `future` on a runtime of its own (the client's connection lives as long as it does).
+pub fn block_on<T>(
+    future: impl std::future::Future<Output = Result<T, ServiceError>>,
+) -> Result<T, CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ServiceError::Runtime)?;
+    Ok(runtime.block_on(future)?)
+}
+
+/// Writes a job's proof and outputs files as `prove` does (both whole, or neither), after
+/// verifying the proof against `expected` (the program hash and stack inputs) where given;
+/// returns the report of the job.
+pub fn write_result(
+    result: JobResult,
+    proof_path: &Path,
+    output_path: &Path,
+    expected: Option<(Word, StackInputs)>,
+) -> Result<Report, CliError> {
+    let proved = match result.outcome {
+        Outcome::Proved(proved) => proved,
+        Outcome::Failed(failure) => return Err(CliError::Job { id: result.id, failure }),
+    };
+    let proof = decode_proof(&proved.proof, proof_path)?;
+    let outputs =
+        proved.stack_outputs().map_err(|e| CliError::invalid(FileKind::Outputs, output_path, e))?;
+    let program_hash = parse_program_hash(&proved.program_hash)?;
+    let mut verified = "no (verify it with `miden-gpu verify`)".to_string();
+    if let Some((expected_hash, stack_inputs)) = expected {
+        if program_hash != expected_hash {
+            return Err(CliError::Verification(format!(
+                "the proof is of program {}, not of {}",
+                program_hash_hex(&program_hash),
+                program_hash_hex(&expected_hash)
+            )));
+        }
+        let security =
+            verify_proof(program_hash, stack_inputs, outputs.clone(), proof.clone(), proof_path)?;
+        verified = format!("{security}-bit security");
+    }
+    let (proof_file, proof_size) = stage_proof(&proof, proof_path)?;
+    let outputs_file = OutputFile::stage(&outputs, output_path)?;
+    proof_file.commit()?;
+    outputs_file.commit()?;
+
+    let mut report = Report::new();
+    report
+        .line("job id", &result.id)
+        .line("program hash", program_hash_hex(&program_hash))
+        .line(
+            "worker",
+            format!("{} ({}, delivery {})", result.worker, proved.backend, proved.delivery),
+        )
+        .line("stack outputs", format!("[{}]", proved.stack_outputs.join(", ")))
+        .line("outputs file", output_path.display())
+        .line(
+            "proof file",
+            format!(
+                "{} ({:.1} KB, {:?})",
+                proof_path.display(),
+                proof_size as f64 / 1024.0,
+                proof.hash_fn()
+            ),
+        )
+        .line("verified", verified)
+        .line(
+            "job time",
+            format!(
+                "queued {}, proving {}",
+                ms(Duration::from_secs_f64(proved.queued_ms / 1e3)),
+                ms(Duration::from_secs_f64(proved.proving_ms / 1e3))
+            ),
+        );
+    Ok(report)
+}

@@ -1,0 +1,60 @@
+//! The typed errors of the fleet: the NATS server, the formats, the metrics endpoint.
+
+use thiserror::Error;
+
+use crate::pool::PoolError;
+
+/// Everything that can go wrong in [`super::Fleet`], [`super::Worker`] and
+/// [`super::MetricsServer`], apart from a job's own failure (which is its result).
+#[derive(Debug, Error)]
+pub enum ServiceError {
+    /// The NATS server could not be reached or refused a request; `action` says what was being
+    /// done.
+    #[error("NATS: cannot {action}: {message}")]
+    Nats {
+        /// What was being done (`connect to nats://...`, `publish job <id>`, ...).
+        action: String,
+        /// The client's error.
+        message: String,
+    },
+    /// A job or result could not be serialized.
+    #[error("cannot encode a message: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// A value of the results bucket is not a result this build reads.
+    #[error("the result of job {id} is malformed: {message}")]
+    MalformedResult {
+        /// The job's id.
+        id: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// No result came within the time allowed.
+    #[error("no result for job {id} after {seconds} s")]
+    TimedOut {
+        /// The job's id.
+        id: String,
+        /// The seconds waited.
+        seconds: u64,
+    },
+    /// The worker's prover pool could not start.
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    /// The async runtime of a worker or client could not start.
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The metrics endpoint could not start.
+    #[error("cannot serve metrics on {address}: {message}")]
+    Metrics {
+        /// The address asked for.
+        address: String,
+        /// Why it failed.
+        message: String,
+    },
+}
+
+impl ServiceError {
+    /// A [`ServiceError::Nats`] for `action`, from the client's error.
+    pub(crate) fn nats(action: impl Into<String>, error: impl std::fmt::Display) -> Self {
+        Self::Nats { action: action.into(), message: error.to_string() }
+    }
+}

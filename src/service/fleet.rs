@@ -1,0 +1,313 @@
+//! [`Fleet`]: a connection to the NATS server and the JetStream objects of a prover fleet: the
+//! work-queue stream of jobs, the workers' durable pull consumer and the results bucket.
+
+use std::time::Duration;
+
+use async_nats::{
+    header::NATS_MESSAGE_ID,
+    jetstream::{
+        self,
+        consumer::{pull, AckPolicy, PullConsumer},
+        kv::{self, CreateErrorKind, Operation},
+        stream::{self, DiscardPolicy, RetentionPolicy, StorageType},
+    },
+    Client, ConnectOptions, Event, HeaderMap,
+};
+use futures::StreamExt;
+use tracing::{debug, info, warn};
+
+use super::{error::ServiceError, job::Job, result::JobResult};
+
+// OPTIONS
+// ================================================================================================
+
+/// Where a fleet's jobs and results live, and how long a worker may hold a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetOptions {
+    /// The NATS server's URL (`nats://host:4222`).
+    pub url: String,
+    /// The work-queue stream of the jobs (default `MIDEN_GPU_JOBS`).
+    pub stream: String,
+    /// The subject jobs are published on (default `miden-gpu.jobs`).
+    pub subject: String,
+    /// The workers' durable pull consumer (default `miden-gpu-workers`).
+    pub consumer: String,
+    /// The key-value bucket of the results (default `miden-gpu-results`).
+    pub results: String,
+    /// How long a worker may hold a job without acknowledging it or reporting progress before
+    /// the server delivers it again (default 30 s; workers report progress every third of it).
+    /// Set when the consumer is created.
+    pub ack_wait: Duration,
+    /// The most deliveries of one job (default 5); the last one files an
+    /// [`super::FailureKind::Abandoned`] result. Set when the consumer is created.
+    pub max_deliver: i64,
+}
+
+impl FleetOptions {
+    /// The default names and limits, on the server at `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            stream: "MIDEN_GPU_JOBS".into(),
+            subject: "miden-gpu.jobs".into(),
+            consumer: "miden-gpu-workers".into(),
+            results: "miden-gpu-results".into(),
+            ack_wait: Duration::from_secs(30),
+            max_deliver: 5,
+        }
+    }
+}
+
+// FLEET
+// ================================================================================================
+
+/// A connection to a fleet's NATS server, with its job stream and results bucket (created if
+/// absent). The client reconnects by itself when the server goes away; calls made meanwhile
+/// fail and may be retried.
+pub struct Fleet {
+    client: Client,
+    jetstream: jetstream::Context,
+    stream: stream::Stream,
+    results: kv::Store,
+    options: FleetOptions,
+}
+
+/// The jobs of a fleet's queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueDepth {
+    /// Jobs no worker holds.
+    pub waiting: u64,
+    /// Jobs workers hold (being proved, or held by a worker that ended, until the ack wait).
+    pub in_progress: u64,
+}
+
+impl Fleet {
+    /// Connects to the server as `name` and opens (creating where absent) the job stream and
+    /// the results bucket.
+    ///
+    /// # Errors
+    /// [`ServiceError::Nats`] when the server cannot be reached or refuses to create them.
+    pub async fn connect(options: &FleetOptions, name: &str) -> Result<Self, ServiceError> {
+        let client = ConnectOptions::new()
+            .name(name)
+            .event_callback(|event| async move {
+                match event {
+                    Event::Disconnected => warn!("disconnected from the NATS server; reconnecting"),
+                    Event::Connected => info!("connected to the NATS server"),
+                    event => debug!(%event, "NATS client event"),
+                }
+            })
+            .connect(&options.url)
+            .await
+            .map_err(|e| ServiceError::nats(format!("connect to {}", options.url), e))?;
+        let jetstream = jetstream::new(client.clone());
+        let stream = jetstream
+            .get_or_create_stream(stream::Config {
+                name: options.stream.clone(),
+                subjects: vec![options.subject.clone()],
+                retention: RetentionPolicy::WorkQueue,
+                storage: StorageType::File,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| ServiceError::nats(format!("open the stream {}", options.stream), e))?;
+        let results = open_results(&jetstream, &options.results).await?;
+        Ok(Self { client, jetstream, stream, results, options: options.clone() })
+    }
+
+    /// The options the fleet was opened with.
+    pub fn options(&self) -> &FleetOptions {
+        &self.options
+    }
+
+    /// Whether the client is connected to the server now.
+    pub fn is_connected(&self) -> bool {
+        self.client.connection_state() == async_nats::connection::State::Connected
+    }
+
+    /// The largest message the server takes, in bytes.
+    pub fn max_payload(&self) -> usize {
+        self.client.server_info().max_payload
+    }
+
+    // JOBS
+    // --------------------------------------------------------------------------------------------
+
+    /// Puts `job` on the queue, once: JetStream drops a second publication of its id within
+    /// the stream's duplicate window.
+    ///
+    /// # Errors
+    /// [`ServiceError::Nats`] when the server does not confirm the job was stored.
+    pub async fn submit(&self, job: &Job) -> Result<(), ServiceError> {
+        self.submit_raw(&job.id, job.encode()?).await
+    }
+
+    /// Puts the message `payload` on the queue with the job id `id` in its `Nats-Msg-Id`
+    /// header, as [`Self::submit`] does with an encoded [`Job`]; a worker files the error result
+    /// of a message that is not a job under `id`.
+    ///
+    /// # Errors
+    /// As [`Self::submit`].
+    pub async fn submit_raw(&self, id: &str, payload: Vec<u8>) -> Result<(), ServiceError> {
+        let failed = |e: &dyn std::fmt::Display| ServiceError::nats(format!("submit job {id}"), e);
+        let mut headers = HeaderMap::new();
+        headers.insert(NATS_MESSAGE_ID, id);
+        let acknowledgement = self
+            .jetstream
+            .publish_with_headers(self.options.subject.clone(), headers, payload.into())
+            .await
+            .map_err(|e| failed(&e))?;
+        acknowledgement.await.map_err(|e| failed(&e))?;
+        Ok(())
+    }
+
+    /// The jobs waiting and in progress, from the workers' consumer (all the stream's jobs
+    /// wait while no worker has created it).
+    ///
+    /// # Errors
+    /// [`ServiceError::Nats`] when the server does not answer.
+    pub async fn queue_depth(&self) -> Result<QueueDepth, ServiceError> {
+        let failed = |e: &dyn std::fmt::Display| ServiceError::nats("read the queue depth", e);
+        match self.stream.get_consumer::<pull::Config>(&self.options.consumer).await {
+            Ok(consumer) => {
+                let info = consumer.get_info().await.map_err(|e| failed(&e))?;
+                Ok(QueueDepth {
+                    waiting: info.num_pending,
+                    in_progress: info.num_ack_pending as u64,
+                })
+            },
+            Err(_) => {
+                let info = self.stream.get_info().await.map_err(|e| failed(&e))?;
+                Ok(QueueDepth { waiting: info.state.messages, in_progress: 0 })
+            },
+        }
+    }
+
+    /// The workers' durable pull consumer (created with [`FleetOptions::ack_wait`] and
+    /// [`FleetOptions::max_deliver`] where absent: explicit acknowledgements, every job once).
+    pub(crate) async fn consumer(&self) -> Result<PullConsumer, ServiceError> {
+        let name = &self.options.consumer;
+        self.stream
+            .get_or_create_consumer(
+                name,
+                pull::Config {
+                    durable_name: Some(name.clone()),
+                    ack_policy: AckPolicy::Explicit,
+                    ack_wait: self.options.ack_wait,
+                    max_deliver: self.options.max_deliver,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| ServiceError::nats(format!("open the consumer {name}"), e))
+    }
+
+    // RESULTS
+    // --------------------------------------------------------------------------------------------
+
+    /// The result of job `id`, if there is one yet.
+    ///
+    /// # Errors
+    /// [`ServiceError::Nats`] when the server does not answer; [`ServiceError::MalformedResult`].
+    pub async fn result(&self, id: &str) -> Result<Option<JobResult>, ServiceError> {
+        let value = self
+            .results
+            .get(id)
+            .await
+            .map_err(|e| ServiceError::nats(format!("read the result of job {id}"), e))?;
+        value.map(|bytes| JobResult::decode(id, &bytes)).transpose()
+    }
+
+    /// Waits for the result of job `id` (a watch on its key, renewed when the connection
+    /// drops), at most `timeout` if given.
+    ///
+    /// # Errors
+    /// [`ServiceError::TimedOut`]; [`ServiceError::MalformedResult`].
+    pub async fn wait_for_result(
+        &self,
+        id: &str,
+        timeout: Option<Duration>,
+    ) -> Result<JobResult, ServiceError> {
+        let wait = async {
+            loop {
+                match self.watch_result(id).await {
+                    Ok(bytes) => return JobResult::decode(id, &bytes),
+                    Err(error) => {
+                        debug!(%error, "watching for the result again");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    },
+                }
+            }
+        };
+        match timeout {
+            None => wait.await,
+            Some(limit) => tokio::time::timeout(limit, wait).await.map_err(|_| {
+                ServiceError::TimedOut { id: id.to_string(), seconds: limit.as_secs() }
+            })?,
+        }
+    }
+
+    /// The first value of key `id`, present or to come; an error when the watch ends first.
+    async fn watch_result(&self, id: &str) -> Result<Vec<u8>, ServiceError> {
+        let failed = |e: &dyn std::fmt::Display| ServiceError::nats(format!("watch job {id}"), e);
+        let mut watch = self.results.watch_with_history(id).await.map_err(|e| failed(&e))?;
+        while let Some(entry) = watch.next().await {
+            let entry = entry.map_err(|e| failed(&e))?;
+            if entry.operation == Operation::Put {
+                return Ok(entry.value.to_vec());
+            }
+        }
+        Err(failed(&"the watch ended"))
+    }
+
+    /// Writes `result` under its job's id unless a result is there already; returns whether it
+    /// was written. A job thus never has two results, even when two workers prove it.
+    pub(crate) async fn write_result(&self, result: &JobResult) -> Result<bool, ServiceError> {
+        let id = &result.id;
+        match self.results.create(id, result.encode()?.into()).await {
+            Ok(_) => Ok(true),
+            Err(error) if error.kind() == CreateErrorKind::AlreadyExists => Ok(false),
+            Err(error) => Err(ServiceError::nats(format!("write the result of job {id}"), error)),
+        }
+    }
+
+    /// Whether job `id` has a result.
+    pub(crate) async fn has_result(&self, id: &str) -> Result<bool, ServiceError> {
+        let entry = self
+            .results
+            .entry(id)
+            .await
+            .map_err(|e| ServiceError::nats(format!("read the result of job {id}"), e))?;
+        Ok(entry.is_some_and(|entry| entry.operation == Operation::Put))
+    }
+}
+
+// RESULTS BUCKET
+// ================================================================================================
+
+/// The results bucket `bucket`, its stream created where absent with the settings the client
+/// gives a key-value bucket of one value per key (the client's own bucket creation first reads
+/// account fields that nats-server 2.9 does not send).
+async fn open_results(
+    jetstream: &jetstream::Context,
+    bucket: &str,
+) -> Result<kv::Store, ServiceError> {
+    let failed =
+        |e: &dyn std::fmt::Display| ServiceError::nats(format!("open the bucket {bucket}"), e);
+    jetstream
+        .get_or_create_stream(stream::Config {
+            name: format!("KV_{bucket}"),
+            subjects: vec![format!("$KV.{bucket}.>")],
+            max_messages_per_subject: 1,
+            storage: StorageType::File,
+            allow_rollup: true,
+            deny_delete: true,
+            allow_direct: true,
+            discard: DiscardPolicy::New,
+            num_replicas: 1,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| failed(&e))?;
+    jetstream.get_key_value(bucket).await.map_err(|e| failed(&e))
+}

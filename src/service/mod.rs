@@ -1,0 +1,34 @@
+//! A prover fleet on NATS JetStream (feature `service`): workers on any number of GPU hosts
+//! prove the jobs clients put on one queue, and file each result once.
+//!
+//! - **Jobs** ([`Job`], a versioned JSON format) go to a work-queue stream: each job is
+//!   delivered to one worker at a time, through the workers' shared durable pull consumer
+//!   ([`Fleet`]).
+//! - **Workers** ([`Worker`]) pull as many jobs as their [`crate::ProverPool`] has workers,
+//!   report progress while proving (in-progress acknowledgements), and acknowledge a job once
+//!   its result is written. A worker that ends without acknowledging (killed, its host lost)
+//!   loses nothing: the server delivers the job again after the ack wait, up to the consumer's
+//!   delivery limit.
+//! - **Results** ([`JobResult`]: the proof and stack outputs, or a typed [`JobFailure`]) go to
+//!   a key-value bucket under the job's id, created only if absent: a job never has two
+//!   results, and a redelivered job that has one is acknowledged without a proof.
+//! - **Operations**: [`Metrics`] and [`MetricsServer`] (`/metrics` for Prometheus, `/health`),
+//!   and a `service.job` tracing span per job.
+//!
+//! The `miden-gpu` command line's `serve`, `submit` and `fetch` are built on this module.
+
+mod error;
+mod fleet;
+mod job;
+mod metrics;
+mod result;
+mod wire;
+mod worker;
+
+pub use error::ServiceError;
+pub use fleet::{Fleet, FleetOptions, QueueDepth};
+pub use job::{Job, JobProgram, RejectedJob};
+pub use metrics::{Metrics, MetricsServer};
+pub use result::{FailureKind, JobFailure, JobResult, Outcome, ProvedJob};
+pub use wire::{check_job_id, new_job_id, FORMAT_VERSION, MAX_ID_BYTES};
+pub use worker::{Prepare, PreparedJob, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES};

@@ -1,0 +1,434 @@
+//! [`Worker`]: pulls jobs from a fleet's queue and proves them on a [`ProverPool`], as many at
+//! once as the pool has workers, and files each result once.
+//!
+//! ## One job
+//! 1. One pull request per free pool worker, for one message, waiting at most
+//!    [`WorkerOptions::pull_wait`]; pulls that fail (the server is away) are retried with a
+//!    growing delay, so the loop outlives a server restart.
+//! 2. A job whose result exists already (a redelivery after its worker ended between writing
+//!    the result and acknowledging the message) is acknowledged without a proof.
+//! 3. A message that is not a job ([`Job::decode`]), and the last delivery the consumer allows
+//!    of a job that earlier workers held without a result, get an error result at once.
+//! 4. Otherwise the job is prepared (the caller's [`Prepare`]: assembly, inputs) and proved on
+//!    the pool ([`ProverPool::prove_miden`]: host memory admitted, the proof self-checked),
+//!    while an in-progress
+//!    acknowledgement goes to the server every third of the consumer's ack wait.
+//! 5. The result is written if absent ([`Fleet`]: create-if-absent), retried while the server
+//!    is away, then the message is acknowledged. A result that could not be written gives the
+//!    message back (a negative acknowledgement) for a later delivery.
+//!
+//! ## Shutdown
+//! When the future given to [`Worker::run`] completes, no new pull is made; jobs being proved
+//! are finished and filed, and a message arriving meanwhile is given back at once.
+
+use std::{
+    future::Future,
+    sync::Arc,
+    time::{Duration, Instant, SystemTime},
+};
+
+use async_nats::{
+    header::NATS_MESSAGE_ID,
+    jetstream::{consumer::PullConsumer, AckKind, Message},
+};
+use futures::StreamExt;
+use miden_processor::{AdviceInputs, DefaultHost, ExecutionOptions, Program, StackInputs};
+use tokio::sync::watch;
+use tracing::{debug, info, info_span, warn, Instrument};
+
+use super::{
+    error::ServiceError,
+    fleet::Fleet,
+    job::Job,
+    metrics::Metrics,
+    result::{FailureKind, JobFailure, JobResult, Outcome, ProvedJob},
+    wire::check_job_id,
+};
+use crate::pool::ProverPool;
+
+/// The default of [`WorkerOptions::max_job_bytes`]: 4 MiB.
+pub const DEFAULT_MAX_JOB_BYTES: usize = 4 << 20;
+
+/// How often a failed result write is tried; the delays between tries double from
+/// [`RETRY_DELAY`] up to [`MAX_RETRY_DELAY`] (about 20 s in all).
+const WRITE_ATTEMPTS: u32 = 8;
+/// The first delay before a pull or write is tried again.
+const RETRY_DELAY: Duration = Duration::from_millis(250);
+/// The longest delay between tries.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(4);
+/// How often the queue depth is read for the metrics.
+const QUEUE_DEPTH_INTERVAL: Duration = Duration::from_secs(5);
+/// Bytes of a result message kept for the bucket's headers and subject.
+const RESULT_OVERHEAD: usize = 1024;
+
+// OPTIONS
+// ================================================================================================
+
+/// A worker's name and its limits on jobs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerOptions {
+    /// The name in results, logs and the server's connection list.
+    pub name: String,
+    /// The largest job message taken, in bytes ([`DEFAULT_MAX_JOB_BYTES`]); a larger one is a
+    /// [`FailureKind::TooLarge`] result.
+    pub max_job_bytes: usize,
+    /// The most cycles one execution may take (default `ExecutionOptions::MAX_CYCLES`); a job
+    /// may ask for fewer.
+    pub max_cycles: u32,
+    /// How long one pull request waits for a job (default 1 s): also how long a shutdown may
+    /// wait for an idle pull.
+    pub pull_wait: Duration,
+}
+
+impl WorkerOptions {
+    /// The default limits, for the worker `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            max_job_bytes: DEFAULT_MAX_JOB_BYTES,
+            max_cycles: ExecutionOptions::MAX_CYCLES,
+            pull_wait: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What a job's [`Prepare`] makes of it: the program, its inputs and the host that runs it.
+pub struct PreparedJob {
+    /// The program to prove.
+    pub program: Program,
+    /// The initial operand stack.
+    pub stack_inputs: StackInputs,
+    /// The advice stack, map and Merkle store.
+    pub advice_inputs: AdviceInputs,
+    /// The host of the execution (with the libraries the program calls).
+    pub host: DefaultHost,
+}
+
+/// Turns a job into a [`PreparedJob`] (assembles or decodes the program, reads the inputs),
+/// or into the failure that is its result ([`FailureKind::Program`], [`FailureKind::Inputs`]).
+pub type Prepare = dyn Fn(&Job) -> Result<PreparedJob, JobFailure> + Send + Sync;
+
+// WORKER
+// ================================================================================================
+
+/// Proves a fleet's jobs on a [`ProverPool`]; see the module documentation.
+pub struct Worker {
+    fleet: Arc<Fleet>,
+    pool: Arc<ProverPool>,
+    options: WorkerOptions,
+    prepare: Arc<Prepare>,
+    metrics: Arc<Metrics>,
+}
+
+/// The consumer's settings a worker follows (those of whoever created it).
+#[derive(Clone, Copy)]
+struct Delivery {
+    ack_wait: Duration,
+    max_deliver: i64,
+}
+
+impl Worker {
+    /// A worker for `fleet`'s jobs on `pool`, with `prepare` for each job's program and inputs.
+    ///
+    /// # Errors
+    /// [`ServiceError::Metrics`] if the metrics cannot be registered.
+    pub fn new(
+        fleet: Arc<Fleet>,
+        pool: ProverPool,
+        options: WorkerOptions,
+        prepare: impl Fn(&Job) -> Result<PreparedJob, JobFailure> + Send + Sync + 'static,
+    ) -> Result<Self, ServiceError> {
+        let metrics = Arc::new(Metrics::new(pool.committers())?);
+        Ok(Self { fleet, pool: Arc::new(pool), options, prepare: Arc::new(prepare), metrics })
+    }
+
+    /// The worker's metrics, for [`super::MetricsServer`].
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Serves jobs until `shutdown` completes, then finishes the jobs it holds and returns.
+    ///
+    /// # Errors
+    /// [`ServiceError::Nats`] when the workers' consumer cannot be opened at the start; later
+    /// server failures are logged and retried.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ServiceError> {
+        let consumer = self.fleet.consumer().await?;
+        let config = &consumer.cached_info().config;
+        let delivery = Delivery { ack_wait: config.ack_wait, max_deliver: config.max_deliver };
+        let slots = self.pool.workers();
+        info!(
+            worker = self.options.name,
+            slots,
+            ack_wait_ms = delivery.ack_wait.as_millis() as u64,
+            max_deliver = delivery.max_deliver,
+            "serving jobs"
+        );
+        let worker = Arc::new(self);
+        let (stop, stopped) = watch::channel(false);
+        let tasks: Vec<_> = (0..slots)
+            .map(|_| {
+                tokio::spawn(worker.clone().serve_slot(consumer.clone(), delivery, stopped.clone()))
+            })
+            .collect();
+        let depth = tokio::spawn(worker.clone().watch_queue_depth(stopped));
+        shutdown.await;
+        info!("stopping: finishing the jobs held");
+        let _ = stop.send(true);
+        for task in tasks {
+            if let Err(error) = task.await {
+                warn!(%error, "a job slot ended abnormally");
+            }
+        }
+        depth.abort();
+        Ok(())
+    }
+
+    /// One pool worker's share: pulls and handles one job at a time until stopped.
+    async fn serve_slot(
+        self: Arc<Self>,
+        consumer: PullConsumer,
+        delivery: Delivery,
+        mut stopped: watch::Receiver<bool>,
+    ) {
+        let mut delay = RETRY_DELAY;
+        while !*stopped.borrow() {
+            match self.pull(&consumer).await {
+                Ok(Some(message)) if *stopped.borrow() => give_back(&message).await,
+                Ok(Some(message)) => self.handle(message, delivery).await,
+                Ok(None) => {},
+                Err(error) => {
+                    warn!(%error, "cannot pull a job; trying again");
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {},
+                        _ = stopped.changed() => {},
+                    }
+                    delay = (delay * 2).min(MAX_RETRY_DELAY);
+                    continue;
+                },
+            }
+            delay = RETRY_DELAY;
+        }
+    }
+
+    /// One message, or none within [`WorkerOptions::pull_wait`].
+    async fn pull(&self, consumer: &PullConsumer) -> Result<Option<Message>, ServiceError> {
+        let failed = |e: &dyn std::fmt::Display| ServiceError::nats("pull a job", e);
+        let mut batch = consumer
+            .batch()
+            .max_messages(1)
+            .expires(self.options.pull_wait)
+            .messages()
+            .await
+            .map_err(|e| failed(&e))?;
+        batch.next().await.transpose().map_err(|e| failed(&e))
+    }
+
+    /// Files the result of one message, then acknowledges it (module documentation).
+    async fn handle(&self, message: Message, delivery: Delivery) {
+        let (sequence, delivered, published) = match message.info() {
+            Ok(info) => {
+                (info.stream_sequence, info.delivered as u64, SystemTime::from(info.published))
+            },
+            Err(error) => {
+                warn!(%error, "a message without JetStream metadata; dropped");
+                return;
+            },
+        };
+        let decoded = Job::decode(&message.payload, self.options.max_job_bytes);
+        let id = match &decoded {
+            Ok(job) => job.id.clone(),
+            Err(rejected) => rejected
+                .id
+                .clone()
+                .or_else(|| message_id(&message))
+                .unwrap_or_else(|| format!("seq-{sequence}")),
+        };
+        let span = info_span!("service.job", id = %id, delivery = delivered);
+        async {
+            if let Ok(true) = self.fleet.has_result(&id).await {
+                info!("the job has a result already; acknowledged");
+                self.metrics.duplicate();
+                acknowledge(&message).await;
+                return;
+            }
+            let last = delivery.max_deliver > 1 && delivered >= delivery.max_deliver as u64;
+            let outcome = match decoded {
+                Err(rejected) => Outcome::Failed(rejected.failure),
+                Ok(_) if last => Outcome::Failed(JobFailure {
+                    kind: FailureKind::Abandoned,
+                    message: format!(
+                        "delivery {delivered} of {}: the workers that held the job ended \
+                         without a result",
+                        delivery.max_deliver
+                    ),
+                }),
+                Ok(job) => {
+                    info!("proving");
+                    let queued = SystemTime::now().duration_since(published).unwrap_or_default();
+                    self.prove(job, &message, delivered, queued, delivery.ack_wait).await
+                },
+            };
+            let result = self.fit(JobResult::new(id.clone(), self.options.name.clone(), outcome));
+            self.file_and_acknowledge(&result, &message).await;
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Files `result` and acknowledges `message`, or gives the message back when the result
+    /// cannot be written.
+    async fn file_and_acknowledge(&self, result: &JobResult, message: &Message) {
+        match self.file(result).await {
+            Ok(true) => {
+                match &result.outcome {
+                    Outcome::Proved(proved) => info!(proving_ms = proved.proving_ms, "proved"),
+                    Outcome::Failed(failure) => info!(%failure, "failed"),
+                }
+                self.metrics.finished(&result.outcome);
+                acknowledge(message).await;
+            },
+            Ok(false) => {
+                info!("another worker filed the job's result first");
+                self.metrics.duplicate();
+                acknowledge(message).await;
+            },
+            Err(error) => {
+                warn!(%error, "cannot write the result; the job goes back to the queue");
+                give_back(message).await;
+            },
+        }
+    }
+
+    /// Proves `job` on the pool, reporting progress to the server meanwhile.
+    async fn prove(
+        &self,
+        job: Job,
+        message: &Message,
+        delivery: u64,
+        queued: Duration,
+        ack_wait: Duration,
+    ) -> Outcome {
+        let options = match job.proving_options(self.options.max_cycles) {
+            Ok(options) => options,
+            Err(failure) => return Outcome::Failed(failure),
+        };
+        let (prepare, pool) = (self.prepare.clone(), self.pool.clone());
+        let proof = tokio::task::spawn_blocking(move || {
+            let PreparedJob { program, stack_inputs, advice_inputs, host } = match prepare(&job) {
+                Ok(prepared) => prepared,
+                Err(failure) => return Ok(Err(failure)),
+            };
+            let hash = program.hash();
+            let handle = pool.prove_miden(program, stack_inputs, advice_inputs, host, options);
+            handle.wait().map(|(outputs, proof)| Ok((hash, outputs, proof)))
+        });
+        self.metrics.started();
+        let start = Instant::now();
+        tokio::pin!(proof);
+        let mut progress = tokio::time::interval((ack_wait / 3).max(Duration::from_millis(100)));
+        let joined = loop {
+            tokio::select! {
+                joined = &mut proof => break joined,
+                _ = progress.tick() => {
+                    if let Err(error) = message.ack_with(AckKind::Progress).await {
+                        debug!(%error, "cannot report progress");
+                    }
+                },
+            }
+        };
+        let elapsed = start.elapsed();
+        self.metrics.proved_in(elapsed);
+        match joined {
+            Ok(Ok(Ok((hash, outputs, proof)))) => Outcome::Proved(ProvedJob {
+                program_hash: hash.to_hex().trim_start_matches("0x").to_string(),
+                stack_outputs: outputs.iter().map(ToString::to_string).collect(),
+                proof: proof.to_bytes(),
+                backend: self.pool.backend().to_string(),
+                delivery,
+                queued_ms: queued.as_secs_f64() * 1e3,
+                proving_ms: elapsed.as_secs_f64() * 1e3,
+            }),
+            Ok(Ok(Err(failure))) => Outcome::Failed(failure),
+            Ok(Err(error)) => Outcome::Failed(JobFailure::from(&error)),
+            Err(error) => Outcome::Failed(JobFailure {
+                kind: FailureKind::Proving,
+                message: format!("the proof's task ended: {error}"),
+            }),
+        }
+    }
+
+    /// `result`, or a [`FailureKind::ResultTooLarge`] result in its place when it would not fit
+    /// a message of the server.
+    fn fit(&self, result: JobResult) -> JobResult {
+        let limit = self.fleet.max_payload().saturating_sub(RESULT_OVERHEAD);
+        let size = result.encode().map_or(usize::MAX, |bytes| bytes.len());
+        if size <= limit {
+            return result;
+        }
+        let failure = JobFailure {
+            kind: FailureKind::ResultTooLarge,
+            message: format!(
+                "the result's {size} bytes exceed the server's message limit of {limit}"
+            ),
+        };
+        JobResult::new(result.id, result.worker, Outcome::Failed(failure))
+    }
+
+    /// Writes `result` if the job has none, trying again while the server is away; returns
+    /// whether this call wrote it.
+    async fn file(&self, result: &JobResult) -> Result<bool, ServiceError> {
+        let mut delay = RETRY_DELAY;
+        let mut attempt = 1;
+        loop {
+            match self.fleet.write_result(result).await {
+                Err(error @ ServiceError::Nats { .. }) if attempt < WRITE_ATTEMPTS => {
+                    debug!(%error, attempt, "cannot write the result yet");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(MAX_RETRY_DELAY);
+                    attempt += 1;
+                },
+                written => return written,
+            }
+        }
+    }
+
+    /// Reads the queue depth into the metrics every [`QUEUE_DEPTH_INTERVAL`] until stopped.
+    async fn watch_queue_depth(self: Arc<Self>, mut stopped: watch::Receiver<bool>) {
+        let mut interval = tokio::time::interval(QUEUE_DEPTH_INTERVAL);
+        while !*stopped.borrow() {
+            tokio::select! {
+                _ = interval.tick() => {},
+                _ = stopped.changed() => break,
+            }
+            match self.fleet.queue_depth().await {
+                Ok(depth) => self.metrics.queue_depth(depth),
+                Err(error) => debug!(%error, "cannot read the queue depth"),
+            }
+        }
+    }
+}
+
+// MESSAGES
+// ================================================================================================
+
+/// The job id of a message's `Nats-Msg-Id` header, if it is a valid one.
+fn message_id(message: &Message) -> Option<String> {
+    let id = message.headers.as_ref()?.get(NATS_MESSAGE_ID)?.as_str();
+    check_job_id(id).ok().map(|()| id.to_string())
+}
+
+/// Acknowledges `message`, waiting for the server's confirmation; a lost acknowledgement means
+/// a redelivery, which finds the result and acknowledges again.
+async fn acknowledge(message: &Message) {
+    if let Err(error) = message.double_ack().await {
+        warn!(%error, "cannot acknowledge the job; it will be delivered again and acknowledged");
+    }
+}
+
+/// Gives `message` back to the queue for another delivery now.
+async fn give_back(message: &Message) {
+    if let Err(error) = message.ack_with(AckKind::Nak(None)).await {
+        warn!(%error, "cannot give the job back; it will be delivered again after the ack wait");
+    }
+}

@@ -1,0 +1,530 @@
+//! The prover fleet (feature `service`): real `miden-gpu serve` workers on the CPU backend and a
+//! real `nats-server` with JetStream on loopback, each test with its own server, store and
+//! ports. Every job must end with exactly one result (the results bucket is written once per
+//! job) and every proof must verify with `miden_verifier` against the program assembled here:
+//! with two workers, when a worker is killed while proving, across a server restart, for
+//! malformed jobs, and when a worker is stopped with SIGTERM.
+//!
+//! Where `nats-server` is not installed (`scripts/test.sh` installs it), the tests are reported as
+//! ignored with the reason; `MIDEN_GPU_REQUIRE=nats-server` makes that a failure.
+
+#[path = "cli_support/mod.rs"]
+mod cli_support;
+#[allow(dead_code)] // the device tests' other parts
+#[path = "common/device.rs"]
+mod device;
+
+use std::{
+    fs::{self, File},
+    io::{Read, Write},
+    net::{TcpListener, TcpStream},
+    process::{Child, Command, ExitStatus, Stdio},
+    sync::LazyLock,
+    thread,
+    time::{Duration, Instant},
+};
+
+use cli_support::TempDir;
+use device::{tests, DeviceTests};
+use miden_air::HashFunction;
+use miden_assembly::Assembler;
+use miden_gpu::service::{
+    FailureKind, Fleet, FleetOptions, Job, JobProgram, JobResult, Outcome, ProvedJob,
+};
+use miden_processor::{StackInputs, Word};
+use miden_prover::ExecutionProof;
+use miden_verifier::{Kernel, ProgramInfo};
+use serde_json::json;
+
+fn main() {
+    DeviceTests::new("nats-server", nats_server_missing())
+        .on_device(tests![
+            two_workers_prove_mixed_jobs,
+            killed_worker_jobs_are_delivered_again,
+            server_restart_loses_no_job,
+            malformed_jobs_get_error_results,
+            sigterm_drains_a_worker,
+        ])
+        .run()
+}
+
+/// How long any one wait of these tests may take.
+const WAIT: Duration = Duration::from_secs(120);
+
+// PROGRAMS
+// ================================================================================================
+
+/// `miden-gpu prove`'s test program: outputs `[16, 3]` on [`arith_inputs`].
+const ARITH: &str = "
+begin
+    sub
+    adv_push.1 mul
+    adv_push.1 sub
+    dup adv_push.1 add
+    movup.2 drop
+end
+";
+
+/// Fibonacci steps on the two top stack elements: 60 cycles.
+const FIB: &str = "begin repeat.20 swap dup.1 add end end";
+
+/// Fibonacci steps for about 900 cycles: a proof of about a second, long enough to kill or stop
+/// a worker in the middle of it.
+const SLOW: &str = "begin repeat.300 swap dup.1 add end end";
+
+/// One job of a test: the program, its operand stack and advice stack, the hash and security.
+#[derive(Clone)]
+struct Case {
+    source: &'static str,
+    operands: Vec<u64>,
+    advice: Vec<u64>,
+    hasher: HashFunction,
+    security: u32,
+}
+
+impl Case {
+    fn new(source: &'static str, hasher: HashFunction, security: u32) -> Self {
+        let (operands, advice) = match source {
+            ARITH => (vec![5, 3], vec![7, 11, 13]),
+            _ => (vec![0, 1], vec![]),
+        };
+        Self { source, operands, advice, hasher, security }
+    }
+
+    /// The job, with a new id.
+    fn job(&self) -> Job {
+        let mut job = Job::new(JobProgram::Masm(self.source.into()), self.hasher, self.security);
+        let strings = |values: &[u64]| values.iter().map(u64::to_string).collect::<Vec<_>>();
+        job.inputs = Some(json!({
+            "operand_stack": strings(&self.operands),
+            "advice_stack": strings(&self.advice),
+        }));
+        job
+    }
+
+    fn program_hash(&self) -> Word {
+        Assembler::default().assemble_program(self.source).expect("the program assembles").hash()
+    }
+
+    /// Checks that `result` is this case's proof, and that it verifies.
+    fn check(&self, result: &JobResult) {
+        let Outcome::Proved(proved) = &result.outcome else {
+            panic!("job {} did not prove: {:?}", result.id, result.outcome);
+        };
+        let hash = self.program_hash();
+        assert_eq!(proved.program_hash, hash.to_hex().trim_start_matches("0x"), "program hash");
+        let proof = ExecutionProof::from_bytes(&proved.proof).expect("the proof decodes");
+        assert_eq!(proof.hash_fn(), self.hasher, "hash function of job {}", result.id);
+        let outputs = proved.stack_outputs().expect("valid stack outputs");
+        if self.source == ARITH {
+            assert_eq!(&proved.stack_outputs[..2], ["16", "3"], "outputs of job {}", result.id);
+        }
+        let inputs = StackInputs::try_from_ints(self.operands.iter().copied()).expect("inputs");
+        miden_verifier::verify(ProgramInfo::new(hash, Kernel::default()), inputs, outputs, proof)
+            .unwrap_or_else(|e| panic!("the proof of job {} does not verify: {e}", result.id));
+    }
+}
+
+/// `count` jobs of both quick programs with every hash function (BLAKE3-256 at 128 bits, the
+/// others at 96: RPO and RPX at 128 grind for seconds on a CPU).
+fn mixed_cases(count: usize) -> Vec<Case> {
+    let hashes = [
+        (HashFunction::Rpo256, 96),
+        (HashFunction::Rpx256, 96),
+        (HashFunction::Poseidon2, 96),
+        (HashFunction::Blake3_192, 96),
+        (HashFunction::Blake3_256, 128),
+    ];
+    let cases = [ARITH, FIB]
+        .into_iter()
+        .flat_map(|source| hashes.map(|(hasher, security)| Case::new(source, hasher, security)));
+    cases.cycle().take(count).collect()
+}
+
+// NATS SERVER
+// ================================================================================================
+
+/// Why this machine cannot run the tests, if it cannot.
+fn nats_server_missing() -> Option<String> {
+    match Command::new("nats-server").arg("--version").output() {
+        Ok(output) if output.status.success() => None,
+        _ => Some("nats-server is not installed; scripts/test.sh installs it".into()),
+    }
+}
+
+/// A `nats-server` with JetStream on 127.0.0.1, its store in a directory of its own; killed when
+/// dropped.
+struct NatsServer {
+    child: Child,
+    port: u16,
+    dir: TempDir,
+}
+
+impl NatsServer {
+    fn start() -> Self {
+        let dir = TempDir::new("nats");
+        let port = free_port();
+        let child = Self::spawn(&dir, port);
+        Self { child, port, dir }
+    }
+
+    fn spawn(dir: &TempDir, port: u16) -> Child {
+        let log = File::options().create(true).append(true).open(dir.path("server.log"));
+        let child = Command::new("nats-server")
+            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string()])
+            .arg("-sd")
+            .arg(dir.path("store"))
+            .stdout(Stdio::null())
+            .stderr(log.expect("a server log file"))
+            .spawn()
+            .expect("start nats-server");
+        let start = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(start.elapsed() < WAIT, "nats-server did not listen on port {port}");
+            thread::sleep(Duration::from_millis(50));
+        }
+        child
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server (SIGTERM) and starts it again on the same port and store.
+    fn restart(&mut self) {
+        terminate(&self.child);
+        let _ = self.child.wait();
+        self.child = Self::spawn(&self.dir, self.port);
+    }
+
+    /// A client of the fleet, once JetStream answers.
+    fn fleet(&self) -> Fleet {
+        let start = Instant::now();
+        loop {
+            match block_on(Fleet::connect(&FleetOptions::new(self.url()), "test")) {
+                Ok(fleet) => return fleet,
+                Err(error) if start.elapsed() > WAIT => panic!("cannot open the fleet: {error}"),
+                Err(_) => thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+
+    /// How many results the bucket has ever been written: one per job when no job has two.
+    fn results_written(&self) -> u64 {
+        block_on(async {
+            let client = async_nats::connect(self.url()).await.expect("connect");
+            let jetstream = async_nats::jetstream::new(client);
+            let mut stream = jetstream.get_stream("KV_miden-gpu-results").await.expect("bucket");
+            stream.info().await.expect("bucket info").state.last_sequence
+        })
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port no one listens on now.
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("its address").port()
+}
+
+/// Sends SIGTERM to `child`.
+fn terminate(child: &Child) {
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    assert!(status.is_ok_and(|status| status.success()), "SIGTERM to process {}", child.id());
+}
+
+/// Runs `future` on the tests' runtime, where the clients' connections live.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(1).enable_all().build().expect("a runtime")
+    });
+    RUNTIME.block_on(future)
+}
+
+// WORKERS
+// ================================================================================================
+
+/// A `miden-gpu serve` process on the CPU backend (2 jobs at once, 2 s ack wait), its log in a
+/// file; killed when dropped.
+struct Worker {
+    child: Child,
+    log: std::path::PathBuf,
+}
+
+impl Worker {
+    fn start(server: &NatsServer, name: &str, extra: &[&str]) -> Self {
+        let log = server.dir.path(&format!("{name}.log"));
+        let child = Command::new(env!("CARGO_BIN_EXE_miden-gpu"))
+            .args(["serve", "--nats", &server.url(), "--backend", "cpu", "--ack-wait", "2"])
+            .args(["--name", name])
+            .args(extra)
+            .env_remove("MIDEN_GPU_BACKEND")
+            .env("RUST_LOG", "miden_gpu=info")
+            .stdout(Stdio::null())
+            .stderr(File::create(&log).expect("a worker log file"))
+            .spawn()
+            .expect("start miden-gpu serve");
+        let worker = Self { child, log };
+        worker.wait_for_log("serving jobs");
+        worker
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the worker's log holds `text` (the worker must stay alive meanwhile).
+    fn wait_for_log(&self, text: &str) {
+        let start = Instant::now();
+        while !self.log().contains(text) {
+            assert!(start.elapsed() < WAIT, "no `{text}` in the worker's log:\n{}", self.log());
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn is_running(&mut self) -> bool {
+        self.child.try_wait().expect("the worker's status").is_none()
+    }
+
+    /// Waits for the worker to exit.
+    fn wait_exit(&mut self) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the worker's status") {
+                return status;
+            }
+            assert!(start.elapsed() < WAIT, "the worker did not exit:\n{}", self.log());
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// CLIENT
+// ================================================================================================
+
+/// Submits each case as a job; returns them with their ids.
+fn submit(fleet: &Fleet, cases: &[Case]) -> Vec<(Case, String)> {
+    cases
+        .iter()
+        .map(|case| {
+            let job = case.job();
+            block_on(fleet.submit(&job)).expect("submit a job");
+            (case.clone(), job.id)
+        })
+        .collect()
+}
+
+/// The result of job `id`.
+fn result(fleet: &Fleet, id: &str) -> JobResult {
+    block_on(fleet.wait_for_result(id, Some(WAIT))).expect("the job's result")
+}
+
+/// Waits for every job's result and checks its proof; returns the results.
+fn check_all(fleet: &Fleet, jobs: &[(Case, String)]) -> Vec<JobResult> {
+    jobs.iter()
+        .map(|(case, id)| {
+            let result = result(fleet, id);
+            assert_eq!(&result.id, id);
+            case.check(&result);
+            result
+        })
+        .collect()
+}
+
+fn proved(result: &JobResult) -> &ProvedJob {
+    match &result.outcome {
+        Outcome::Proved(proved) => proved,
+        Outcome::Failed(failure) => panic!("job {} failed: {failure}", result.id),
+    }
+}
+
+/// `GET path` on `port`: the status code and the body.
+fn http_get(port: u16, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect to the endpoint");
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").expect("send a request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read the response");
+    let status = response.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, body)| body).to_string();
+    (status, body)
+}
+
+/// The value of the metric line starting with `name` in a Prometheus text body.
+fn metric(body: &str, name: &str) -> f64 {
+    body.lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no `{name}` in:\n{body}"))
+}
+
+// TESTS
+// ================================================================================================
+
+/// Two workers take 24 jobs of two programs and every hash function: every job gets one
+/// result, every proof verifies, and each worker's metrics count its share.
+fn two_workers_prove_mixed_jobs() {
+    let server = NatsServer::start();
+    let ports = [free_port(), free_port()];
+    let metrics = ports.map(|port| format!("127.0.0.1:{port}"));
+    let _first = Worker::start(&server, "first", &["--metrics", &metrics[0]]);
+    let _second = Worker::start(&server, "second", &["--metrics", &metrics[1]]);
+    let fleet = server.fleet();
+    let jobs = submit(&fleet, &mixed_cases(24));
+    let results = check_all(&fleet, &jobs);
+    assert_eq!(server.results_written(), jobs.len() as u64, "one result per job");
+
+    let workers: Vec<&str> = results.iter().map(|result| result.worker.as_str()).collect();
+    let mut proofs = 0.0;
+    for port in ports {
+        assert_eq!(http_get(port, "/health"), (200, "ok\n".into()));
+        let (status, body) = http_get(port, "/metrics");
+        assert_eq!(status, 200);
+        proofs += metric(&body, "miden_gpu_jobs_total{outcome=\"proved\"}");
+        assert!(metric(&body, "miden_gpu_proof_seconds_count") >= 1.0);
+        assert_eq!(metric(&body, "miden_gpu_jobs_running"), 0.0);
+        metric(&body, "miden_gpu_queue_waiting");
+    }
+    assert_eq!(proofs, jobs.len() as f64, "the workers' proofs: {workers:?}");
+    assert_eq!(http_get(ports[0], "/nothing").0, 404);
+}
+
+/// A worker killed (SIGKILL) while proving: the jobs it held are delivered again after the ack
+/// wait, to a second worker, and every job gets one result.
+fn killed_worker_jobs_are_delivered_again() {
+    let server = NatsServer::start();
+    let mut victim = Worker::start(&server, "victim", &[]);
+    let fleet = server.fleet();
+    let mut cases = vec![Case::new(SLOW, HashFunction::Rpo256, 96); 3];
+    cases.extend(mixed_cases(3));
+    let jobs = submit(&fleet, &cases);
+    victim.wait_for_log("proving");
+    victim.child.kill().expect("kill the worker");
+    victim.wait_exit();
+    let _survivor = Worker::start(&server, "survivor", &[]);
+
+    let results = check_all(&fleet, &jobs);
+    assert_eq!(server.results_written(), jobs.len() as u64, "one result per job");
+    assert!(
+        results.iter().any(|result| proved(result).delivery >= 2),
+        "no job was delivered again:\n{}",
+        victim.log()
+    );
+}
+
+/// The server is stopped and started again (same port and store) with jobs queued and being
+/// proved: every job gets one result, and the workers go on taking new jobs.
+fn server_restart_loses_no_job() {
+    let mut server = NatsServer::start();
+    let fleet = server.fleet();
+    let mut cases = vec![Case::new(SLOW, HashFunction::Rpo256, 96); 4];
+    cases.extend(mixed_cases(8));
+    let mut jobs = submit(&fleet, &cases);
+    let first = Worker::start(&server, "first", &[]);
+    let _second = Worker::start(&server, "second", &[]);
+    first.wait_for_log("proving");
+    let depth = block_on(fleet.queue_depth()).expect("the queue depth");
+    assert!(depth.waiting > 0, "no job is queued: {depth:?}");
+    server.restart();
+
+    let fleet = server.fleet();
+    jobs.extend(submit(&fleet, &cases[4..6]));
+    check_all(&fleet, &jobs);
+    assert_eq!(server.results_written(), jobs.len() as u64, "one result per job");
+}
+
+/// Jobs that cannot be proved get error results of their kind, and the worker goes on serving:
+/// a later job is proved.
+fn malformed_jobs_get_error_results() {
+    let server = NatsServer::start();
+    let mut worker =
+        Worker::start(&server, "worker", &["--max-job-bytes", "4096", "--max-cycles", "512"]);
+    let fleet = server.fleet();
+    let arith = Case::new(ARITH, HashFunction::Rpo256, 96);
+    let with = |change: &dyn Fn(&mut Job)| {
+        let mut job = arith.job();
+        change(&mut job);
+        (job.id.clone(), job.encode().expect("a job encodes"))
+    };
+    let json_with = |change: &dyn Fn(&mut serde_json::Value)| {
+        let job = arith.job();
+        let mut value = serde_json::to_value(&job).expect("a job as JSON");
+        change(&mut value);
+        (job.id, serde_json::to_vec(&value).expect("JSON"))
+    };
+    let raw = |bytes: &[u8]| (miden_gpu::service::new_job_id(), bytes.to_vec());
+    let cases = [
+        (with(&|job| job.program = JobProgram::Masm("begin foo end".into())), FailureKind::Program),
+        (with(&|job| job.program = JobProgram::Masp(vec![1, 2, 3])), FailureKind::Program),
+        (with(&|job| job.inputs = Some(json!({ "operand_stack": ["x"] }))), FailureKind::Inputs),
+        (with(&|job| job.inputs = Some(json!({ "operand_stack": 7 }))), FailureKind::Inputs),
+        (
+            with(&|job| job.program = JobProgram::Masm(format!("# {}\n{ARITH}", "-".repeat(5000)))),
+            FailureKind::TooLarge,
+        ),
+        (json_with(&|value| value["version"] = json!(2)), FailureKind::UnsupportedVersion),
+        (json_with(&|value| value["hasher"] = json!("sha256")), FailureKind::Malformed),
+        (
+            json_with(&|value| drop(value.as_object_mut().map(|o| o.remove("program")))),
+            FailureKind::Malformed,
+        ),
+        (raw(b"not a job"), FailureKind::Malformed),
+        (raw(&[0xff; 64]), FailureKind::Malformed),
+        (with(&|job| job.security = 100), FailureKind::Options),
+        (with(&|job| job.hasher = HashFunction::Blake3_256), FailureKind::Options),
+        (
+            with(&|job| job.program = JobProgram::Masm("begin push.1 push.2 assert_eq end".into())),
+            FailureKind::Execution,
+        ),
+        (with(&|job| job.program = JobProgram::Masm(SLOW.into())), FailureKind::Execution),
+        (with(&|job| job.max_cycles = Some(10)), FailureKind::Options),
+    ];
+    for ((id, bytes), _) in &cases {
+        block_on(fleet.submit_raw(id, bytes.clone())).expect("submit a message");
+    }
+    for ((id, _), kind) in &cases {
+        let result = result(&fleet, id);
+        match &result.outcome {
+            Outcome::Failed(failure) => assert_eq!(failure.kind, *kind, "job {id}: {failure}"),
+            Outcome::Proved(_) => panic!("job {id} was proved; expected failure kind {kind}"),
+        }
+    }
+    assert!(worker.is_running(), "the worker stopped:\n{}", worker.log());
+    check_all(&fleet, &submit(&fleet, &[arith]));
+    assert_eq!(server.results_written(), cases.len() as u64 + 1, "one result per job");
+}
+
+/// SIGTERM while a worker proves: it finishes and files the jobs it holds, exits with status 0,
+/// and the jobs it had not taken are proved by another worker.
+fn sigterm_drains_a_worker() {
+    let server = NatsServer::start();
+    let mut leaving = Worker::start(&server, "leaving", &[]);
+    let fleet = server.fleet();
+    let jobs = submit(&fleet, &vec![Case::new(SLOW, HashFunction::Rpo256, 96); 4]);
+    leaving.wait_for_log("proving");
+    terminate(&leaving.child);
+    let status = leaving.wait_exit();
+    assert!(status.success(), "the worker exited with {status}:\n{}", leaving.log());
+    let log = leaving.log();
+    let held = log.lines().filter(|line| line.ends_with(": proving")).count();
+    let filed = log.lines().filter(|line| line.contains(": proved ")).count();
+    assert!(held >= 1 && filed == held, "held {held} jobs, filed {filed}:\n{}", leaving.log());
+
+    let _staying = Worker::start(&server, "staying", &[]);
+    let results = check_all(&fleet, &jobs);
+    let by_leaving = results.iter().filter(|result| result.worker == "leaving").count();
+    assert_eq!(by_leaving, held, "results of the stopped worker");
+    assert_eq!(server.results_written(), jobs.len() as u64, "one result per job");
+}
