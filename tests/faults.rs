@@ -29,7 +29,6 @@ fn backend() -> Arc<dyn GpuCommitter> {
     options.create().expect("backend under test")
 }
 
-
 /// The calls of a proof are the main trace, aux trace and constraint commitments, the DEEP
 /// evaluation and combination where the backend keeps polynomials, the FRI commit phase (which
 /// fails after sending its first layer root) and the openings of the layers it keeps; each one
@@ -42,14 +41,18 @@ fn every_fault_at_every_commitment_falls_back_to_an_identical_proof() {
 }
 
 fn fall_back_to_identical_proofs() {
-    let expected =
-        FibProver::<Rpo256>::new(common::fib_proof_options()).prove(FibTrace::new(2, 256)).unwrap().to_bytes();
+    let expected = FibProver::<Rpo256>::new(common::fib_proof_options())
+        .prove(FibTrace::new(2, 256))
+        .unwrap()
+        .to_bytes();
     let calls = calls_of_a_proof();
     for fault in Fault::ALL {
         for call in 0..calls {
             let faulty = Arc::new(FaultyCommitter::new(backend(), fault, call));
-            let prover =
-                GpuProver::with_committer(FibProver::<Rpo256>::new(common::fib_proof_options()), faulty.clone());
+            let prover = GpuProver::with_committer(
+                FibProver::<Rpo256>::new(common::fib_proof_options()),
+                faulty.clone(),
+            );
             let proof = prover.prove(FibTrace::new(2, 256)).expect("proof with fallback");
             assert!(proof.to_bytes() == expected, "{fault:?} on call {call}: proof differs");
             // a commitment recomputed on the CPU keeps no polynomials: the DEEP steps that
@@ -81,8 +84,11 @@ fn without_fallback_a_fault_is_a_typed_error_or_a_panic_never_a_proof() {
         for call in 0..calls_of_a_proof() {
             let faulty = Arc::new(FaultyCommitter::new(backend(), fault, call));
             let expected = fault.error(faulty.backend()).to_string();
-            let prover = GpuProver::with_committer(FibProver::<Rpo256>::new(common::fib_proof_options()), faulty)
-                .with_cpu_fallback(false);
+            let prover = GpuProver::with_committer(
+                FibProver::<Rpo256>::new(common::fib_proof_options()),
+                faulty,
+            )
+            .with_cpu_fallback(false);
             let outcome = catch_unwind(AssertUnwindSafe(|| prover.prove(FibTrace::new(2, 64))));
             let message = outcome.expect_err("a proof was returned despite the fault");
             let text = message.downcast_ref::<String>().cloned().unwrap_or_default();
@@ -96,7 +102,10 @@ fn without_fallback_a_fault_is_a_typed_error_or_a_panic_never_a_proof() {
 /// layers.
 fn calls_of_a_proof() -> usize {
     let counting = Arc::new(FaultyCommitter::new(backend(), Fault::KernelFailure, usize::MAX));
-    let prover = GpuProver::with_committer(FibProver::<Rpo256>::new(common::fib_proof_options()), counting.clone());
+    let prover = GpuProver::with_committer(
+        FibProver::<Rpo256>::new(common::fib_proof_options()),
+        counting.clone(),
+    );
     prover.prove(FibTrace::new(2, 256)).expect("fault-free proof");
     let calls = counting.calls();
     assert!(calls == 4 || calls == 7, "{calls} backend calls in a proof");

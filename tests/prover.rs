@@ -155,7 +155,6 @@ impl GpuCommitter for CorruptingCommitter {
     }
 }
 
-
 fn verifies(proof: &Proof, trace: &FibTrace) -> bool {
     let acceptable = AcceptableOptions::OptionSet(vec![common::fib_proof_options()]);
     winter_verifier::verify::<FibAir, Rpo256, DefaultRandomCoin<Rpo256>, MerkleTree<Rpo256>>(

@@ -54,7 +54,6 @@ fn committer(limit: Option<u64>) -> Arc<CudaCommitter> {
 const PAIRS: usize = 8;
 const STEPS: usize = 1 << 14;
 
-
 /// The proof of the Fibonacci trace by `GpuProver` on `committer`, CPU fallback off.
 fn prove(committer: Arc<dyn GpuCommitter>) -> Proof {
     GpuProver::with_committer(FibProver::<Rpo256>::new(common::fib_proof_options()), committer)
