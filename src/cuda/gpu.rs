@@ -12,8 +12,8 @@ use super::{
     health::Health,
     kernels::sig,
     launch::{Kernel, Module, Signature},
-    memory::SharedDevice,
     program::{compile_for_arch, HASHES},
+    shared_device::SharedDevice,
     transfer::{self, Lane, Ring},
     CudaOptions,
 };

@@ -3,13 +3,13 @@
 //! fault injection as driver statuses (feature `fault-injection`).
 //!
 //! Once the GPUs are lost (a timeout, or an error after which the context is unusable:
-//! `driver::device_error` turns those into [`crate::GpuError::DeviceLost`]) their device memory
+//! `status::device_error` turns those into [`crate::GpuError::DeviceLost`]) their device memory
 //! is no longer freed: a free waits for the device's work, which may never end; the memory
 //! returns with the context.
 
 use cudarc::driver::{result::DriverError, sys};
 
-use super::driver::{device_error, DriverResult};
+use super::status::{device_error, DriverResult};
 #[cfg(feature = "fault-injection")]
 use crate::inject::{Injection, Operation};
 

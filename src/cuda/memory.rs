@@ -15,21 +15,15 @@
 //! committer's gauge, whose peak never exceeds a memory limit.
 //!
 //! **One GPU, several committers.** Every committer of the process on a GPU counts into that
-//! GPU's [`SharedDevice`] gauge. With a memory limit, a call's budget is the limit less what the
+//! GPU's `SharedDevice` gauge (`shared_device`). With a memory limit, a call's budget is the limit less what the
 //! GPU's gauge holds outside the calling committer's state: other committers' buffers, and the
 //! polynomials and FRI layers every committer keeps for a proof's later steps. Without one, the
 //! free memory the driver reports already leaves those out. Either way a call checks its budget
-//! and allocates during its GPU's turn ([`SharedDevice::turn`]), so two committers never count
+//! and allocates during its GPU's turn (`SharedDevice::turn`), so two committers never count
 //! the same bytes as free: committers on one GPU take turns call by call, and the GPU's gauge
 //! never exceeds the limit.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak},
-};
-
 use super::{
-    buffer::Gauge,
     driver::{bind, check, DriverResult},
     gpu::{twiddles_bytes, Buffers, GpuState, TwiddleKey},
     transfer::MAX_RUN_BYTES,
@@ -44,42 +38,6 @@ const DRIVER_RESERVE: u64 = 512 << 20;
 /// Room kept for the tables of a few kilobytes that the FRI phase uploads for one launch (its
 /// folding constants and query indices).
 const LAUNCH_TABLES: u64 = 1 << 20;
-
-// SHARED DEVICE
-// ================================================================================================
-
-/// What every committer of the process holds on one GPU, and the turn its calls take.
-#[derive(Debug, Default)]
-pub(super) struct SharedDevice {
-    /// The device bytes all committers' buffers on this GPU hold (each committer's gauge counts
-    /// into it).
-    pub gauge: Arc<Gauge>,
-    turn: Mutex<()>,
-}
-
-impl SharedDevice {
-    /// The shared state of GPU `ordinal`, made by the first committer that opens it and dropped
-    /// with the last.
-    pub(super) fn of(ordinal: usize) -> Arc<Self> {
-        static DEVICES: OnceLock<Mutex<HashMap<usize, Weak<SharedDevice>>>> = OnceLock::new();
-        let mut devices =
-            DEVICES.get_or_init(Mutex::default).lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(device) = devices.get(&ordinal).and_then(Weak::upgrade) {
-            return device;
-        }
-        let device = Arc::new(Self::default());
-        devices.insert(ordinal, Arc::downgrade(&device));
-        device
-    }
-
-    /// This GPU's turn: held from a call's budget check to its end, and while kept FRI layers
-    /// allocate their openings. A call takes the turns of its GPUs in the order of their
-    /// ordinals, before its committer's state; nothing that holds a turn waits for another.
-    pub(super) fn turn(&self) -> MutexGuard<'_, ()> {
-        // the guard protects no data: a panic while holding it leaves nothing inconsistent
-        self.turn.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
 
 // FOOTPRINT
 // ================================================================================================

@@ -13,7 +13,8 @@
 //! Module layout, one job each (the CUDA sources live in `cuda/` at the crate root):
 //! - `options`: [`CudaOptions`], and the one place the environment is read
 //!   ([`CudaOptions::from_env`]);
-//! - `driver`: RAII over the driver API (status, pinned memory, streams, events, copies);
+//! - `status`: driver statuses as typed errors (device failure, or device lost);
+//! - `driver`: RAII over the driver API (pinned memory, streams, events, copies);
 //! - `health`: what the driver wrappers of one committer share: the lost flag, the wait
 //!   deadline (bounded waits), the fault injector (feature `fault-injection`);
 //! - `buffer`: typed device memory (buffers of a known element type, length and GPU, and their
@@ -27,6 +28,8 @@
 //! - `gpu`: one open GPU (streams, kernels, buffers, cached tables);
 //! - `transfer`: host transfers through rings of pinned buffers;
 //! - `plan`: the shape of a commitment's work (per request, per GPU, per pass);
+//! - `shared_device`: what the committers of the process share on one GPU (its memory gauge, the
+//!   turn of their calls);
 //! - `memory`: the device memory budget (cosets per pass);
 //! - `lde`, `hashing`: the stages enqueued on one GPU (upload, interpolation and LDE; row
 //!   hashing and Merkle levels);
@@ -59,7 +62,9 @@ mod plan;
 mod program;
 mod resident;
 mod result_pool;
+mod shared_device;
 mod standalone;
+mod status;
 mod tables;
 mod timeline;
 mod transfer;
@@ -240,8 +245,9 @@ impl CudaCommitter {
 
     /// The most device memory that the committers of this process have held together on each
     /// of this committer's GPUs since the first of them opened it, or since the last
-    /// [`Self::reset_shared_device_peak`] (in the order of [`Self::devices`]). Where they all have the same memory limit, none exceeds it: the
-    /// committers of one GPU budget against what the others hold.
+    /// [`Self::reset_shared_device_peak`] (in the order of [`Self::devices`]). Where they all
+    /// have the same memory limit, none exceeds it: the committers of one GPU budget against
+    /// what the others hold.
     pub fn shared_device_bytes_peak(&self) -> Vec<u64> {
         self.gpus.iter().map(|gpu| gpu.device.gauge.peak()).collect()
     }

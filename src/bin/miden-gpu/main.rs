@@ -44,7 +44,6 @@ use tracing_subscriber::{
     filter::filter_fn, layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer,
 };
 
-mod batch;
 mod data;
 mod error;
 #[cfg(feature = "service")]
