@@ -45,7 +45,7 @@ fn main() {
             malformed_jobs_get_error_results,
             sigterm_drains_a_worker,
         ])
-        .run()
+        .run_one_at_a_time()
 }
 
 /// How long any one wait of these tests may take.

@@ -85,6 +85,13 @@ impl DeviceTests {
         libtest_mimic::run(&Arguments::from_args(), self.trials).exit()
     }
 
+    /// Runs the tests as [`Self::run`] does, one at a time (tests that start servers and
+    /// processes, and time what they do).
+    pub fn run_one_at_a_time(self) -> ! {
+        let args = Arguments { test_threads: Some(1), ..Arguments::from_args() };
+        libtest_mimic::run(&args, self.trials).exit()
+    }
+
     fn device_trial(&self, name: &'static str, test: fn()) -> Trial {
         let (backend, absent, required) = (self.backend, self.absent.clone(), self.required);
         Trial::ignorable_test(name, move || match absent {

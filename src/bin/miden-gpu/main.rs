@@ -48,6 +48,7 @@ mod data;
 mod error;
 #[cfg(feature = "service")]
 mod fetch;
+mod paths;
 mod program;
 mod progress;
 mod prove;

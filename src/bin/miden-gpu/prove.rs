@@ -23,6 +23,7 @@ use miden_prover::{ExecutionProof, HashFunction, ProvingOptions};
 use crate::{
     data::{program_hash_hex, stage_proof, Inputs, OutputFile},
     error::{CliError, FileKind},
+    paths::ProgramPaths,
     program::LoadedProgram,
     progress::Progress,
     report::{ms, Report},
@@ -39,17 +40,8 @@ pub struct ProveCmd {
     #[arg(required = true, value_name = "PROGRAM_FILE")]
     program_files: Vec<PathBuf>,
 
-    /// Path to the inputs file [default: the program file with extension .inputs, if it exists]
-    #[arg(short = 'i', long = "input")]
-    input_file: Option<PathBuf>,
-
-    /// Path to the outputs file [default: the program file with extension .outputs]
-    #[arg(short = 'o', long = "output")]
-    output_file: Option<PathBuf>,
-
-    /// Path to the proof file [default: the program file with extension .proof]
-    #[arg(short = 'p', long = "proof")]
-    proof_file: Option<PathBuf>,
+    #[command(flatten)]
+    paths: ProgramPaths,
 
     /// Proofs in flight at once when several programs are given [default: 2 per GPU]
     #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..))]
@@ -209,7 +201,7 @@ impl ProveCmd {
 
     /// The inputs of `program`: `-i`, else `<program>.inputs` if it exists, else none.
     pub(crate) fn inputs(&self, program: &Path) -> Result<Inputs, CliError> {
-        Inputs::read(self.input_file.as_deref(), program)
+        Inputs::read(self.paths.input_file.as_deref(), program)
     }
 
     /// The `.masl` libraries linked.
@@ -280,9 +272,9 @@ impl ProveCmd {
     fn files(&self) -> Result<Vec<ProgramFiles>, CliError> {
         let count = self.program_files.len();
         let flags = [
-            ("-i/--input", self.input_file.is_some()),
-            ("-p/--proof", self.proof_file.is_some()),
-            ("-o/--output", self.output_file.is_some()),
+            ("-i/--input", self.paths.input_file.is_some()),
+            ("-p/--proof", self.paths.proof_file.is_some()),
+            ("-o/--output", self.paths.output_file.is_some()),
         ];
         if let Some((flag, _)) = flags.iter().find(|(_, given)| *given && count > 1) {
             return Err(CliError::Usage(format!(
@@ -295,8 +287,13 @@ impl ProveCmd {
             .iter()
             .map(|program| ProgramFiles {
                 program: program.clone(),
-                proof: self.proof_file.clone().unwrap_or_else(|| program.with_extension("proof")),
+                proof: self
+                    .paths
+                    .proof_file
+                    .clone()
+                    .unwrap_or_else(|| program.with_extension("proof")),
                 outputs: self
+                    .paths
                     .output_file
                     .clone()
                     .unwrap_or_else(|| program.with_extension("outputs")),
@@ -306,7 +303,7 @@ impl ProveCmd {
         let mut read = Vec::new();
         for program in &self.program_files {
             read.push((FileKind::Program, program.clone()));
-            let inputs = Inputs::path(self.input_file.as_deref(), program);
+            let inputs = Inputs::path(self.paths.input_file.as_deref(), program);
             read.extend(inputs.map(|path| (FileKind::Inputs, path)));
         }
         read.extend(self.library_paths.iter().map(|path| (FileKind::Library, path.clone())));

@@ -18,6 +18,7 @@ use crate::{
         OutputFile,
     },
     error::{CliError, FileKind},
+    paths::ProgramPaths,
     progress::Progress,
     prove::{check_output_paths, parse_hasher, parse_security},
     report::{ms, Report},
@@ -35,17 +36,8 @@ pub struct SubmitCmd {
     /// Path to a .masm assembly file or a .masp package file
     program_file: PathBuf,
 
-    /// Path to the inputs file [default: the program file with extension .inputs, if it exists]
-    #[arg(short = 'i', long = "input")]
-    input_file: Option<PathBuf>,
-
-    /// Path to the outputs file [default: the program file with extension .outputs]
-    #[arg(short = 'o', long = "output")]
-    output_file: Option<PathBuf>,
-
-    /// Path to the proof file [default: the program file with extension .proof]
-    #[arg(short = 'p', long = "proof")]
-    proof_file: Option<PathBuf>,
+    #[command(flatten)]
+    paths: ProgramPaths,
 
     /// Hash function: rpo, rpx, poseidon2, blake3-192 or blake3-256
     #[arg(long = "hasher", visible_alias = "hash", default_value = "rpo", value_parser = parse_hasher)]
@@ -81,9 +73,9 @@ impl SubmitCmd {
     pub fn execute(&self, progress: &Progress) -> Result<(), CliError> {
         let start = Instant::now();
         let default = |extension| self.program_file.with_extension(extension);
-        let proof_path = self.proof_file.clone().unwrap_or_else(|| default("proof"));
-        let output_path = self.output_file.clone().unwrap_or_else(|| default("outputs"));
-        let input_path = Inputs::path(self.input_file.as_deref(), &self.program_file);
+        let proof_path = self.paths.proof_file.clone().unwrap_or_else(|| default("proof"));
+        let output_path = self.paths.output_file.clone().unwrap_or_else(|| default("outputs"));
+        let input_path = Inputs::path(self.paths.input_file.as_deref(), &self.program_file);
         if !self.no_wait {
             let mut read = vec![(FileKind::Program, self.program_file.clone())];
             read.extend(input_path.clone().map(|path| (FileKind::Inputs, path)));
