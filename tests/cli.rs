@@ -18,15 +18,7 @@ use cli_support::{
 /// Operand stack `[3, 5]` (3 on top), advice stack `[7, 11, 13]` (7 on top): the outputs are
 /// `[(5 - 3) * 7 - 11 + 13, (5 - 3) * 7 - 11] = [16, 3]`; another order of either stack gives
 /// other outputs.
-const PROGRAM: &str = "
-begin
-    sub
-    adv_push.1 mul
-    adv_push.1 sub
-    dup adv_push.1 add
-    movup.2 drop
-end
-";
+const PROGRAM: &str = include_str!("programs/arith.masm");
 
 /// The inputs of [`PROGRAM`], with an advice map and Merkle store the program does not read (to
 /// parse every section of the format).

@@ -55,15 +55,7 @@ const WAIT: Duration = Duration::from_secs(120);
 // ================================================================================================
 
 /// `miden-gpu prove`'s test program: outputs `[16, 3]` on [`arith_inputs`].
-const ARITH: &str = "
-begin
-    sub
-    adv_push.1 mul
-    adv_push.1 sub
-    dup adv_push.1 add
-    movup.2 drop
-end
-";
+const ARITH: &str = include_str!("programs/arith.masm");
 
 /// Fibonacci steps on the two top stack elements: 60 cycles.
 const FIB: &str = "begin repeat.20 swap dup.1 add end end";
