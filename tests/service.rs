@@ -44,6 +44,7 @@ fn main() {
             server_restart_loses_no_job,
             malformed_jobs_get_error_results,
             sigterm_drains_a_worker,
+            a_load_of_small_jobs_loses_and_repeats_none,
         ])
         .run_one_at_a_time()
 }
@@ -391,6 +392,26 @@ fn two_workers_prove_mixed_jobs() {
     }
     assert_eq!(proofs, jobs.len() as f64, "the workers' proofs: {workers:?}");
     assert_eq!(http_get(ports[0], "/nothing").0, 404);
+}
+
+/// Jobs of the load test: a few hundred small proofs, about a minute on two cores.
+const LOAD_JOBS: usize = 300;
+
+/// [`LOAD_JOBS`] small jobs of every hash through two workers on loopback: every job ends with
+/// exactly one result, proved at its first delivery (none lost, none proved twice), and both
+/// workers take part.
+fn a_load_of_small_jobs_loses_and_repeats_none() {
+    let server = NatsServer::start();
+    let _first = Worker::start(&server, "first", &[]);
+    let _second = Worker::start(&server, "second", &[]);
+    let fleet = server.fleet();
+    let jobs = submit(&fleet, &mixed_cases(LOAD_JOBS));
+    let results = check_all(&fleet, &jobs);
+    assert_eq!(server.results_written(), jobs.len() as u64, "one result per job");
+    assert!(results.iter().all(|result| proved(result).delivery == 1), "a job was delivered again");
+    let workers: std::collections::HashSet<&str> =
+        results.iter().map(|result| result.worker.as_str()).collect();
+    assert_eq!(workers.len(), 2, "the workers that proved: {workers:?}");
 }
 
 /// A worker killed (SIGKILL) while proving: the jobs it held are delivered again after the ack
