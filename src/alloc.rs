@@ -4,10 +4,11 @@
 //! A proof allocates and frees gigabytes (trace, LDE rows, constraint evaluations). With the
 //! system allocator each large block is a fresh mapping whose every page faults on first write,
 //! and with several proofs in one process (a [`crate::ProverPool`]) those faults and mappings
-//! contend on the process's one address space: on a 4-GPU host the pool proved 1.4 times as many
-//! proofs per minute on 4 GPUs as on one. jemalloc with decay off hands the freed, already
-//! faulted pages to the next proof instead, and the same pool proved 2.3 times as many. The cost
-//! is that the process keeps its peak memory until it exits.
+//! contend on the process's one address space: on a 4-GPU host a pool of 8 proofs gave 1.4
+//! times the proofs per minute on 4 GPUs as on one. jemalloc with decay off hands the freed,
+//! already faulted pages to the next proof instead, and the same 8 proofs gave 1.9 times
+//! (preloaded into the same build; 2.3 times with 16 proofs). The cost is that the process
+//! keeps its peak memory until it exits.
 //!
 //! A program opts in with [`use_jemalloc!`](crate::use_jemalloc) at its root; the library
 //! itself never picks an allocator. Targets where jemalloc does not build (MSVC) keep the system

@@ -180,6 +180,7 @@ pub(super) fn download(
     let stats = transfer::download(&mut lanes, jobs)?;
     tracing::info!(
         bytes = stats.bytes,
+        direct_bytes = stats.direct,
         wait_ms = stats.wait.as_secs_f32() * 1e3,
         copy_ms = stats.copy.as_secs_f32() * 1e3,
         "cuda download: host time waiting for the GPUs and copying out of pinned memory"

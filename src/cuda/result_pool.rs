@@ -29,7 +29,8 @@ use miden_crypto::Felt;
 
 use super::driver::{bind, check, DriverResult};
 use crate::host::{
-    advise_huge_pages, check_host_room, default_prefault_threads, prefault, HostBuffer, LentBlock,
+    advise_huge_pages_range, check_host_room, default_prefault_threads, prefault, HostBuffer,
+    LentBlock,
 };
 
 /// Blocks are whole huge pages (and so whole pages).
@@ -116,7 +117,7 @@ impl ResultPool {
         let _span = tracing::info_span!("cuda.register_rows_block", bytes).entered();
         // SAFETY: a non-zero size (callers ask for whole blocks).
         let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })?;
-        advise_huge_pages(ptr.as_ptr() as usize, bytes);
+        advise_huge_pages_range(ptr.as_ptr() as usize, bytes);
         drop(prefault(&[(ptr.as_ptr() as usize, bytes)], default_prefault_threads().max(2)));
         let block = Block { ptr, bytes };
         match register(&self.ctx, &block) {

@@ -54,7 +54,7 @@ pub(crate) fn zeroed_host<T: ZeroBytes>(len: usize, options: &HostOptions) -> Re
         return Err(host_out_of_memory(needed));
     }
     if layout.size() >= HUGE_PAGES_FROM && options.huge_pages {
-        advise(ptr as usize, layout.size());
+        advise_range(ptr as usize, layout.size());
     }
     // SAFETY: allocated by the global allocator with the layout of `len` values of `T`, every
     // byte zero, which `T: ZeroBytes` makes `len` valid values.
@@ -145,14 +145,14 @@ fn advise_huge_pages<T>(vec: &mut Vec<T>) {
     let spare = vec.spare_capacity_mut();
     let (start, len) = (spare.as_mut_ptr() as usize, std::mem::size_of_val(spare));
     if len >= HUGE_PAGES_FROM {
-        advise(start, len);
+        advise_range(start, len);
     }
 }
 
 /// Asks Linux for transparent huge pages for the `len` bytes at `start` (no effect elsewhere, or
 /// where the kernel has none).
 #[cfg(target_os = "linux")]
-pub(crate) fn advise(start: usize, len: usize) {
+pub(crate) fn advise_range(start: usize, len: usize) {
     const PAGE: usize = 4096;
     let first = start.next_multiple_of(PAGE);
     let end = (start + len) / PAGE * PAGE;
@@ -163,7 +163,7 @@ pub(crate) fn advise(start: usize, len: usize) {
 
 /// Huge pages are asked for on Linux only.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn advise(_start: usize, _len: usize) {}
+pub(crate) fn advise_range(_start: usize, _len: usize) {}
 
 /// The sum of the named `/proc/meminfo` fields in bytes, where they can be read (Linux).
 fn meminfo_bytes(fields: &[&str]) -> Option<u64> {

@@ -28,7 +28,7 @@ pub(crate) use interpolate::{interpolate_columns, interpolate_composition};
 #[cfg(feature = "wgpu")]
 pub(crate) use memory::zeroed_host;
 #[cfg(feature = "cuda")]
-pub(crate) use memory::{advise as advise_huge_pages, check_host_room};
+pub(crate) use memory::{advise_range as advise_huge_pages_range, check_host_room};
 pub use memory::{available_host_memory, peak_resident_bytes, reserve_host};
 pub use options::HostOptions;
 #[cfg(feature = "cuda")]
