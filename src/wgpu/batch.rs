@@ -13,7 +13,10 @@ use super::{
     pipelines::{Kernel, Pipelines, PARAMS_BYTES},
     timestamps::{Stage, Timer},
 };
-use crate::{error::Result, hash::RescueLanes};
+use crate::{
+    error::{to_u32, GpuError, Result},
+    hash::RescueLanes,
+};
 
 enum Op {
     Dispatch {
@@ -87,11 +90,11 @@ impl Batch {
         params: &P,
         buffers: &[&::wgpu::Buffer],
         workgroups: u64,
-    ) {
+    ) -> Result<()> {
         if workgroups == 0 {
-            return;
+            return Ok(());
         }
-        let params_offset = self.params.len() as u32;
+        let params_offset = to_u32(self.params.len(), "the parameter bytes of a batch")?;
         let bytes = bytemuck::bytes_of(params);
         debug_assert!(bytes.len() as u64 <= PARAMS_BYTES);
         self.params.extend_from_slice(bytes);
@@ -99,14 +102,22 @@ impl Batch {
         // As few rows of workgroups as fit, each as short as that allows: at most y - 1
         // workgroups past the end (a full first row could leave almost a whole row idle).
         let y = workgroups.div_ceil(self.max_groups);
-        let x = workgroups.div_ceil(y);
+        if y > self.max_groups {
+            return Err(GpuError::DimensionOverflow {
+                what: "workgroups of a dispatch",
+                value: workgroups,
+            });
+        }
+        // both at most `max_groups`, a u32 limit
+        let (x, y) = (workgroups.div_ceil(y) as u32, y as u32);
         self.ops.push(Op::Dispatch {
             kernel,
             buffers: buffers.iter().map(|&b| b.clone()).collect(),
             params_offset,
-            groups: (x as u32, y as u32),
+            groups: (x, y),
             stage: self.stage,
         });
+        Ok(())
     }
 
     /// Dispatches [`Kernel::lanes`] invocations per work item.
@@ -116,8 +127,12 @@ impl Batch {
         params: &P,
         buffers: &[&::wgpu::Buffer],
         items: u64,
-    ) {
-        self.dispatch(kernel, params, buffers, (items * kernel.lanes()).div_ceil(WORKGROUP_SIZE));
+    ) -> Result<()> {
+        let invocations = items.checked_mul(kernel.lanes()).ok_or(GpuError::DimensionOverflow {
+            what: "invocations of a dispatch",
+            value: items,
+        })?;
+        self.dispatch(kernel, params, buffers, invocations.div_ceil(WORKGROUP_SIZE))
     }
 
     /// Copies `size` bytes between buffers.
@@ -240,4 +255,48 @@ fn bind_group(
         layout,
         entries: &entries,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch with the smallest grid limit wgpu guarantees, recorded without a device.
+    fn batch() -> Batch {
+        Batch {
+            ops: Vec::new(),
+            params: Vec::new(),
+            align: PARAMS_BYTES,
+            max_groups: 65_535,
+            stage: None,
+            rescue_lanes: RescueLanes::Single,
+        }
+    }
+
+    #[test]
+    fn grids_past_two_dimensions_are_typed_errors() {
+        let mut batch = batch();
+        let params = [7u32; 4];
+        batch.dispatch(Kernel::NttTile, &params, &[], 65_535 * 65_535).unwrap();
+        let Some(Op::Dispatch { groups, .. }) = batch.ops.last() else { panic!("no dispatch") };
+        assert_eq!(*groups, (65_535, 65_535));
+        batch.dispatch(Kernel::NttTile, &params, &[], 65_536).unwrap();
+        let Some(Op::Dispatch { groups, .. }) = batch.ops.last() else { panic!("no dispatch") };
+        assert_eq!(*groups, (32_768, 2), "as few rows as fit, each as short as that allows");
+
+        let too_many = batch.dispatch(Kernel::NttTile, &params, &[], 65_535 * 65_535 + 1);
+        assert!(
+            matches!(too_many, Err(GpuError::DimensionOverflow { value, .. }) if value == 65_535 * 65_535 + 1)
+        );
+        let quads = Kernel::HashRowsQuad(crate::hash::HashFunction::Rpo256);
+        let overflowing = batch.dispatch_items(quads, &params, &[], u64::MAX / 2);
+        assert!(
+            matches!(
+                overflowing,
+                Err(GpuError::DimensionOverflow { what: "invocations of a dispatch", .. })
+            ),
+            "{overflowing:?}"
+        );
+        assert_eq!(batch.ops.len(), 2, "refused dispatches record nothing");
+    }
 }

@@ -149,7 +149,8 @@ impl Chunked {
         Self { parts, part_len, len }
     }
 
-    /// The part holding record `index`, and the record's offset in it.
+    /// The part holding record `index`, and the record's offset in it (below `part_len`, whose
+    /// records fit one binding: fewer than 2^32 bytes).
     pub fn locate(&self, index: u64) -> (&::wgpu::Buffer, u32) {
         let part = (index / self.part_len) as usize;
         (&self.parts[part], (index % self.part_len) as u32)

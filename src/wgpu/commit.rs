@@ -176,7 +176,7 @@ pub(super) fn commit(
                         &powers,
                         tables.generator_inv,
                     )
-                });
+                })?;
                 (None, staged)
             },
             None => {
@@ -223,7 +223,7 @@ pub(super) fn commit(
             let batch = downloads.batch();
             batch.set_stage(Some(Stage::Lde));
             let arrays = CosetArrays { coefficients: &coefficients, work: &work, powers: &powers, twiddles: &twiddles };
-            record_coset_evaluation(batch, plan.cosets(), coset, arrays, tables);
+            record_coset_evaluation(batch, plan.cosets(), coset, arrays, tables)?;
             for row0 in (0..plan.unit).step_by(plan.rows as usize) {
                 if let Some(row_buffer) = &row_buffer {
                     let batch = downloads.batch();
@@ -241,7 +241,7 @@ pub(super) fn commit(
                             col0: to_u32(first / plan.unit, "the first column of a part")?,
                             dst_offset: 0,
                         };
-                        record_to_rows(batch, &params, work.part(p), row_buffer);
+                        record_to_rows(batch, &params, work.part(p), row_buffer)?;
                     }
                 }
                 let leaf = coset * plan.unit + row0;
@@ -261,7 +261,7 @@ pub(super) fn commit(
                 };
                 let batch = downloads.batch();
                 batch.set_stage(Some(Stage::Hash));
-                record_hash_rows(batch, request.hash, request.row_hashing, block, buffers, engine.sizes.hash_events);
+                record_hash_rows(batch, request.hash, request.row_hashing, block, buffers, engine.sizes.hash_events)?;
                 if copies.is_none() {
                     let row_buffer = row_buffer.as_ref().ok_or_else(|| device_error("rows neither copied by the hashing kernel nor transposed".into()))?;
                     downloads.download(row_buffer, 0, bytes, rw as u64 * FELT_BYTES, rows_target)?;
@@ -400,12 +400,12 @@ fn record_interpolation(
     coefficients: &Chunked,
     powers: &::wgpu::Buffer,
     generator_inv_table: u32,
-) {
+) -> Result<()> {
     let log_m = plan.input_len.ilog2();
     let inverse = engine.tables().twiddles(&engine.ctx.device, &engine.ctx.queue, log_m, true);
     for p in 0..values.num_parts() {
         let (_, len) = values.part_range(p);
-        record_dif(batch, values.part(p), 0, len / plan.input_len, log_m, &inverse);
+        record_dif(batch, values.part(p), 0, len / plan.input_len, log_m, &inverse)?;
     }
     let n = plan.shape.poly_len as u64;
     match *input {
@@ -428,7 +428,7 @@ fn record_interpolation(
                     values.part(p),
                     coefficients.part(p),
                     powers,
-                );
+                )?;
             }
         },
         PolyInput::Composition { components, num_columns, .. } => {
@@ -455,14 +455,14 @@ fn record_interpolation(
                         src_offset,
                         log_src_len: log_m,
                         dst_offset,
-                        // below the composition's domain, at most 2^32 points
-                        first: (j * n) as u32,
+                        first: to_u32(j * n, "the first point of a composition column")?,
                         offset_table: Some(generator_inv_table),
                     };
-                    record_finish_interpolation(batch, block, src, dst, powers);
+                    record_finish_interpolation(batch, block, src, dst, powers)?;
                     c = end;
                 }
             }
         },
     }
+    Ok(())
 }

@@ -193,7 +193,7 @@ pub(super) fn evaluate(
                         &params,
                         &buffers,
                         run_blocks,
-                    );
+                    )?;
                 }
                 block0 += blocks;
             }
@@ -263,7 +263,12 @@ pub(super) fn combine(
                         k: k_words,
                         ..DeepParams::default()
                     };
-                    downloads.batch().dispatch_items(Kernel::DeepCombine, &params, &buffers, run);
+                    downloads.batch().dispatch_items(
+                        Kernel::DeepCombine,
+                        &params,
+                        &buffers,
+                        run,
+                    )?;
                 }
                 init = 0;
             }

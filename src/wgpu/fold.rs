@@ -142,7 +142,7 @@ pub(super) fn record_layer_rows(
                 slot_step: to_u32(per_slot, "the rows of a FRI slot")?,
                 ..FriParams::default()
             };
-            batch.dispatch_items(Kernel::FriRows, &params, &[src, dst], params.count as u64);
+            batch.dispatch_items(Kernel::FriRows, &params, &[src, dst], params.count.into())?;
         }
     }
     Ok(())
@@ -195,7 +195,7 @@ pub(super) fn record_fold(
             first: to_u32(first, "the first row of a FRI fold")?,
             ..base
         };
-        batch.dispatch_items(Kernel::FriFold, &params, &[src, dst, powers.0], run);
+        batch.dispatch_items(Kernel::FriFold, &params, &[src, dst, powers.0], run)?;
     }
     Ok(())
 }

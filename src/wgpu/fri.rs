@@ -170,7 +170,7 @@ fn record_evaluation(
             powers: &powers,
             twiddles: &twiddles,
         };
-        record_coset_evaluation(downloads.batch(), cosets, coset, arrays, tables);
+        record_coset_evaluation(downloads.batch(), cosets, coset, arrays, tables)?;
         record_layer_rows(downloads.batch(), &work, unit, coset, num_cosets, layer)?;
     }
     Ok(staged)
@@ -233,9 +233,9 @@ fn commit_layer(
             block,
             buffers,
             events,
-        );
+        )?;
     }
-    record_tree(downloads.batch(), request.hash, &leaves, Layout::new(rows, 1), &levels);
+    record_tree(downloads.batch(), request.hash, &leaves, Layout::new(rows, 1), &levels)?;
 
     if request.keep_layers {
         let root = levels.last().expect("a layer has at least two rows");

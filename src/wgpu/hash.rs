@@ -11,7 +11,11 @@ use super::{
     shaders::{self, QUAD_HASHES},
     Engine,
 };
-use crate::{committer::RowHashing, hash::HashFunction};
+use crate::{
+    committer::RowHashing,
+    error::{to_u32, Result},
+    hash::HashFunction,
+};
 
 /// `HashRowsParams` of hash_rows.wgsl.
 #[repr(C)]
@@ -93,18 +97,19 @@ pub(super) struct RowBuffers<'a> {
 
 /// The chunk size in elements (0 for the whole row) and the events of one row: permutations
 /// of the algebraic hashes, or blocks of BLAKE3 (whose outer message advances within them).
-fn schedule(hash: HashFunction, row_hashing: RowHashing, num_cols: usize) -> (u32, u32) {
-    let blocks = |len: usize| len.div_ceil(8) as u32;
+fn schedule(hash: HashFunction, row_hashing: RowHashing, num_cols: usize) -> (u64, u64) {
+    let num_cols = num_cols as u64;
+    let blocks = |len: u64| len.div_ceil(8);
     match row_hashing {
         RowHashing::WholeRow => (0, blocks(num_cols)),
         RowHashing::Partitioned(size) => {
             // Chunks of at least the row length are one chunk: same result with any such size.
-            let size = size.min(num_cols);
-            let parts = num_cols.div_ceil(size) as u32;
-            let last = num_cols - (parts as usize - 1) * size;
+            let size = (size as u64).min(num_cols);
+            let parts = num_cols.div_ceil(size);
+            let last = num_cols - (parts - 1) * size;
             let inner = (parts - 1) * blocks(size) + blocks(last);
             let outer = if hash.is_algebraic() { (parts - 1) / 2 + 1 } else { 0 };
-            (size as u32, inner + outer)
+            (size, inner + outer)
         },
     }
 }
@@ -117,7 +122,7 @@ pub(super) fn needs_sponges(
     num_cols: usize,
     max_events: u32,
 ) -> bool {
-    schedule(hash, row_hashing, num_cols).1 > max_events
+    schedule(hash, row_hashing, num_cols).1 > u64::from(max_events)
 }
 
 /// Whether rows are hashed on quads (`hash_rows_quad`): whole rows of RPO/RPX on a device
@@ -137,8 +142,10 @@ pub(super) fn record_hash_rows(
     block: RowBlock,
     buffers: RowBuffers<'_>,
     max_events: u32,
-) {
+) -> Result<()> {
     let (partition_size, total_events) = schedule(hash, row_hashing, block.num_cols);
+    let partition_size = to_u32(partition_size, "the partition of a row")?;
+    let total_events = to_u32(total_events, "the hashing steps of a row")?;
     let on_quads = on_quads(batch, hash, row_hashing);
     debug_assert!(on_quads || buffers.copies.is_none(), "only hash_rows_quad copies rows");
     debug_assert!(
@@ -157,16 +164,16 @@ pub(super) fn record_hash_rows(
     while first_event < total_events {
         let num_events = max_events.min(total_events - first_event);
         let params = HashRowsParams {
-            num_rows: block.num_rows as u32,
-            row_width: block.row_width as u32,
-            num_cols: block.num_cols as u32,
+            num_rows: to_u32(block.num_rows, "rows of a hashing block")?,
+            row_width: to_u32(block.row_width, "the row width of a hashing block")?,
+            num_cols: to_u32(block.num_cols, "columns of a hashing block")?,
             partition_size,
             src_offset: block.src_offset,
             dst_offset: block.dst_offset,
             first_event,
             num_events,
             total_events,
-            copy_offset: copy_offset as u32,
+            copy_offset: to_u32(copy_offset, "the first row copied for the host")?,
             copy_rows: u32::from(buffers.copies.is_some()),
             coset_rows,
             log_len,
@@ -174,13 +181,14 @@ pub(super) fn record_hash_rows(
         };
         if on_quads {
             let bound = [buffers.rows, buffers.leaves, buffers.sponges, copies];
-            batch.dispatch_items(kernel, &params, &bound, block.num_rows);
+            batch.dispatch_items(kernel, &params, &bound, block.num_rows)?;
         } else {
             let bound = [buffers.rows, buffers.leaves, buffers.sponges];
-            batch.dispatch_items(kernel, &params, &bound, block.num_rows);
+            batch.dispatch_items(kernel, &params, &bound, block.num_rows)?;
         }
         first_event += num_events;
     }
+    Ok(())
 }
 
 /// The saved states of `rows` rows, if rows take more than one hashing dispatch (else a

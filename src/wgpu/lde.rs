@@ -8,6 +8,7 @@ use winter_math::FieldElement;
 use super::{
     batch::Batch, buffers::Chunked, constants::PowerTables, ntt::record_dif, pipelines::Kernel,
 };
+use crate::error::{to_u32, Result};
 
 /// `offset_table` value meaning "domain offset 1" in `InterpolateParams`.
 const NO_OFFSET: u32 = u32::MAX;
@@ -57,11 +58,11 @@ pub(super) fn record_finish_interpolation(
     src: &::wgpu::Buffer,
     dst: &::wgpu::Buffer,
     powers: &::wgpu::Buffer,
-) {
+) -> Result<()> {
     let count = block.num_cols << block.log_len;
     let factor = Felt::new(1u64 << block.log_src_len).inv().inner();
     let params = InterpolateParams {
-        count: count as u32,
+        count: to_u32(count, "elements of an interpolation")?,
         log_len: block.log_len,
         src_offset: block.src_offset,
         src_stride: 1 << block.log_src_len,
@@ -72,7 +73,7 @@ pub(super) fn record_finish_interpolation(
         factor_lo: factor as u32,
         factor_hi: (factor >> 32) as u32,
     };
-    batch.dispatch_items(Kernel::FinishInterpolation, &params, &[src, dst, powers], count);
+    batch.dispatch_items(Kernel::FinishInterpolation, &params, &[src, dst, powers], count)
 }
 
 // COSET INPUT
@@ -102,8 +103,8 @@ fn record_coset_scale(
     src: &::wgpu::Buffer,
     dst: &::wgpu::Buffer,
     powers: &::wgpu::Buffer,
-) {
-    batch.dispatch_items(Kernel::CosetScale, params, &[src, dst, powers], params.count as u64);
+) -> Result<()> {
+    batch.dispatch_items(Kernel::CosetScale, params, &[src, dst, powers], params.count.into())
 }
 
 // COSET EVALUATION
@@ -142,24 +143,24 @@ pub(super) fn record_coset_evaluation(
     coset: u64,
     arrays: CosetArrays<'_>,
     tables: PowerTables,
-) {
+) -> Result<()> {
     let CosetArrays { coefficients, work, powers, twiddles } = arrays;
     let n = shape.poly_len;
     let params =
         |count: u64, src_offset: u32, dst_offset: u32, exp_offset: u64, accumulate: bool| {
-            CosetParams {
-                count: count as u32,
+            Ok(CosetParams {
+                count: to_u32(count, "elements of a coset scaling")?,
                 log_len: shape.unit.ilog2(),
                 src_offset,
-                src_stride: shape.unit as u32,
+                src_stride: to_u32(shape.unit, "the points of a coset")?,
                 dst_offset,
-                exp_offset: exp_offset as u32,
-                coset: coset as u32,
-                accumulate: accumulate as u32,
-                domain_mask: (shape.domain_len - 1) as u32,
+                exp_offset: to_u32(exp_offset, "the first exponent of a coset scaling")?,
+                coset: to_u32(coset, "the index of a coset")?,
+                accumulate: u32::from(accumulate),
+                domain_mask: to_u32(shape.domain_len - 1, "the points of a domain")?,
                 generator_table: tables.generator,
                 root_table: tables.root,
-            }
+            })
         };
     if shape.unit == n {
         // Same layout in and out: one dispatch per part.
@@ -167,26 +168,27 @@ pub(super) fn record_coset_evaluation(
             let (_, len) = coefficients.part_range(p);
             record_coset_scale(
                 batch,
-                &params(len, 0, 0, 0, false),
+                &params(len, 0, 0, 0, false)?,
                 coefficients.part(p),
                 work.part(p),
                 powers,
-            );
+            )?;
         }
     } else {
         for c in 0..shape.num_cols {
             let (dst, dst_offset) = work.locate(c * shape.unit);
             for block in 0..n / shape.unit {
                 let (src, src_offset) = coefficients.locate(c * n + block * shape.unit);
-                let p = params(shape.unit, src_offset, dst_offset, block * shape.unit, block > 0);
-                record_coset_scale(batch, &p, src, dst, powers);
+                let p = params(shape.unit, src_offset, dst_offset, block * shape.unit, block > 0)?;
+                record_coset_scale(batch, &p, src, dst, powers)?;
             }
         }
     }
     for p in 0..work.num_parts() {
         let (_, len) = work.part_range(p);
-        record_dif(batch, work.part(p), 0, len / shape.unit, shape.unit.ilog2(), twiddles);
+        record_dif(batch, work.part(p), 0, len / shape.unit, shape.unit.ilog2(), twiddles)?;
     }
+    Ok(())
 }
 
 // ROWS
@@ -255,6 +257,6 @@ pub(super) fn record_to_rows(
     params: &RowsParams,
     src: &::wgpu::Buffer,
     dst: &::wgpu::Buffer,
-) {
-    batch.dispatch_items(Kernel::ToRows, params, &[src, dst], params.count as u64);
+) -> Result<()> {
+    batch.dispatch_items(Kernel::ToRows, params, &[src, dst], params.count.into())
 }

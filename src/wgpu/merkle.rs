@@ -19,7 +19,10 @@ use super::{
     shaders::QUAD_HASHES,
     sizes::DIGEST_BYTES,
 };
-use crate::{error::Result, hash::HashFunction};
+use crate::{
+    error::{to_u32, Result},
+    hash::HashFunction,
+};
 
 /// `MergeParams` of merkle.wgsl.
 #[repr(C)]
@@ -70,14 +73,15 @@ pub(super) fn record_tree(
     leaves: &Chunked,
     layout: Layout,
     levels: &[Chunked],
-) {
+) -> Result<()> {
     let mut children = leaves;
     let mut layout = layout;
     for parents in levels {
-        record_level(batch, hash, children, layout, parents);
+        record_level(batch, hash, children, layout, parents)?;
         children = parents;
         layout = layout.parent();
     }
+    Ok(())
 }
 
 /// Records every level above `leaves`, as [`record_tree`] does, and their downloads into the
@@ -95,10 +99,10 @@ pub(super) fn record_tree_downloads(
     let Some((lowest, above)) = levels.split_first() else {
         return Ok(());
     };
-    record_tree(downloads.batch(), hash, leaves, layout, std::slice::from_ref(lowest));
+    record_tree(downloads.batch(), hash, leaves, layout, std::slice::from_ref(lowest))?;
     download_levels(downloads, std::slice::from_ref(lowest), first_sink)?;
     downloads.flush()?;
-    record_tree(downloads.batch(), hash, lowest, layout.parent(), above);
+    record_tree(downloads.batch(), hash, lowest, layout.parent(), above)?;
     download_levels(downloads, above, first_sink + 1)
 }
 
@@ -109,7 +113,7 @@ fn record_level(
     children: &Chunked,
     layout: Layout,
     parents: &Chunked,
-) {
+) -> Result<()> {
     // Merge partners: positions 2^g apart, g = log2 of the group length in group-major layout.
     let log_group = if layout.groups >= 2 { layout.group_len.ilog2() } else { 0 };
     let part = children.part_len.min(parents.part_len);
@@ -130,11 +134,17 @@ fn record_level(
         let (left_buffer, left_offset) = children.locate(left);
         let (right_buffer, right_offset) = children.locate(left + (1 << log_group));
         let (dst_buffer, dst_offset) = parents.locate(first);
-        let params =
-            MergeParams { count: count as u32, log_group, left_offset, right_offset, dst_offset };
-        batch.dispatch_items(kernel, &params, &[left_buffer, right_buffer, dst_buffer], count);
+        let params = MergeParams {
+            count: to_u32(count, "nodes of a tree level")?,
+            log_group,
+            left_offset,
+            right_offset,
+            dst_offset,
+        };
+        batch.dispatch_items(kernel, &params, &[left_buffer, right_buffer, dst_buffer], count)?;
         first += count;
     }
+    Ok(())
 }
 
 // TREE ARRAYS

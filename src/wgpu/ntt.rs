@@ -4,6 +4,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::{batch::Batch, pipelines::Kernel};
+use crate::error::{to_u32, Result};
 
 /// log2 of the elements one `ntt_tile` workgroup transforms (`LOG_TILE` in ntt.wgsl).
 const LOG_TILE: u32 = 11;
@@ -34,22 +35,23 @@ pub(super) fn record_dif(
     num_cols: u64,
     log_len: u32,
     twiddles: &::wgpu::Buffer,
-) {
+) -> Result<()> {
     let elements = num_cols << log_len;
+    let count = |items: u64| to_u32(items, "elements of an NTT");
     let buffers = [data, twiddles];
     // the large stages two per pass over the data where they pair up
     let mut log_half = log_len;
     while log_half > LOG_TILE {
         log_half -= 1;
         if log_half > LOG_TILE {
-            let params = NttParams { offset, count: (elements / 4) as u32, log_half };
-            batch.dispatch_items(Kernel::NttStagePair, &params, &buffers, elements / 4);
+            let params = NttParams { offset, count: count(elements / 4)?, log_half };
+            batch.dispatch_items(Kernel::NttStagePair, &params, &buffers, elements / 4)?;
             log_half -= 1;
         } else {
-            let params = NttParams { offset, count: (elements / 2) as u32, log_half };
-            batch.dispatch_items(Kernel::NttStage, &params, &buffers, elements / 2);
+            let params = NttParams { offset, count: count(elements / 2)?, log_half };
+            batch.dispatch_items(Kernel::NttStage, &params, &buffers, elements / 2)?;
         }
     }
-    let params = NttParams { offset, count: elements as u32, log_half: log_len.min(LOG_TILE) - 1 };
-    batch.dispatch(Kernel::NttTile, &params, &buffers, elements.div_ceil(1 << LOG_TILE));
+    let params = NttParams { offset, count: count(elements)?, log_half: log_len.min(LOG_TILE) - 1 };
+    batch.dispatch(Kernel::NttTile, &params, &buffers, elements.div_ceil(1 << LOG_TILE))
 }

@@ -87,7 +87,7 @@ pub(super) fn hash_rows(
                 block,
                 buffers,
                 engine.sizes.hash_events,
-            );
+            )?;
             downloads.flush()?;
             drop(staged);
         }
