@@ -107,11 +107,14 @@ fi
 
 # 4a. Faults injected inside the backends (feature `fault-injection`, tests only): every device
 # operation of a commitment, the DEEP steps and a FRI phase fails in turn, on wgpu (lavapipe
-# without a GPU; about a minute) and, where a device is present, on CUDA.
+# without a GPU; about a minute) and, where a device is present, on CUDA; and `miden-gpu prove`
+# on a backend returning wrong roots writes only a proof that verifies.
 if [ "$status" -eq 0 ]; then
   say "faults inside the backends (feature fault-injection)"
   cargo test --release --features "$features,fault-injection" --test backend_faults 2>&1 |
     tee -a "$log" || status=$?
+  cargo test --release --features "$features,fault-injection" --test cli \
+    prove_never_writes_a_proof_that_does_not_verify 2>&1 | tee -a "$log" || status=$?
 fi
 
 # 4b. Overflow checks and debug assertions: the tests of bad input and faults and the library's

@@ -198,3 +198,76 @@ impl GpuCommitter for FaultyCommitter {
         Err(error)
     }
 }
+
+// WRONG RESULTS
+// ================================================================================================
+
+/// Wraps a committer and returns every commitment with a wrong Merkle root (its first element
+/// plus one, nothing else recomputed) as a success: a device bug the backend cannot see, which
+/// only the proof's self-check can catch. Every other call goes to the wrapped committer.
+pub struct WrongRootCommitter {
+    inner: Arc<dyn GpuCommitter>,
+}
+
+impl WrongRootCommitter {
+    /// A committer whose commitments are `inner`'s with a wrong root.
+    pub fn new(inner: Arc<dyn GpuCommitter>) -> Self {
+        Self { inner }
+    }
+
+    fn corrupt(mut commitment: Commitment) -> Commitment {
+        if let Some(root) = commitment.nodes.get_mut(1) {
+            let mut felts = root.to_felts();
+            felts[0] += Felt::ONE;
+            *root = Digest::from_felts(felts);
+        }
+        commitment
+    }
+}
+
+impl GpuCommitter for WrongRootCommitter {
+    fn backend(&self) -> Backend {
+        self.inner.backend()
+    }
+
+    fn device_name(&self) -> String {
+        format!("{} with wrong roots", self.inner.device_name())
+    }
+
+    fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+        self.inner.commit(request).map(Self::corrupt)
+    }
+
+    fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+        self.inner.commit_keeping_polys(request).map(Self::corrupt)
+    }
+
+    fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<Felt>> {
+        self.inner.evaluate_polys(request)
+    }
+
+    fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<Felt>> {
+        self.inner.combine_polys(request)
+    }
+
+    fn hash_rows(
+        &self,
+        lde: &LdeRows,
+        row_hashing: RowHashing,
+        hash: HashFunction,
+    ) -> Result<Vec<Digest>> {
+        self.inner.hash_rows(lde, row_hashing, hash)
+    }
+
+    fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
+        self.inner.build_tree(leaves, hash)
+    }
+
+    fn commit_fri(
+        &self,
+        request: &FriRequest<'_>,
+        channel: &mut FoldingChannel<'_>,
+    ) -> Result<FriLayers> {
+        self.inner.commit_fri(request, channel)
+    }
+}

@@ -363,6 +363,28 @@ fn prove_replaces_files_whole_or_not_at_all() {
     assert_eq!(dir.names(), ["program.inputs", "program.masm", "program.outputs", "program.proof"]);
 }
 
+/// A backend that returns wrong roots as successes (feature `fault-injection`): the proof fails
+/// its self-check, is made again on the CPU with a warning, and only that proof, which
+/// verifies, is written.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn prove_never_writes_a_proof_that_does_not_verify() {
+    let dir = TempDir::new("wrong-root");
+    let program = dir.file("program.masm", PROGRAM);
+    dir.file("program.inputs", INPUTS);
+    let output = miden_gpu(&["prove", &arg(&program), "--backend", "cpu", "--inject-wrong-root"]);
+    assert_success(&output);
+    assert!(
+        stderr(&output).contains("the proof does not verify; proving again on the CPU backend"),
+        "no warning of the failed self-check: {}",
+        stderr(&output)
+    );
+    assert!(report_value(&output, "backend").contains("with wrong roots"), "{}", stdout(&output));
+    let hash = report_value(&output, "program hash");
+    assert_success(&verify(&hash, &dir.path("program.proof")));
+    assert_eq!(written_outputs(&dir.path("program.outputs")), OUTPUTS);
+}
+
 // ENVIRONMENT
 // ================================================================================================
 

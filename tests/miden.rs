@@ -13,11 +13,9 @@ use std::sync::Arc;
 use miden_assembly::Assembler;
 use miden_gpu::{
     compare_proofs,
-    deep::{CombineRequest, EvaluateRequest},
-    fri::{FoldingChannel, FriLayers, FriRequest},
+    faults::WrongRootCommitter,
     miden::{self, programs, MidenProveOptions},
-    Backend, BackendOptions, CommitRequest, Commitment, CpuCommitter, Digest, Felt, GpuCommitter,
-    HashFunction as GpuHashFunction, LdeRows, ProofMatch, RowHashing,
+    Backend, BackendOptions, CpuCommitter, Felt, GpuCommitter, ProofMatch,
 };
 use miden_processor::{AdviceInputs, DefaultHost, Program, StackInputs, StackOutputs};
 use miden_prover::{ExecutionProof, HashFunction, ProvingOptions};
@@ -329,76 +327,6 @@ fn unacceptable_options_are_refused_before_execution() {
 // SELF-CHECK
 // ================================================================================================
 
-/// The CPU backend with a wrong Merkle root in every commitment it returns (nothing else
-/// recomputed), returned as a success: a device bug the backend cannot see.
-struct WrongRootCommitter {
-    inner: CpuCommitter,
-}
-
-impl WrongRootCommitter {
-    fn shared() -> Arc<dyn GpuCommitter> {
-        Arc::new(Self { inner: CpuCommitter::new() })
-    }
-
-    fn corrupt(mut commitment: Commitment) -> Commitment {
-        let mut root = commitment.nodes[1].to_felts();
-        root[0] += Felt::new(1);
-        commitment.nodes[1] = Digest::from_felts(root);
-        commitment
-    }
-}
-
-impl GpuCommitter for WrongRootCommitter {
-    fn backend(&self) -> Backend {
-        self.inner.backend()
-    }
-
-    fn device_name(&self) -> String {
-        format!("{} with wrong roots", self.inner.device_name())
-    }
-
-    fn commit(&self, request: &CommitRequest<'_>) -> miden_gpu::Result<Commitment> {
-        self.inner.commit(request).map(Self::corrupt)
-    }
-
-    fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> miden_gpu::Result<Commitment> {
-        self.inner.commit_keeping_polys(request).map(Self::corrupt)
-    }
-
-    fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> miden_gpu::Result<Vec<Felt>> {
-        self.inner.evaluate_polys(request)
-    }
-
-    fn combine_polys(&self, request: &CombineRequest<'_>) -> miden_gpu::Result<Vec<Felt>> {
-        self.inner.combine_polys(request)
-    }
-
-    fn hash_rows(
-        &self,
-        lde: &LdeRows,
-        row_hashing: RowHashing,
-        hash: GpuHashFunction,
-    ) -> miden_gpu::Result<Vec<Digest>> {
-        self.inner.hash_rows(lde, row_hashing, hash)
-    }
-
-    fn build_tree(
-        &self,
-        leaves: &[Digest],
-        hash: GpuHashFunction,
-    ) -> miden_gpu::Result<Vec<Digest>> {
-        self.inner.build_tree(leaves, hash)
-    }
-
-    fn commit_fri(
-        &self,
-        request: &FriRequest<'_>,
-        channel: &mut FoldingChannel<'_>,
-    ) -> miden_gpu::Result<FriLayers> {
-        self.inner.commit_fri(request, channel)
-    }
-}
-
 /// Proves Fibonacci(`N`) on [`WrongRootCommitter`], on one rayon thread: with `checks`, or,
 /// for `None`, with `prove_with_committer` (the defaults, the command line's call).
 fn prove_on_wrong_roots(
@@ -409,7 +337,9 @@ fn prove_on_wrong_roots(
     let result = one_thread.install(|| {
         let (inputs, advice, options) =
             (inputs(SELF_CHECK_N), AdviceInputs::default(), options(HashFunction::Rpo256, 96));
-        let (host, committer) = (&mut DefaultHost::default(), WrongRootCommitter::shared());
+        let committer: Arc<dyn GpuCommitter> =
+            Arc::new(WrongRootCommitter::new(Arc::new(CpuCommitter::new())));
+        let host = &mut DefaultHost::default();
         match checks {
             Some(checks) => miden::prove_with_options(
                 &program, inputs, advice, host, options, committer, checks,

@@ -7,6 +7,7 @@
 use std::{
     fs, io,
     path::{Path, PathBuf},
+    sync::Arc,
     time::Instant,
 };
 
@@ -15,7 +16,7 @@ use miden_gpu::{
     miden::{check_proving_options, prove_with_committer},
     pool::{JobHandle, PoolOptions},
     timing::SpanTimes,
-    Backend, BackendOptions, ProverPool,
+    Backend, BackendOptions, GpuCommitter, ProverPool,
 };
 use miden_processor::{ExecutionOptions, StackOutputs};
 use miden_prover::{ExecutionProof, HashFunction, ProvingOptions};
@@ -83,6 +84,12 @@ pub struct ProveCmd {
     /// Disable debug instructions (release mode)
     #[arg(long = "release")]
     release: bool,
+
+    /// Tests only (feature `fault-injection`): the backend returns every commitment with a
+    /// wrong Merkle root, as a device bug would, for the self-check to catch (one program)
+    #[cfg(feature = "fault-injection")]
+    #[arg(long = "inject-wrong-root", hide = true)]
+    inject_wrong_root: bool,
 }
 
 /// `--hasher`: a Miden hash function name.
@@ -155,7 +162,7 @@ impl ProveCmd {
         let assembled = start.elapsed();
 
         progress.stage(format!("starting the {} backend", backend.backend));
-        let committer = backend.create()?;
+        let committer = self.wrap_committer(backend.create()?);
         let started = start.elapsed();
 
         progress.stage("executing the program");
@@ -197,6 +204,16 @@ impl ProveCmd {
             )
             .print();
         Ok(())
+    }
+
+    /// The committer a single program is proved on: `committer`, or with `--inject-wrong-root`
+    /// one that returns its commitments with wrong roots.
+    fn wrap_committer(&self, committer: Arc<dyn GpuCommitter>) -> Arc<dyn GpuCommitter> {
+        #[cfg(feature = "fault-injection")]
+        if self.inject_wrong_root {
+            return Arc::new(miden_gpu::faults::WrongRootCommitter::new(committer));
+        }
+        committer
     }
 
     /// The inputs of `program`: `-i`, else `<program>.inputs` if it exists, else none.
