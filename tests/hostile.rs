@@ -2,10 +2,12 @@
 //! status 1 (or, for a change that leaves a valid file, success), never a panic, an abort or a
 //! hang.
 //!
-//! The corpus is made here from one small valid proof and one valid package: flipped bytes at
-//! spread offsets, truncations, and length prefixes set to 2^40 at the three places a decoder
-//! reserves memory for them (the top-level proof, a Merkle opening the verifier parses later,
-//! the list at the end). The counts are bounded so the whole file runs in seconds on two cores.
+//! The corpus is made here from one small valid proof, one valid package and one inputs file
+//! with every section: flipped bytes at spread offsets, truncations, length prefixes set to 2^40
+//! at the three places a decoder reserves memory for them (the top-level proof, a Merkle opening
+//! the verifier parses later, the list at the end), and hostile values in the inputs (past the
+//! field, too deep, too many). The counts are bounded so the whole file runs in well under a
+//! minute on two cores.
 
 #![cfg(feature = "miden")]
 
@@ -221,6 +223,103 @@ fn prove_survives_hostile_packages() {
         assert_error_status(&output, 1, "invalid program file");
     }
     assert!(!dir.path("mutant.proof").exists());
+
+    // a flip may leave a valid package (a name, an unused byte): success or an `error:` line
+    for offset in spread(package.len(), FLIPS) {
+        let mut flipped = package.clone();
+        flipped[offset] ^= 0x5a;
+        let path = dir.file("flipped.masp", &flipped);
+        let output = miden_gpu(&["prove", &arg(&path), "-b", "cpu", "-i", &inputs]);
+        assert_survived(&output, &format!("package byte {offset} flipped"));
+    }
+}
+
+/// `output` is a success or an `error:` line with status 1: no panic, abort or signal.
+fn assert_survived(output: &Output, what: &str) {
+    match output.status.code() {
+        Some(0) => {},
+        Some(1) => assert_error_status(output, 1, "error:"),
+        _ => panic!("{what}: {}\n{}", output.status, stderr(output)),
+    }
+    assert!(!stderr(output).contains("panicked"), "{what}: {}", stderr(output));
+}
+
+// INPUTS FILES
+// ================================================================================================
+
+/// Inputs with every section of the format: the program reads only the operand stack, but
+/// every section is parsed and built into the advice inputs.
+const RICH_INPUTS: &str = r#"{
+    "operand_stack": ["2", "5"],
+    "advice_stack": ["7", "11", "13"],
+    "advice_map": {
+        "0x0100000000000000000000000000000000000000000000000000000000000000": [1, 2, 3]
+    },
+    "merkle_store": [
+        { "merkle_tree": [
+            "0x1400000000000000000000000000000000000000000000000000000000000000",
+            "0x1500000000000000000000000000000000000000000000000000000000000000"
+        ] },
+        { "sparse_merkle_tree": [
+            [3, "0x1700000000000000000000000000000000000000000000000000000000000000"]
+        ] },
+        { "partial_merkle_tree": [
+            [[1, 0], "0x1400000000000000000000000000000000000000000000000000000000000000"],
+            [[1, 1], "0x1500000000000000000000000000000000000000000000000000000000000000"]
+        ] }
+    ]
+}"#;
+
+/// Flipped bytes, truncations and hostile values in an inputs file: each one a success (a
+/// change that leaves valid inputs) or an `error:` line and status 1, within bounded time.
+#[test]
+fn prove_survives_hostile_inputs() {
+    let dir = TempDir::new("inputs");
+    let program = arg(&dir.file("program.masm", PROGRAM));
+    let prove = |what: &str, inputs: &[u8]| {
+        let path = dir.file("mutant.inputs", inputs);
+        let start = Instant::now();
+        let output = miden_gpu(&["prove", &program, "-b", "cpu", "-i", &arg(&path)]);
+        assert_survived(&output, what);
+        assert!(start.elapsed() < Duration::from_secs(60), "{what} took {:?}", start.elapsed());
+        output
+    };
+    assert_success(&prove("valid", RICH_INPUTS.as_bytes()));
+
+    let rich = RICH_INPUTS.as_bytes();
+    for offset in spread(rich.len(), FLIPS) {
+        let mut flipped = rich.to_vec();
+        flipped[offset] ^= 0x5a;
+        prove(&format!("byte {offset} flipped"), &flipped);
+    }
+    for len in spread(rich.len(), TRUNCATIONS) {
+        prove(&format!("truncated to {len} bytes"), &rich[..len]);
+    }
+    let deep = format!("{{ \"operand_stack\": {}{} }}", "[".repeat(100_000), "]".repeat(100_000));
+    let long_stack: Vec<String> = (0..17).map(|i| format!("\"{i}\"")).collect();
+    let refused = [
+        ("a value past 2^64", r#"{ "operand_stack": ["18446744073709551616"] }"#.to_string()),
+        ("the field modulus", r#"{ "operand_stack": ["18446744069414584321"] }"#.to_string()),
+        ("a negative value", r#"{ "operand_stack": ["-1"] }"#.to_string()),
+        ("17 stack inputs", format!("{{ \"operand_stack\": [{}] }}", long_stack.join(", "))),
+        ("nesting 100 000 deep", deep),
+        ("a digest of 33 bytes", RICH_INPUTS.replace("0x0100", "0x010000")),
+        ("a Merkle tree of 3 leaves", {
+            let leaf = |byte: u8| format!("\"0x{byte:02x}{}\"", "0".repeat(62));
+            let leaves = [leaf(0x14), leaf(0x15), leaf(0x16)].join(", ");
+            format!("{{ \"merkle_store\": [{{ \"merkle_tree\": [{leaves}] }}] }}")
+        }),
+        ("not JSON", "\u{0}\u{ff}\u{fe}".to_string()),
+    ];
+    for (what, inputs) in refused {
+        let output = prove(what, inputs.as_bytes());
+        assert_eq!(output.status.code(), Some(1), "{what} was accepted: {}", stderr(&output));
+    }
+    // a large advice stack is valid: it is read and proved, in bounded time
+    let many: Vec<String> = (0..200_000u64).map(|i| format!("\"{i}\"")).collect();
+    let large =
+        format!("{{ \"operand_stack\": [\"2\", \"5\"], \"advice_stack\": [{}] }}", many.join(","));
+    assert_success(&prove("200 000 advice values", large.as_bytes()));
 }
 
 /// A package whose last count (its custom sections) is huge is refused: the bounded reader
