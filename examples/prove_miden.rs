@@ -18,7 +18,8 @@
 //! With `--pool-jobs N` it measures throughput instead: N copies of the program are proved
 //! through a `ProverPool` for each device set of `--pool-devices` (default: the first GPU, the
 //! first two, ... up to every CUDA GPU; on the CPU backend a set's size is its number of CPU
-//! slots) and proofs per minute are printed side by side, with the process's peak resident
+//! slots), each slot of a pool first proving one job untimed (a pool that has served before),
+//! and proofs per minute are printed side by side, with the process's peak resident
 //! memory after each set (a high-water mark: it never falls):
 //!
 //! ```text
@@ -310,10 +311,10 @@ fn run_pool(
             Backend::Cuda => format!("cuda {}", list(&set)),
             backend => format!("{backend} x{}", pool.slots()),
         };
-        // every slot proves a small program untimed: kernels compiled, device buffers grown
-        let warm_up = iterations_for(program, 12)?;
+        // every slot proves one job untimed, at the jobs' size: kernels compiled, device buffers
+        // and the allocator's host memory grown, as in a pool that has served before
         for committer in pool.committers() {
-            prove(program, warm_up, options, committer)?;
+            prove(program, iterations, options, committer)?;
         }
 
         let start = Instant::now();
