@@ -389,6 +389,8 @@ fn two_workers_prove_mixed_jobs() {
         assert!(metric(&body, "miden_gpu_proof_seconds_count") >= 1.0);
         assert_eq!(metric(&body, "miden_gpu_jobs_running"), 0.0);
         metric(&body, "miden_gpu_queue_waiting");
+        assert!(body.contains("miden_gpu_committer_info{backend=\"cpu\""), "{body}");
+        assert!(!body.contains("miden_gpu_gpu_"), "GPU gauges of a CPU pool:\n{body}");
     }
     assert_eq!(proofs, jobs.len() as f64, "the workers' proofs: {workers:?}");
     assert_eq!(http_get(ports[0], "/nothing").0, 404);

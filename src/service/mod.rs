@@ -12,13 +12,15 @@
 //! - **Results** ([`JobResult`]: the proof and stack outputs, or a typed [`JobFailure`]) go to
 //!   a key-value bucket under the job's id, created only if absent: a job never has two
 //!   results, and a redelivered job that has one is acknowledged without a proof.
-//! - **Operations**: [`Metrics`] and [`MetricsServer`] (`/metrics` for Prometheus, `/health`),
-//!   and a `service.job` tracing span per job.
+//! - **Operations**: [`Metrics`] and [`MetricsServer`] (`/metrics` for Prometheus, `/health`;
+//!   the GPUs' utilization and temperature through NVML where present: [`GpuMonitor`]), and a
+//!   `service.job` tracing span per job.
 //!
 //! The `miden-gpu` command line's `serve`, `submit` and `fetch` are built on this module.
 
 mod error;
 mod fleet;
+mod gpus;
 mod job;
 mod metrics;
 mod result;
@@ -27,6 +29,7 @@ mod worker;
 
 pub use error::ServiceError;
 pub use fleet::{Fleet, FleetOptions, QueueDepth};
+pub use gpus::{GpuMonitor, GpuSample};
 pub use job::{Job, JobProgram, RejectedJob};
 pub use metrics::{Metrics, MetricsServer};
 pub use result::{FailureKind, JobFailure, JobResult, Outcome, ProvedJob};
