@@ -45,7 +45,9 @@ fn main() {
             malformed_jobs_get_error_results,
             sigterm_drains_a_worker,
             a_load_of_small_jobs_loses_and_repeats_none,
+            results_expire_after_their_ttl,
         ])
+        .on_host(tests![invalid_serve_options_are_refused])
         .run_one_at_a_time()
 }
 
@@ -542,4 +544,56 @@ fn sigterm_drains_a_worker() {
     let by_leaving = results.iter().filter(|result| result.worker == "leaving").count();
     assert_eq!(by_leaving, held, "results of the stopped worker");
     assert_eq!(server.results_written(), jobs.len() as u64, "one result per job");
+}
+
+/// A worker started with `--result-ttl 2s` on a bucket created with the default age sets the
+/// bucket's maximum age: a result is there at first, and `fetch` reports it absent once expired.
+fn results_expire_after_their_ttl() {
+    let server = NatsServer::start();
+    let fleet = server.fleet();
+    let _worker = Worker::start(&server, "worker", &["--result-ttl", "2s"]);
+    let jobs = submit(&fleet, &[Case::new(ARITH, HashFunction::Rpo256, 96)]);
+    check_all(&fleet, &jobs);
+    let id = &jobs[0].1;
+
+    let (proof, outputs) = (server.dir.path("job.proof"), server.dir.path("job.outputs"));
+    let fetch = || {
+        Command::new(env!("CARGO_BIN_EXE_miden-gpu"))
+            .args(["fetch", id, "--nats", &server.url()])
+            .arg("-p")
+            .arg(&proof)
+            .arg("-o")
+            .arg(&outputs)
+            .output()
+            .expect("run miden-gpu fetch")
+    };
+    let start = Instant::now();
+    let expired = loop {
+        let output = fetch();
+        if !output.status.success() {
+            break output;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "the result of job {id} stays");
+        thread::sleep(Duration::from_millis(250));
+    };
+    let stderr = String::from_utf8_lossy(&expired.stderr);
+    assert_eq!(expired.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("job {id} has no result")), "{stderr}");
+    assert!(start.elapsed() >= Duration::from_secs(1), "the result expired at once");
+    assert!(block_on(fleet.result(id)).expect("read the bucket").is_none());
+}
+
+/// Options `serve` refuses before it starts anything: a malformed `--result-ttl` (exit status 2).
+fn invalid_serve_options_are_refused() {
+    let serve = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_miden-gpu"))
+            .args(["serve", "--nats", "nats://127.0.0.1:1", "--backend", "cpu"])
+            .args(args)
+            .output()
+            .expect("run miden-gpu serve")
+    };
+    for ttl in ["7x", "h", "-1d"] {
+        let output = serve(&["--result-ttl", ttl]);
+        assert_eq!(output.status.code(), Some(2), "--result-ttl {ttl}");
+    }
 }

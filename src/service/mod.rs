@@ -11,7 +11,8 @@
 //!   delivery limit.
 //! - **Results** ([`JobResult`]: the proof and stack outputs, or a typed [`JobFailure`]) go to
 //!   a key-value bucket under the job's id, created only if absent: a job never has two
-//!   results, and a redelivered job that has one is acknowledged without a proof.
+//!   results, and a redelivered job that has one is acknowledged without a proof. The server
+//!   deletes a result after the fleet's result TTL ([`FleetOptions::result_ttl`], 7 days).
 //! - **Operations**: [`Metrics`] and [`MetricsServer`] (`/metrics` for Prometheus, `/health`;
 //!   the GPUs' utilization and temperature through NVML where present: [`GpuMonitor`]), and a
 //!   `service.job` tracing span per job.
@@ -28,7 +29,7 @@ mod wire;
 mod worker;
 
 pub use error::ServiceError;
-pub use fleet::{Fleet, FleetOptions, QueueDepth};
+pub use fleet::{Fleet, FleetOptions, QueueDepth, DEFAULT_RESULT_TTL};
 pub use gpus::{GpuMonitor, GpuSample};
 pub use job::{Job, JobProgram, RejectedJob};
 pub use metrics::{Metrics, MetricsServer};

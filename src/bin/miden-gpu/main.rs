@@ -15,6 +15,7 @@
 //! ```text
 //! miden-gpu serve [--nats URL] [--backend ...] [--workers N] [--metrics ADDR]
 //!     [--max-job-bytes N] [-m max-cycles] [--ack-wait SECS] [--max-deliver N] [--name NAME]
+//!     [--result-ttl DURATION]
 //! miden-gpu submit program.masm [-i ...] [-p ...] [-o ...] [--hasher ...] [-s ...] [-m ...]
 //!     [--nats URL] [--no-wait] [--timeout SECS]
 //! miden-gpu fetch <job id> [-p ...] [-o ...] [--nats URL] [--wait] [--timeout SECS]

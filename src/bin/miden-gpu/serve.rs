@@ -72,6 +72,30 @@ pub struct ServeCmd {
     /// The worker's name in results and logs [default: miden-gpu-<process id>]
     #[arg(long = "name")]
     name: Option<String>,
+
+    /// How long the fleet keeps a result: 90s, 30m, 24h, 7d (0: for ever); changes the results
+    /// bucket, whose default (7d) is set when it is created [default: the bucket's]
+    #[arg(long = "result-ttl", value_name = "DURATION", value_parser = parse_duration)]
+    result_ttl: Option<Duration>,
+}
+
+/// A duration such as `90s`, `30m`, `24h` or `7d` (a bare number is seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration"))?;
+    let seconds = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("`{text}`: the unit must be s, m, h or d")),
+    };
+    number
+        .checked_mul(seconds)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("`{text}` is too long"))
 }
 
 // SERVE
@@ -91,6 +115,9 @@ impl ServeCmd {
         let mut fleet = FleetOptions::new(&self.nats);
         fleet.ack_wait = Duration::from_secs(self.ack_wait);
         fleet.max_deliver = self.max_deliver;
+        if let Some(ttl) = self.result_ttl {
+            fleet.result_ttl = ttl;
+        }
         let options = WorkerOptions {
             max_job_bytes: self.max_job_bytes,
             max_cycles: self.max_cycles,
@@ -103,6 +130,9 @@ impl ServeCmd {
             .map_err(ServiceError::Runtime)?;
         runtime.block_on(async {
             let fleet = Arc::new(Fleet::connect(&fleet, &name).await?);
+            if let Some(ttl) = self.result_ttl {
+                fleet.set_result_ttl(ttl).await?;
+            }
             let worker = Worker::new(fleet.clone(), pool, options, prepare)?;
             let _metrics = match &self.metrics {
                 Some(address) => {
