@@ -15,7 +15,8 @@
 //!   deletes a result after the fleet's result TTL ([`FleetOptions::result_ttl`], 7 days).
 //! - **Operations**: [`Metrics`] and [`MetricsServer`] (`/metrics` for Prometheus, `/health`;
 //!   the GPUs' utilization and temperature through NVML where present: [`GpuMonitor`]), and a
-//!   `service.job` tracing span per job.
+//!   `service.job` tracing span per job (program hash, hash function), exported to an
+//!   OpenTelemetry collector with feature `otlp` (`OtlpExport`).
 //!
 //! The `miden-gpu` command line's `serve`, `submit` and `fetch` are built on this module.
 
@@ -24,6 +25,8 @@ mod fleet;
 mod gpus;
 mod job;
 mod metrics;
+#[cfg(feature = "otlp")]
+mod otlp;
 mod result;
 mod wire;
 mod worker;
@@ -33,6 +36,8 @@ pub use fleet::{Fleet, FleetOptions, QueueDepth, DEFAULT_RESULT_TTL};
 pub use gpus::{GpuMonitor, GpuSample};
 pub use job::{Job, JobProgram, RejectedJob};
 pub use metrics::{Metrics, MetricsServer};
+#[cfg(feature = "otlp")]
+pub use otlp::{OtlpExport, OTLP_ENDPOINT_ENV};
 pub use result::{FailureKind, JobFailure, JobResult, Outcome, ProvedJob};
 pub use wire::{check_job_id, new_job_id, FORMAT_VERSION, MAX_ID_BYTES};
 pub use worker::{Prepare, PreparedJob, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES};
