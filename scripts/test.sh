@@ -11,7 +11,8 @@
 #   .nvrtc/, so every CUDA kernel is compiled with no GPU. Tests with feature `cuda`.
 # - macOS: wgpu runs on Metal; the `cuda` feature is left out.
 # - Everywhere: installs `nats-server` where it is missing (apt as root or through sudo; brew on
-#   macOS), for the prover fleet's tests (features `service`, `otlp`), which start their own servers.
+#   macOS), for the prover fleet's tests (features `service`, `otlp`), which start their own
+#   servers.
 # - Tests that need a device this machine lacks (no NVIDIA driver, say) are reported as ignored
 #   with the reason, and the summary at the end lists them; where the device is present, any
 #   failure fails the run.
