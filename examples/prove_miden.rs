@@ -37,11 +37,9 @@ use miden_gpu::{
     compare_proofs,
     miden::{self as gpu_miden, programs},
     timing::{self, RunTimes, SpanTimes},
-    Backend, BackendOptions, Felt, GpuCommitter, PoolOptions, ProverPool,
+    Backend, BackendOptions, GpuCommitter, PoolOptions, ProverPool,
 };
-use miden_processor::{
-    AdviceInputs, DefaultHost, ExecutionOptions, Program, StackInputs, StackOutputs, NUM_RAND_ROWS,
-};
+use miden_processor::{AdviceInputs, DefaultHost, Program, StackInputs, StackOutputs};
 use miden_prover::{ExecutionProof, HashFunction, ProvingOptions};
 use miden_verifier::ProgramInfo;
 use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer};
@@ -414,7 +412,7 @@ fn print_pool_table(runs: &[PoolRun], jobs: usize) {
 // ================================================================================================
 
 fn stack_inputs(iterations: u64) -> StackInputs {
-    StackInputs::new(vec![Felt::new(iterations)]).expect("one input is a valid stack")
+    programs::iteration_inputs(iterations)
 }
 
 /// Proves `iterations` of `program` with `miden_gpu` on `committer`.
@@ -435,27 +433,9 @@ fn prove(
     .map_err(|e| format!("miden_gpu::miden::prove failed: {e}"))
 }
 
-/// The iteration count whose trace fills 2^`log` rows: the step count is linear in the
-/// iterations, so two short executions give its slope and intercept.
+/// The iteration count whose trace fills 2^`log` rows.
 fn iterations_for(program: &Program, log: u32) -> Result<u64, String> {
-    const PROBE: u64 = 64;
-    let steps = |iterations| {
-        miden_processor::execute(
-            program,
-            stack_inputs(iterations),
-            AdviceInputs::default(),
-            &mut DefaultHost::default(),
-            ExecutionOptions::default(),
-        )
-        .map(|trace| trace.trace_len_summary().trace_len() as u64)
-        .map_err(|e| format!("execution failed: {e}"))
-    };
-    let (short, long) = (steps(PROBE)?, steps(2 * PROBE)?);
-    let per_iteration = (long - short).div_ceil(PROBE).max(1);
-    let fixed = short.saturating_sub(PROBE * per_iteration);
-    // room for the random rows, and 1/64 slack for the range checker's non-linear growth
-    let rows = (1u64 << log) - NUM_RAND_ROWS as u64 - (1u64 << log) / 64;
-    Ok((rows.saturating_sub(fixed) / per_iteration).max(1))
+    programs::iterations_for_rows(program, log).map_err(|e| format!("execution failed: {e}"))
 }
 
 // OUTPUT

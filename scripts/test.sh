@@ -11,7 +11,8 @@
 #   .nvrtc/, so every CUDA kernel is compiled with no GPU. Tests with feature `cuda`.
 # - macOS: wgpu runs on Metal; the `cuda` feature is left out.
 # - Everywhere: installs `nats-server` where it is missing (apt as root or through sudo; brew on
-#   macOS), for the prover fleet's tests (feature `service`), which start their own servers.
+#   macOS), for the prover fleet's tests (features `service`, `otlp`), which start their own
+#   servers.
 # - Tests that need a device this machine lacks (no NVIDIA driver, say) are reported as ignored
 #   with the reason, and the summary at the end lists them; where the device is present, any
 #   failure fails the run.
@@ -29,7 +30,7 @@ as_root() {
 # 1. What this machine needs
 case "$(uname -s)" in
   Linux)
-    features=cuda,miden,service
+    features=cuda,miden,service,otlp
     if ! ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1 && ! ls /etc/vulkan/icd.d/*.json >/dev/null 2>&1; then
       if command -v apt-get >/dev/null 2>&1 &&
         as_root apt-get update -qq &&
@@ -57,10 +58,10 @@ case "$(uname -s)" in
     fi
     ;;
   Darwin)
-    features=miden,service
+    features=miden,service,otlp
     ;;
   *)
-    features=miden,service
+    features=miden,service,otlp
     ;;
 esac
 if ! command -v nats-server >/dev/null 2>&1; then

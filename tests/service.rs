@@ -37,7 +37,7 @@ use miden_verifier::{Kernel, ProgramInfo};
 use serde_json::json;
 
 fn main() {
-    DeviceTests::new("nats-server", nats_server_missing())
+    let tests = DeviceTests::new("nats-server", nats_server_missing())
         .on_device(tests![
             two_workers_prove_mixed_jobs,
             killed_worker_jobs_are_delivered_again,
@@ -45,8 +45,12 @@ fn main() {
             malformed_jobs_get_error_results,
             sigterm_drains_a_worker,
             a_load_of_small_jobs_loses_and_repeats_none,
+            results_expire_after_their_ttl,
         ])
-        .run_one_at_a_time()
+        .on_host(tests![invalid_serve_options_are_refused]);
+    #[cfg(feature = "otlp")]
+    let tests = tests.on_device(tests![job_spans_reach_an_otlp_collector]);
+    tests.run_one_at_a_time()
 }
 
 /// How long any one wait of these tests may take.
@@ -389,6 +393,8 @@ fn two_workers_prove_mixed_jobs() {
         assert!(metric(&body, "miden_gpu_proof_seconds_count") >= 1.0);
         assert_eq!(metric(&body, "miden_gpu_jobs_running"), 0.0);
         metric(&body, "miden_gpu_queue_waiting");
+        assert!(body.contains("miden_gpu_committer_info{backend=\"cpu\""), "{body}");
+        assert!(!body.contains("miden_gpu_gpu_"), "GPU gauges of a CPU pool:\n{body}");
     }
     assert_eq!(proofs, jobs.len() as f64, "the workers' proofs: {workers:?}");
     assert_eq!(http_get(ports[0], "/nothing").0, 404);
@@ -540,4 +546,123 @@ fn sigterm_drains_a_worker() {
     let by_leaving = results.iter().filter(|result| result.worker == "leaving").count();
     assert_eq!(by_leaving, held, "results of the stopped worker");
     assert_eq!(server.results_written(), jobs.len() as u64, "one result per job");
+}
+
+/// A worker started with `--result-ttl 2s` on a bucket created with the default age sets the
+/// bucket's maximum age: a result is there at first, and `fetch` reports it absent once expired.
+fn results_expire_after_their_ttl() {
+    let server = NatsServer::start();
+    let fleet = server.fleet();
+    let _worker = Worker::start(&server, "worker", &["--result-ttl", "2s"]);
+    let jobs = submit(&fleet, &[Case::new(ARITH, HashFunction::Rpo256, 96)]);
+    check_all(&fleet, &jobs);
+    let id = &jobs[0].1;
+
+    let (proof, outputs) = (server.dir.path("job.proof"), server.dir.path("job.outputs"));
+    let fetch = || {
+        Command::new(env!("CARGO_BIN_EXE_miden-gpu"))
+            .args(["fetch", id, "--nats", &server.url()])
+            .arg("-p")
+            .arg(&proof)
+            .arg("-o")
+            .arg(&outputs)
+            .output()
+            .expect("run miden-gpu fetch")
+    };
+    let start = Instant::now();
+    let expired = loop {
+        let output = fetch();
+        if !output.status.success() {
+            break output;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "the result of job {id} stays");
+        thread::sleep(Duration::from_millis(250));
+    };
+    let stderr = String::from_utf8_lossy(&expired.stderr);
+    assert_eq!(expired.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("job {id} has no result")), "{stderr}");
+    assert!(start.elapsed() >= Duration::from_secs(1), "the result expired at once");
+    assert!(block_on(fleet.result(id)).expect("read the bucket").is_none());
+}
+
+/// Options `serve` refuses before it starts anything: a malformed `--result-ttl`, and without
+/// feature `otlp` an `--otlp-endpoint` (exit status 2, a message naming the feature).
+fn invalid_serve_options_are_refused() {
+    let serve = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_miden-gpu"))
+            .args(["serve", "--nats", "nats://127.0.0.1:1", "--backend", "cpu"])
+            .args(args)
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .output()
+            .expect("run miden-gpu serve")
+    };
+    for ttl in ["7x", "h", "-1d"] {
+        let output = serve(&["--result-ttl", ttl]);
+        assert_eq!(output.status.code(), Some(2), "--result-ttl {ttl}");
+    }
+    #[cfg(not(feature = "otlp"))]
+    {
+        let output = serve(&["--otlp-endpoint", "http://127.0.0.1:4318"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("feature `otlp`"), "{stderr}");
+    }
+}
+
+/// A worker with `--otlp-endpoint` sends its spans to a collector (a listener on loopback that
+/// answers every request with 200): the job's `service.job` span with its id and program hash,
+/// and the pool's `pool.job` span, by the time the worker has stopped.
+#[cfg(feature = "otlp")]
+fn job_spans_reach_an_otlp_collector() {
+    use std::{io::BufRead, sync::mpsc};
+
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a port");
+    let port = listener.local_addr().expect("its address").port();
+    let (requests, received) = mpsc::channel::<(String, Vec<u8>)>();
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let mut reader = std::io::BufReader::new(stream);
+            let mut line = String::new();
+            let (mut length, mut header) = (0, String::new());
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            while reader.read_line(&mut header).is_ok_and(|n| n > 2) {
+                if let Some(value) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+                header.clear();
+            }
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_ok() {
+                let _ = reader.get_mut().write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                );
+                let _ = requests.send((line.trim().to_string(), body));
+            }
+        }
+    });
+
+    let server = NatsServer::start();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let mut worker = Worker::start(&server, "traced", &["--otlp-endpoint", &endpoint]);
+    let fleet = server.fleet();
+    let case = Case::new(ARITH, HashFunction::Rpo256, 96);
+    let jobs = submit(&fleet, std::slice::from_ref(&case));
+    check_all(&fleet, &jobs);
+    terminate(&worker.child);
+    assert!(worker.wait_exit().success(), "{}", worker.log());
+
+    let mut bodies = Vec::new();
+    while let Ok((line, body)) = received.recv_timeout(Duration::from_secs(5)) {
+        assert_eq!(line, "POST /v1/traces HTTP/1.1");
+        bodies.extend(body);
+    }
+    let has = |text: &str| bodies.windows(text.len()).any(|window| window == text.as_bytes());
+    let hash = case.program_hash().to_hex();
+    for text in ["service.job", "pool.job", &jobs[0].1, hash.trim_start_matches("0x"), "traced"] {
+        assert!(has(text), "no `{text}` in the spans sent:\n{}", worker.log());
+    }
 }

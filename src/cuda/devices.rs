@@ -37,6 +37,48 @@ pub fn device_count() -> Result<usize> {
     Ok(count as usize)
 }
 
+/// Where a GPU sits on the PCI bus: how CUDA's ordinals are matched with another enumeration of
+/// the same GPUs (NVML's indices, `nvidia-smi`), whose order may differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PciAddress {
+    /// The PCI domain.
+    pub domain: u32,
+    /// The bus.
+    pub bus: u32,
+    /// The device on the bus.
+    pub device: u32,
+}
+
+/// The PCI address of every visible CUDA device, indexed by CUDA ordinal; opens no device.
+///
+/// # Errors
+/// [`GpuError::BackendUnavailable`] as [`device_count`]; a driver error for an attribute.
+pub fn pci_addresses() -> Result<Vec<PciAddress>> {
+    use cudarc::driver::sys::CUdevice_attribute::{
+        CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID,
+        CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID,
+    };
+    let count = device_count()?;
+    (0..count)
+        .map(|ordinal| {
+            let ordinal = i32::try_from(ordinal).unwrap_or(i32::MAX);
+            let device = check(cudarc::driver::result::device::get(ordinal), "cuDeviceGet")?;
+            let attribute = |attribute| {
+                // SAFETY: `device` is a handle the driver returned, and the attributes are plain
+                // integers
+                let value =
+                    unsafe { cudarc::driver::result::device::get_attribute(device, attribute) };
+                check(value, "cuDeviceGetAttribute").map(|value| value as u32)
+            };
+            Ok(PciAddress {
+                domain: attribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?,
+                bus: attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
+                device: attribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?,
+            })
+        })
+        .collect()
+}
+
 /// Parses a device list such as `0,1` (CUDA ordinals, comma-separated) without checking it
 /// against the devices present (opening the committer does); anything but numbers is
 /// [`GpuError::InvalidDeviceList`].

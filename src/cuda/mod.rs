@@ -77,7 +77,7 @@ use std::sync::{
 #[cfg(feature = "fault-injection")]
 use crate::inject::Injector;
 
-pub use devices::device_count;
+pub use devices::{device_count, pci_addresses, PciAddress};
 pub use options::{CudaOptions, DEVICES_ENV, MEMORY_LIMIT_ENV};
 pub use program::{compile_for_arch, kernel_source, kernel_source_with, KERNELS};
 

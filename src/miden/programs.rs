@@ -1,9 +1,14 @@
 //! MASM workloads for the Miden benchmarks, example and tests.
 //!
-//! Both take the iteration count `n` as their only stack input, so one assembled program (one
-//! program hash) serves every trace length, and the cycle count grows linearly with `n`.
+//! Each takes the iteration count `n` as its only stack input ([`iteration_inputs`]), so one
+//! assembled program (one program hash) serves every trace length, and the cycle count grows
+//! linearly with `n` ([`iterations_for_rows`] finds the `n` of a trace length).
 
 use miden_crypto::Felt;
+use miden_processor::{
+    AdviceInputs, DefaultHost, ExecutionError, ExecutionOptions, Program, StackInputs,
+    NUM_RAND_ROWS,
+};
 use winter_math::FieldElement;
 
 /// Fibonacci in a `while` loop: stack input `[n]`, stack output `[F(n+1), F(n), 0, ...]` (mod p);
@@ -93,4 +98,37 @@ pub fn fibonacci_outputs(n: u64) -> [Felt; 2] {
         (a, b) = (b, a + b);
     }
     [b, a]
+}
+
+/// The stack inputs of an iteration count `n`: `[n]`, as [`FIBONACCI`] and [`HASH_MEMORY`] take
+/// it.
+pub fn iteration_inputs(n: u64) -> StackInputs {
+    StackInputs::new(vec![Felt::new(n)]).expect("one input is a valid stack")
+}
+
+/// The iteration count whose execution trace fills 2^`log_rows` rows, for a program that takes
+/// its iteration count as its only input ([`FIBONACCI`], [`HASH_MEMORY`]): the step count is
+/// linear in the iterations, so two short executions give its slope and intercept. Room is left
+/// for the random rows, and 1/64 of the rows for the range checker's non-linear growth, so the
+/// trace is 2^`log_rows` rows and not twice that.
+///
+/// # Errors
+/// The error of a probing execution.
+pub fn iterations_for_rows(program: &Program, log_rows: u32) -> Result<u64, ExecutionError> {
+    const PROBE: u64 = 64;
+    let steps = |iterations| {
+        miden_processor::execute(
+            program,
+            iteration_inputs(iterations),
+            AdviceInputs::default(),
+            &mut DefaultHost::default(),
+            ExecutionOptions::default(),
+        )
+        .map(|trace| trace.trace_len_summary().trace_len() as u64)
+    };
+    let (short, long) = (steps(PROBE)?, steps(2 * PROBE)?);
+    let per_iteration = (long - short).div_ceil(PROBE).max(1);
+    let fixed = short.saturating_sub(PROBE * per_iteration);
+    let rows = (1u64 << log_rows) - NUM_RAND_ROWS as u64 - (1u64 << log_rows) / 64;
+    Ok((rows.saturating_sub(fixed) / per_iteration).max(1))
 }

@@ -45,7 +45,7 @@ use std::{
 };
 
 use miden_crypto::Felt;
-use tracing::{debug, info, info_span, warn};
+use tracing::{debug, info, info_span, warn, Span};
 use winter_air::Air;
 use winter_prover::{Proof, Prover, Trace};
 
@@ -301,8 +301,10 @@ impl ProverPool {
     {
         let id = self.next_job.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = mpsc::channel();
+        // the job's span is a child of the submitter's (a fleet's `service.job`, say)
+        let parent = Span::current();
         let task: Task = Box::new(move |shared: &Shared| {
-            if sender.send(run_job(id, job, shared)).is_err() {
+            if sender.send(run_job(id, job, &parent, shared)).is_err() {
                 debug!(job = id, "result dropped: nobody holds the job's handle");
             }
         });
@@ -336,8 +338,8 @@ fn work(shared: &Shared) {
     }
 }
 
-/// Runs `job` on the least loaded slot, in its span, catching a panic.
-fn run_job<T, F>(id: u64, job: F, shared: &Shared) -> Result<T, PoolError>
+/// Runs `job` on the least loaded slot, in its span (a child of `parent`), catching a panic.
+fn run_job<T, F>(id: u64, job: F, parent: &Span, shared: &Shared) -> Result<T, PoolError>
 where
     F: FnOnce(&JobContext) -> Result<T, PoolError>,
 {
@@ -348,8 +350,8 @@ where
         committer: lease.committer().clone(),
         host: shared.host.clone(),
     };
-    let _span =
-        info_span!("pool.job", job = id, slot = context.slot, device = lease.device()).entered();
+    let (slot, device) = (context.slot, lease.device());
+    let _span = info_span!(parent: parent, "pool.job", job = id, slot, device).entered();
     let start = Instant::now();
     // the job owns its state, and the committer's locks ignore poisoning: nothing a panic
     // leaves half-done is seen again

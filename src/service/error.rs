@@ -4,8 +4,8 @@ use thiserror::Error;
 
 use crate::pool::PoolError;
 
-/// Everything that can go wrong in [`super::Fleet`], [`super::Worker`] and
-/// [`super::MetricsServer`], apart from a job's own failure (which is its result).
+/// Everything that can go wrong in [`super::Fleet`], [`super::Worker`], [`super::MetricsServer`]
+/// and the span export, apart from a job's own failure (which is its result).
 #[derive(Debug, Error)]
 pub enum ServiceError {
     /// The NATS server could not be reached or refused a request; `action` says what was being
@@ -48,6 +48,12 @@ pub enum ServiceError {
         /// The address asked for.
         address: String,
         /// Why it failed.
+        message: String,
+    },
+    /// The export of tracing spans (feature `otlp`) could not start or send.
+    #[error("OTLP span export: {message}")]
+    Telemetry {
+        /// What went wrong.
         message: String,
     },
 }

@@ -41,7 +41,19 @@ pub struct FleetOptions {
     /// The most deliveries of one job (default 5); the last one files an
     /// [`super::FailureKind::Abandoned`] result. Set when the consumer is created.
     pub max_deliver: i64,
+    /// How long a result is kept once written ([`DEFAULT_RESULT_TTL`]: 7 days; zero keeps
+    /// results for ever): the results bucket's maximum age, after which the server deletes a
+    /// result and the job has none. Set when the bucket is created; [`Fleet::set_result_ttl`]
+    /// changes it on an existing bucket.
+    pub result_ttl: Duration,
 }
+
+/// The default of [`FleetOptions::result_ttl`]: 7 days.
+pub const DEFAULT_RESULT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The longest window in which the server drops a second write of a message id (JetStream's
+/// default); never longer than a stream's maximum age.
+const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
 
 impl FleetOptions {
     /// The default names and limits, on the server at `url`.
@@ -54,6 +66,7 @@ impl FleetOptions {
             results: "miden-gpu-results".into(),
             ack_wait: Duration::from_secs(30),
             max_deliver: 5,
+            result_ttl: DEFAULT_RESULT_TTL,
         }
     }
 }
@@ -111,7 +124,7 @@ impl Fleet {
             })
             .await
             .map_err(|e| ServiceError::nats(format!("open the stream {}", options.stream), e))?;
-        let results = open_results(&jetstream, &options.results).await?;
+        let results = open_results(&jetstream, &options.results, options.result_ttl).await?;
         Ok(Self { client, jetstream, stream, results, options: options.clone() })
     }
 
@@ -271,6 +284,34 @@ impl Fleet {
         }
     }
 
+    /// Sets how long results are kept ([`FleetOptions::result_ttl`]) on the existing results
+    /// bucket, for every result in it: results older than `ttl` are deleted at once. Nothing
+    /// is changed where the bucket has that maximum age already.
+    ///
+    /// # Errors
+    /// [`ServiceError::Nats`] when the server does not answer or refuses the change.
+    pub async fn set_result_ttl(&self, ttl: Duration) -> Result<(), ServiceError> {
+        let name = results_stream(&self.options.results);
+        let failed = |e: &dyn std::fmt::Display| {
+            ServiceError::nats(format!("set the maximum age of the stream {name}"), e)
+        };
+        let mut stream = self.jetstream.get_stream(&name).await.map_err(|e| failed(&e))?;
+        let mut config = stream.info().await.map_err(|e| failed(&e))?.config.clone();
+        if config.max_age == ttl {
+            return Ok(());
+        }
+        info!(
+            bucket = self.options.results,
+            from_s = config.max_age.as_secs(),
+            to_s = ttl.as_secs(),
+            "changing how long results are kept"
+        );
+        config.max_age = ttl;
+        config.duplicate_window = duplicate_window(ttl);
+        self.jetstream.update_stream(config).await.map_err(|e| failed(&e))?;
+        Ok(())
+    }
+
     /// Whether job `id` has a result.
     pub(crate) async fn has_result(&self, id: &str) -> Result<bool, ServiceError> {
         let entry = self
@@ -285,19 +326,35 @@ impl Fleet {
 // RESULTS BUCKET
 // ================================================================================================
 
+/// The stream of the key-value bucket `bucket`.
+fn results_stream(bucket: &str) -> String {
+    format!("KV_{bucket}")
+}
+
+/// The duplicate window of a stream whose messages live `max_age` (zero: for ever).
+fn duplicate_window(max_age: Duration) -> Duration {
+    match max_age.is_zero() {
+        true => DUPLICATE_WINDOW,
+        false => max_age.min(DUPLICATE_WINDOW),
+    }
+}
+
 /// The results bucket `bucket`, its stream created where absent with the settings the client
-/// gives a key-value bucket of one value per key (the client's own bucket creation first reads
-/// account fields that nats-server 2.9 does not send).
+/// gives a key-value bucket of one value per key and a maximum age of `ttl` (the client's own
+/// bucket creation first reads account fields that nats-server 2.9 does not send).
 async fn open_results(
     jetstream: &jetstream::Context,
     bucket: &str,
+    ttl: Duration,
 ) -> Result<kv::Store, ServiceError> {
     let failed =
         |e: &dyn std::fmt::Display| ServiceError::nats(format!("open the bucket {bucket}"), e);
     jetstream
         .get_or_create_stream(stream::Config {
-            name: format!("KV_{bucket}"),
+            name: results_stream(bucket),
             subjects: vec![format!("$KV.{bucket}.>")],
+            max_age: ttl,
+            duplicate_window: duplicate_window(ttl),
             max_messages_per_subject: 1,
             storage: StorageType::File,
             allow_rollup: true,

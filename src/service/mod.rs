@@ -11,24 +11,33 @@
 //!   delivery limit.
 //! - **Results** ([`JobResult`]: the proof and stack outputs, or a typed [`JobFailure`]) go to
 //!   a key-value bucket under the job's id, created only if absent: a job never has two
-//!   results, and a redelivered job that has one is acknowledged without a proof.
-//! - **Operations**: [`Metrics`] and [`MetricsServer`] (`/metrics` for Prometheus, `/health`),
-//!   and a `service.job` tracing span per job.
+//!   results, and a redelivered job that has one is acknowledged without a proof. The server
+//!   deletes a result after the fleet's result TTL ([`FleetOptions::result_ttl`], 7 days).
+//! - **Operations**: [`Metrics`] and [`MetricsServer`] (`/metrics` for Prometheus, `/health`;
+//!   the GPUs' utilization and temperature through NVML where present: [`GpuMonitor`]), and a
+//!   `service.job` tracing span per job (program hash, hash function), exported to an
+//!   OpenTelemetry collector with feature `otlp` (`OtlpExport`).
 //!
 //! The `miden-gpu` command line's `serve`, `submit` and `fetch` are built on this module.
 
 mod error;
 mod fleet;
+mod gpus;
 mod job;
 mod metrics;
+#[cfg(feature = "otlp")]
+mod otlp;
 mod result;
 mod wire;
 mod worker;
 
 pub use error::ServiceError;
-pub use fleet::{Fleet, FleetOptions, QueueDepth};
+pub use fleet::{Fleet, FleetOptions, QueueDepth, DEFAULT_RESULT_TTL};
+pub use gpus::{GpuMonitor, GpuSample};
 pub use job::{Job, JobProgram, RejectedJob};
 pub use metrics::{Metrics, MetricsServer};
+#[cfg(feature = "otlp")]
+pub use otlp::{OtlpExport, OTLP_ENDPOINT_ENV};
 pub use result::{FailureKind, JobFailure, JobResult, Outcome, ProvedJob};
 pub use wire::{check_job_id, new_job_id, FORMAT_VERSION, MAX_ID_BYTES};
 pub use worker::{Prepare, PreparedJob, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES};

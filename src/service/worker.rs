@@ -34,7 +34,7 @@ use async_nats::{
 use futures::StreamExt;
 use miden_processor::{AdviceInputs, DefaultHost, ExecutionOptions, Program, StackInputs};
 use tokio::sync::watch;
-use tracing::{debug, info, info_span, warn, Instrument};
+use tracing::{debug, field, info, info_span, warn, Instrument, Span};
 
 use super::{
     error::ServiceError,
@@ -44,7 +44,7 @@ use super::{
     result::{FailureKind, JobFailure, JobResult, Outcome, ProvedJob},
     wire::check_job_id,
 };
-use crate::pool::ProverPool;
+use crate::{miden::gpu_hash_function, pool::ProverPool};
 
 /// The default of [`WorkerOptions::max_job_bytes`]: 4 MiB.
 pub const DEFAULT_MAX_JOB_BYTES: usize = 4 << 20;
@@ -244,7 +244,17 @@ impl Worker {
                 .or_else(|| message_id(&message))
                 .unwrap_or_else(|| format!("seq-{sequence}")),
         };
-        let span = info_span!("service.job", id = %id, delivery = delivered);
+        let span = info_span!(
+            "service.job",
+            id = %id,
+            delivery = delivered,
+            hasher = field::Empty,
+            program_hash = field::Empty,
+            outcome = field::Empty,
+        );
+        if let Ok(job) = &decoded {
+            span.record("hasher", gpu_hash_function(job.hasher).to_string());
+        }
         async {
             if let Ok(true) = self.fleet.has_result(&id).await {
                 info!("the job has a result already; acknowledged");
@@ -270,6 +280,11 @@ impl Worker {
                 },
             };
             let result = self.fit(JobResult::new(id.clone(), self.options.name.clone(), outcome));
+            let outcome = match &result.outcome {
+                Outcome::Proved(_) => "proved".to_string(),
+                Outcome::Failed(failure) => failure.kind.to_string(),
+            };
+            Span::current().record("outcome", outcome);
             self.file_and_acknowledge(&result, &message).await;
         }
         .instrument(span)
@@ -314,13 +329,17 @@ impl Worker {
             Err(failure) => return Outcome::Failed(failure),
         };
         let (prepare, pool) = (self.prepare.clone(), self.pool.clone());
+        let span = Span::current();
         let proof = tokio::task::spawn_blocking(move || {
             let PreparedJob { program, stack_inputs, advice_inputs, host } = match prepare(&job) {
                 Ok(prepared) => prepared,
                 Err(failure) => return Ok(Err(failure)),
             };
             let hash = program.hash();
-            let handle = pool.prove_miden(program, stack_inputs, advice_inputs, host, options);
+            span.record("program_hash", hash.to_hex().trim_start_matches("0x"));
+            // the pool's job span, and the proof's, go inside the job's
+            let handle = span
+                .in_scope(|| pool.prove_miden(program, stack_inputs, advice_inputs, host, options));
             handle.wait().map(|(outputs, proof)| Ok((hash, outputs, proof)))
         });
         self.metrics.started();

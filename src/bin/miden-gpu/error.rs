@@ -160,9 +160,13 @@ pub enum CliError {
         /// Its error result.
         failure: miden_gpu::service::JobFailure,
     },
-    /// The fleet has no result for the job yet.
+    /// The fleet has no result for the job: not yet, or no longer (the results bucket's
+    /// maximum age, `serve --result-ttl`).
     #[cfg(feature = "service")]
-    #[error("job {0} has no result yet (fetch --wait waits for it)")]
+    #[error(
+        "job {0} has no result: not yet (fetch --wait waits for it), or no longer (results \
+         expire after the fleet's result TTL, serve --result-ttl)"
+    )]
     NoResult(String),
     /// The proof just made did not pass its self-check (nor did the CPU fallback's, if one was
     /// made); nothing was written.

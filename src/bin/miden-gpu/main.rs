@@ -15,6 +15,7 @@
 //! ```text
 //! miden-gpu serve [--nats URL] [--backend ...] [--workers N] [--metrics ADDR]
 //!     [--max-job-bytes N] [-m max-cycles] [--ack-wait SECS] [--max-deliver N] [--name NAME]
+//!     [--result-ttl DURATION] [--otlp-endpoint URL]
 //! miden-gpu submit program.masm [-i ...] [-p ...] [-o ...] [--hasher ...] [-s ...] [-m ...]
 //!     [--nats URL] [--no-wait] [--timeout SECS]
 //! miden-gpu fetch <job id> [-p ...] [-o ...] [--nats URL] [--wait] [--timeout SECS]
@@ -99,9 +100,17 @@ fn main() -> ExitCode {
     #[cfg(feature = "wgpu")]
     miden_gpu::wgpu::prepare_headless_vulkan();
     let cli = Cli::parse();
+    // kept to the end: dropping it sends the last spans
+    let telemetry = match cli.command.telemetry() {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(error.exit_status());
+        },
+    };
     let progress = Progress::new();
     let times = SpanTimes::new();
-    init_tracing(&progress, &times, cli.command.default_log());
+    init_tracing(&progress, &times, cli.command.default_log(), telemetry.as_ref());
 
     let result = match &cli.command {
         Command::Prove(command) => command.execute(&progress, &times),
@@ -123,7 +132,24 @@ fn main() -> ExitCode {
     }
 }
 
+/// A worker's span export (feature `otlp`); none otherwise.
+#[cfg(feature = "service")]
+use serve::Telemetry;
+
+/// Without feature `service` there is no span export.
+#[cfg(not(feature = "service"))]
+enum Telemetry {}
+
 impl Command {
+    /// The span export the command asks for (`serve --otlp-endpoint`), if any.
+    fn telemetry(&self) -> Result<Option<Telemetry>, error::CliError> {
+        match self {
+            #[cfg(feature = "service")]
+            Self::Serve(command) => command.telemetry(),
+            _ => Ok(None),
+        }
+    }
+
     /// The log lines shown when `RUST_LOG` is not set: this crate's warnings (such as a fallback
     /// to the CPU) but for the pool's failed jobs, which have their own `error:` lines; for a
     /// long-running worker, its jobs too.
@@ -137,8 +163,14 @@ impl Command {
 }
 
 /// Log lines as `RUST_LOG` asks (default: `default_log`), written around the spinner; the
-/// spinner's proof steps and the stage times see every span and no event.
-fn init_tracing(progress: &Progress, times: &SpanTimes, default_log: &str) {
+/// spinner's proof steps and the stage times see every span and no event; `telemetry` (feature
+/// `otlp`) exports the crate's spans.
+fn init_tracing(
+    progress: &Progress,
+    times: &SpanTimes,
+    default_log: &str,
+    telemetry: Option<&Telemetry>,
+) {
     let log_filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_log));
     let log = tracing_subscriber::fmt::layer()
@@ -146,9 +178,17 @@ fn init_tracing(progress: &Progress, times: &SpanTimes, default_log: &str) {
         .with_ansi(io::stderr().is_terminal())
         .with_filter(log_filter);
     let spans = || filter_fn(|metadata| metadata.is_span());
-    tracing_subscriber::registry()
+    let registry = tracing_subscriber::registry()
         .with(log)
         .with(progress.proof_steps().with_filter(spans()))
-        .with(times.clone().with_filter(spans()))
-        .init();
+        .with(times.clone().with_filter(spans()));
+    #[cfg(feature = "otlp")]
+    let registry = registry.with(telemetry.map(|export| export.layer()));
+    #[cfg(not(feature = "otlp"))]
+    let _ = telemetry;
+    registry.init();
+    #[cfg(feature = "otlp")]
+    if let Some(export) = telemetry {
+        tracing::info!(endpoint = export.endpoint(), "exporting spans over OTLP/HTTP");
+    }
 }

@@ -9,6 +9,8 @@ use std::{
 };
 
 use clap::Args;
+#[cfg(feature = "otlp")]
+use miden_gpu::service::OTLP_ENDPOINT_ENV;
 use miden_gpu::{
     service::{
         FailureKind, Fleet, FleetOptions, Job, JobFailure, JobProgram, MetricsServer, PreparedJob,
@@ -18,6 +20,8 @@ use miden_gpu::{
 };
 use miden_processor::ExecutionOptions;
 use tracing::info;
+#[cfg(not(feature = "otlp"))]
+use tracing::warn;
 
 use crate::{
     data::Inputs,
@@ -72,7 +76,45 @@ pub struct ServeCmd {
     /// The worker's name in results and logs [default: miden-gpu-<process id>]
     #[arg(long = "name")]
     name: Option<String>,
+
+    /// How long the fleet keeps a result: 90s, 30m, 24h, 7d (0: for ever); changes the results
+    /// bucket, whose default (7d) is set when it is created [default: the bucket's]
+    #[arg(long = "result-ttl", value_name = "DURATION", value_parser = parse_duration)]
+    result_ttl: Option<Duration>,
+
+    /// Send the tracing spans (one per job, with the proof's stages) to this OpenTelemetry
+    /// collector over OTLP/HTTP, e.g. http://collector:4318 [default:
+    /// $OTEL_EXPORTER_OTLP_ENDPOINT if set]; needs a build with feature `otlp`
+    #[arg(long = "otlp-endpoint", value_name = "URL")]
+    otlp_endpoint: Option<String>,
 }
+
+/// A duration such as `90s`, `30m`, `24h` or `7d` (a bare number is seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| format!("`{text}` is not a duration"))?;
+    let seconds = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("`{text}`: the unit must be s, m, h or d")),
+    };
+    number
+        .checked_mul(seconds)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("`{text}` is too long"))
+}
+
+/// The span export of `serve` ([`miden_gpu::service::OtlpExport`], feature `otlp`).
+#[cfg(feature = "otlp")]
+pub type Telemetry = miden_gpu::service::OtlpExport;
+
+/// Without feature `otlp` there is no span export.
+#[cfg(not(feature = "otlp"))]
+pub enum Telemetry {}
 
 // SERVE
 // ================================================================================================
@@ -87,10 +129,21 @@ impl ServeCmd {
         let pool =
             ProverPool::new(&PoolOptions { workers: self.workers, ..PoolOptions::new(backend) })
                 .map_err(ServiceError::from)?;
-        let name = self.name.clone().unwrap_or_else(|| format!("miden-gpu-{}", std::process::id()));
+        let name = self.worker_name();
+        #[cfg(not(feature = "otlp"))]
+        if let Some(variable) =
+            OTLP_ENDPOINT_ENV.iter().find(|name| std::env::var_os(name).is_some())
+        {
+            warn!(
+                "{variable} is set, but this miden-gpu has no feature `otlp`: no span is exported"
+            );
+        }
         let mut fleet = FleetOptions::new(&self.nats);
         fleet.ack_wait = Duration::from_secs(self.ack_wait);
         fleet.max_deliver = self.max_deliver;
+        if let Some(ttl) = self.result_ttl {
+            fleet.result_ttl = ttl;
+        }
         let options = WorkerOptions {
             max_job_bytes: self.max_job_bytes,
             max_cycles: self.max_cycles,
@@ -103,6 +156,9 @@ impl ServeCmd {
             .map_err(ServiceError::Runtime)?;
         runtime.block_on(async {
             let fleet = Arc::new(Fleet::connect(&fleet, &name).await?);
+            if let Some(ttl) = self.result_ttl {
+                fleet.set_result_ttl(ttl).await?;
+            }
             let worker = Worker::new(fleet.clone(), pool, options, prepare)?;
             let _metrics = match &self.metrics {
                 Some(address) => {
@@ -120,6 +176,46 @@ impl ServeCmd {
         Ok(())
     }
 }
+
+impl ServeCmd {
+    /// The worker's name: `--name`, else `miden-gpu-<process id>`.
+    fn worker_name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| format!("miden-gpu-{}", std::process::id()))
+    }
+
+    /// The span export `--otlp-endpoint` or the OTLP environment variables ask for, if any.
+    ///
+    /// # Errors
+    /// [`CliError::Usage`] for `--otlp-endpoint` without feature `otlp`; the exporter's error.
+    pub fn telemetry(&self) -> Result<Option<Telemetry>, CliError> {
+        #[cfg(feature = "otlp")]
+        {
+            let from_env = OTLP_ENDPOINT_ENV
+                .iter()
+                .any(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty()));
+            if self.otlp_endpoint.is_none() && !from_env {
+                return Ok(None);
+            }
+            let endpoint = self.otlp_endpoint.as_deref();
+            let export = Telemetry::new(endpoint, "miden-gpu", &self.worker_name())?;
+            Ok(Some(export))
+        }
+        #[cfg(not(feature = "otlp"))]
+        match &self.otlp_endpoint {
+            Some(_) => Err(CliError::Usage(
+                "--otlp-endpoint needs a miden-gpu built with feature `otlp` \
+                 (cargo install --path . --features miden,service,otlp)"
+                    .into(),
+            )),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The variables that name an OTLP collector (those `OtlpExport` reads).
+#[cfg(not(feature = "otlp"))]
+const OTLP_ENDPOINT_ENV: [&str; 2] =
+    ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"];
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C).
 async fn stop_signal() {
