@@ -22,26 +22,7 @@ const PROGRAM: &str = include_str!("programs/arith.masm");
 
 /// The inputs of [`PROGRAM`], with an advice map and Merkle store the program does not read (to
 /// parse every section of the format).
-const INPUTS: &str = r#"{
-    "operand_stack": ["5", "3"],
-    "advice_stack": ["7", "11", "13"],
-    "advice_map": {
-        "0x0100000000000000000000000000000000000000000000000000000000000000": [1, 2, 3]
-    },
-    "merkle_store": [
-        { "merkle_tree": [
-            "0x1400000000000000000000000000000000000000000000000000000000000000",
-            "0x1500000000000000000000000000000000000000000000000000000000000000"
-        ] },
-        { "sparse_merkle_tree": [
-            [3, "0x1700000000000000000000000000000000000000000000000000000000000000"]
-        ] },
-        { "partial_merkle_tree": [
-            [[1, 0], "0x1400000000000000000000000000000000000000000000000000000000000000"],
-            [[1, 1], "0x1500000000000000000000000000000000000000000000000000000000000000"]
-        ] }
-    ]
-}"#;
+const INPUTS: &str = include_str!("programs/arith.inputs");
 
 /// The 16 stack outputs of [`PROGRAM`] on [`INPUTS`].
 const OUTPUTS: [u64; 16] = [16, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
