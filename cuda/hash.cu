@@ -227,6 +227,16 @@ HASH_ROWS_KERNEL(hash_rows_rpx_partitioned, HASH_RPX, true)
 HASH_ROWS_KERNEL(hash_rows_poseidon2, HASH_POSEIDON2, false)
 HASH_ROWS_KERNEL(hash_rows_poseidon2_partitioned, HASH_POSEIDON2, true)
 
+/// The (Montgomery-form) elements of block `b` of a row's chunk of `len` columns from column
+/// `first`, `c_stride` apart; columns past the chunk are left as they were.
+__device__ __forceinline__ void b3_load_block(const u64* in, u64 c_stride, u32 first, u32 len,
+                                              u32 b, u64 raw[8]) {
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        if (8 * b + j < len) raw[j] = in[(first + 8 * b + j) * c_stride];
+    }
+}
+
 /// Hashes rows with BLAKE3 (digests of `DW` words: 6 for BLAKE3-192, 8 for BLAKE3-256), with the
 /// addressing, partitions and `rows_out` of `hash_rows_impl`. Each element is its canonical
 /// integer, 8 bytes little-endian, so a 64-byte block holds 8 elements; partitioned, each chunk's
@@ -263,20 +273,24 @@ __device__ __forceinline__ void b3_hash_rows_impl(const u64* src, u64 k_stride, 
         const u32 first = p * size;
         const u32 len = min(size, num_cols - first);
         const u32 num_blocks = (len + 7) / 8;
+        // The next block's loads are issued before this block is compressed, so each thread
+        // keeps two blocks of loads in flight instead of waiting on one.
+        u64 raw[8];
+        b3_load_block(in, c_stride, first, len, 0, raw);
         for (u32 b = 0; b < num_blocks; b++) {
             u32 block[16];
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 u64 v = 0;
                 if (8 * b + j < len) {
-                    const u32 c = first + 8 * b + j;
-                    const u64 x = in[c * c_stride];
-                    if (out) out[c] = gl_canonical(x);
+                    const u64 x = raw[j];
+                    if (out) out[first + 8 * b + j] = gl_canonical(x);
                     v = gl_canonical(gl_mont_reduce((u32)x, (u32)(x >> 32), 0, 0));
                 }
                 block[2 * j] = (u32)v;
                 block[2 * j + 1] = (u32)(v >> 32);
             }
+            if (b + 1 < num_blocks) b3_load_block(in, c_stride, first, len, b + 1, raw);
             b3_absorb(inner, block, b, num_blocks, 8 * min(8u, len - 8 * b));
         }
         if (PARTITIONED) {
