@@ -89,6 +89,10 @@ struct Args {
     /// 0: rows through pinned slots).
     #[arg(long, default_value_t = 0)]
     pinned_rows_gib: u64,
+    /// The CUDA hashing kernels' minimum resident blocks per SM, 1 to 16
+    /// (`CudaOptions::hash_min_blocks`) [default: the kernels' own].
+    #[arg(long)]
+    hash_min_blocks: Option<u32>,
     /// Output folder for results.json and time_vs_rows.svg.
     #[arg(long, default_value = "bench-results")]
     out: PathBuf,
@@ -202,7 +206,11 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     let workloads = args.workloads();
     let gpu_sets: Vec<Vec<usize>> = args.devices.iter().map(|set| set.0.clone()).collect();
-    let targets = targets::targets(&args.backends()?, &gpu_sets, args.pinned_rows_gib << 30);
+    let cuda = targets::CudaTuning {
+        pinned_rows: args.pinned_rows_gib << 30,
+        hash_min_blocks: args.hash_min_blocks,
+    };
+    let targets = targets::targets(&args.backends()?, &gpu_sets, &cuda);
     if targets.is_empty() {
         return Err("no backend to time".into());
     }

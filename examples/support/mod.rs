@@ -112,7 +112,7 @@ impl Workload {
 /// adapter (lavapipe too), CUDA if built and a device is there. Backends that are missing are
 /// reported on stderr.
 pub fn available_backends(wanted: Option<&[Backend]>) -> Vec<Arc<dyn GpuCommitter>> {
-    targets::targets(wanted.unwrap_or(&ALL_BACKENDS), &[], 0)
+    targets::targets(wanted.unwrap_or(&ALL_BACKENDS), &[], &targets::CudaTuning::default())
         .into_iter()
         .map(|target| target.committer)
         .collect()

@@ -39,7 +39,7 @@ impl Target {
 /// [`ALL_BACKENDS`](super::ALL_BACKENDS): CUDA once per set of `gpu_sets` (CUDA ordinals), or
 /// once on its default GPUs (`MIDEN_GPU_DEVICES`, else every GPU) if there is none. Those that
 /// cannot be opened are reported on stderr and left out.
-pub fn targets(wanted: &[Backend], gpu_sets: &[Vec<usize>], pinned_rows: u64) -> Vec<Target> {
+pub fn targets(wanted: &[Backend], gpu_sets: &[Vec<usize>], cuda: &CudaTuning) -> Vec<Target> {
     let mut chosen: Vec<(String, Backend, Option<&Vec<usize>>)> = Vec::new();
     for backend in super::ALL_BACKENDS.into_iter().filter(|b| wanted.contains(b)) {
         if backend == Backend::Cuda && !gpu_sets.is_empty() {
@@ -55,7 +55,7 @@ pub fn targets(wanted: &[Backend], gpu_sets: &[Vec<usize>], pinned_rows: u64) ->
         .into_iter()
         .filter_map(|(label, backend, set)| {
             let start = Instant::now();
-            match open(backend, set.map(Vec::as_slice), pinned_rows) {
+            match open(backend, set.map(Vec::as_slice), cuda) {
                 Ok((committer, read_times)) => Some(Target {
                     label,
                     gpu_set: set.cloned(),
@@ -78,10 +78,18 @@ pub fn targets(wanted: &[Backend], gpu_sets: &[Vec<usize>], pinned_rows: u64) ->
 /// A committer and the reader of its device times.
 type Opened = (Arc<dyn GpuCommitter>, TimesReader);
 
-/// Opens `backend`, on the GPUs `set` where one is given and with `pinned_rows` bytes of
-/// registered memory for LDE rows (CUDA only).
+/// The CUDA options a benchmark sets beyond `MIDEN_GPU_*` (default: none).
+#[derive(Default)]
+pub struct CudaTuning {
+    /// Bytes of registered host memory for LDE rows (`CudaOptions::pinned_rows_bytes`).
+    pub pinned_rows: u64,
+    /// The hashing kernels' minimum resident blocks per SM (`CudaOptions::hash_min_blocks`).
+    pub hash_min_blocks: Option<u32>,
+}
+
+/// Opens `backend`, on the GPUs `set` where one is given and, on CUDA, with `cuda`'s options.
 #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
-fn open(backend: Backend, set: Option<&[usize]>, pinned_rows: u64) -> Result<Opened> {
+fn open(backend: Backend, set: Option<&[usize]>, cuda: &CudaTuning) -> Result<Opened> {
     match backend {
         #[cfg(feature = "wgpu")]
         Backend::Wgpu => Ok(with_reader(
@@ -95,7 +103,8 @@ fn open(backend: Backend, set: Option<&[usize]>, pinned_rows: u64) -> Result<Ope
             if let Some(set) = set {
                 options.devices = Some(set.to_vec());
             }
-            options.pinned_rows_bytes = pinned_rows;
+            options.pinned_rows_bytes = cuda.pinned_rows;
+            options.hash_min_blocks = cuda.hash_min_blocks.or(options.hash_min_blocks);
             let committer = CudaCommitter::with_options(options)?;
             Ok(with_reader(committer, <CudaCommitter as GpuCommitter>::last_stage_times))
         },
