@@ -141,8 +141,8 @@ __device__ __forceinline__ void hash_rows_impl(const u64* src, u64 k_stride, u64
     for (int i = 0; i < 4; i++) leaves[row * 4 + i] = gl_canonical(s[4 + i]);
 }
 
-#define HASH_ROWS_KERNEL(NAME, HASH, PARTITIONED)                                                 \
-    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, HASH_MIN_BLOCKS) NAME(              \
+#define HASH_ROWS_KERNEL(NAME, HASH, PARTITIONED, MIN_BLOCKS)                                     \
+    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, MIN_BLOCKS) NAME(                   \
         const u64* src, u64 k_stride, u64 t_stride, u64 c_stride, u32 num_cols, u32 part,         \
         u32 log_blowup, u32 k0, u32 log_cosets, u64 t0, u64 t_count, u64* leaves, u64* rows_out,  \
         u64 t_base, u32 row_width) {                                                              \
@@ -219,13 +219,14 @@ __device__ __forceinline__ void hash_rows_quad_impl(const u64* src, u64 k_stride
 HASH_ROWS_QUAD_KERNEL(hash_rows_rpo, HASH_RPO)
 HASH_ROWS_QUAD_KERNEL(hash_rows_rpx, HASH_RPX)
 #else
-HASH_ROWS_KERNEL(hash_rows_rpo, HASH_RPO, false)
-HASH_ROWS_KERNEL(hash_rows_rpx, HASH_RPX, false)
+HASH_ROWS_KERNEL(hash_rows_rpo, HASH_RPO, false, HASH_MIN_BLOCKS)
+HASH_ROWS_KERNEL(hash_rows_rpx, HASH_RPX, false, HASH_MIN_BLOCKS)
 #endif
-HASH_ROWS_KERNEL(hash_rows_rpo_partitioned, HASH_RPO, true)
-HASH_ROWS_KERNEL(hash_rows_rpx_partitioned, HASH_RPX, true)
-HASH_ROWS_KERNEL(hash_rows_poseidon2, HASH_POSEIDON2, false)
-HASH_ROWS_KERNEL(hash_rows_poseidon2_partitioned, HASH_POSEIDON2, true)
+HASH_ROWS_KERNEL(hash_rows_rpo_partitioned, HASH_RPO, true, HASH_MIN_BLOCKS)
+HASH_ROWS_KERNEL(hash_rows_rpx_partitioned, HASH_RPX, true, HASH_MIN_BLOCKS)
+// POSEIDON2_ROWS_MIN_BLOCKS: src/cuda/program.rs says why it differs
+HASH_ROWS_KERNEL(hash_rows_poseidon2, HASH_POSEIDON2, false, POSEIDON2_ROWS_MIN_BLOCKS)
+HASH_ROWS_KERNEL(hash_rows_poseidon2_partitioned, HASH_POSEIDON2, true, POSEIDON2_ROWS_MIN_BLOCKS)
 
 /// The (Montgomery-form) elements of block `b` of a row's chunk of `len` columns from column
 /// `first`, `c_stride` apart; columns past the chunk are left as they were.
