@@ -10,6 +10,8 @@
 //! so a GPU backend keeps the data on the device from upload to tree and downloads only what
 //! the prover needs (coefficients, LDE rows, tree nodes).
 
+use std::{fmt, sync::Arc};
+
 use miden_crypto::Felt;
 
 use crate::{
@@ -217,8 +219,11 @@ pub struct Commitment {
     /// `nodes[0]` unused (zero).
     pub nodes: Vec<Digest>,
     /// The polynomials kept in the backend's memory (and not in [`Self::polys`]), when asked for
-    /// with [`GpuCommitter::commit_keeping_polys`] and the backend could keep them.
+    /// with [`Keep::polys`] and the backend could keep them.
     pub resident: Option<ResidentPolys>,
+    /// The LDE rows kept in the backend's memory, when asked for with [`Keep::rows`] and the
+    /// backend could keep them; [`Self::lde`] then holds no rows (its widths stay set).
+    pub kept_rows: Option<Arc<dyn KeptRows>>,
 }
 
 impl Commitment {
@@ -226,6 +231,25 @@ impl Commitment {
     pub fn root(&self) -> Digest {
         self.nodes[1]
     }
+}
+
+/// What a commitment leaves in the backend's memory instead of returning it to the host
+/// ([`GpuCommitter::commit_keeping`]); by default nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Keep {
+    /// The polynomials, for the DEEP composition ([`GpuCommitter::evaluate_polys`] and
+    /// [`GpuCommitter::combine_polys`] read them there).
+    pub polys: bool,
+    /// The LDE rows, for a prover that reads only the queried ones ([`KeptRows::read`]): none of
+    /// the LDE is copied to the host.
+    pub rows: bool,
+}
+
+/// LDE rows in a backend's memory, read there: only the rows asked for come back.
+pub trait KeptRows: Send + Sync + fmt::Debug {
+    /// The rows at `positions` (each below the LDE's row count), `num_cols` base elements each
+    /// (the row width's padding left out), equal to the rows [`GpuCommitter::commit`] returns.
+    fn read(&self, positions: &[usize]) -> Result<Vec<Vec<Felt>>>;
 }
 
 // THE TRAIT
@@ -245,11 +269,13 @@ pub trait GpuCommitter: Send + Sync {
     /// Interpolates, extends, hashes and builds the Merkle tree of one segment.
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment>;
 
-    /// [`Self::commit`], keeping the polynomials in device memory ([`Commitment::resident`]) for
-    /// [`Self::evaluate_polys`] and [`Self::combine_polys`] where the backend can and its memory
-    /// budget allows. Polynomials kept are not copied to the host: [`Commitment::polys`] is then
-    /// empty. Otherwise (and by default) the same as [`Self::commit`].
-    fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+    /// [`Self::commit`], leaving in device memory what `keep` says where the backend can and its
+    /// memory budget allows: the polynomials ([`Commitment::resident`], [`Commitment::polys`]
+    /// then empty) and the LDE rows ([`Commitment::kept_rows`], [`Commitment::lde`] then empty).
+    /// What is kept is not copied to the host. Otherwise (and by default) the same as
+    /// [`Self::commit`].
+    fn commit_keeping(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
+        let _ = keep;
         self.commit(request)
     }
 

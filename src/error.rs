@@ -108,6 +108,14 @@ pub enum GpuError {
     /// A DEEP combination request is malformed (segments, degrees or coefficient count).
     #[error("invalid DEEP combination request: {0}")]
     InvalidDeep(String),
+    /// A read of LDE rows kept on the device asked for a row past the LDE.
+    #[error("row {row} read from an LDE of {rows} rows")]
+    RowOutOfRange {
+        /// The row asked for.
+        row: usize,
+        /// Rows of the LDE.
+        rows: usize,
+    },
     /// The backend does not implement this operation; the caller computes it on the CPU.
     #[error("{backend} does not implement {operation}")]
     Unsupported {

@@ -11,7 +11,7 @@ use winter_math::FieldElement;
 
 use crate::{
     backend::Backend,
-    committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
+    committer::{CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, RowHashing},
     deep::{CombineRequest, EvaluateRequest},
     error::{GpuError, Result},
     fri::{FoldingChannel, FriLayers, FriRequest, KeptLayers, LayerOpening},
@@ -59,15 +59,16 @@ impl Fault {
 }
 
 /// Wraps a committer and fails its `fail_on`-th call (0-based, counting every trait call that
-/// computes, and the openings of FRI layers kept on the device as one call) with `fault`; all
-/// other calls go to the wrapped committer. A failing FRI commit phase fails after its first
-/// layer's root went to the channel.
+/// computes, and the openings of FRI layers and the reads of LDE rows kept on the device as one
+/// call each) with `fault`; all other calls go to the wrapped committer. A failing FRI commit
+/// phase fails after its first layer's root went to the channel.
 pub struct FaultyCommitter {
     inner: Arc<dyn GpuCommitter>,
     counter: Arc<CallCounter>,
 }
 
 /// The calls made so far and the one that fails.
+#[derive(Debug)]
 struct CallCounter {
     backend: Backend,
     fault: Fault,
@@ -123,6 +124,28 @@ impl KeptLayers for FaultyKeptLayers {
     }
 }
 
+/// Kept LDE rows whose first read counts as one call of their [`FaultyCommitter`] (and fails if
+/// it is the chosen one, as do the reads after it).
+#[derive(Debug)]
+struct FaultyKeptRows {
+    inner: Arc<dyn KeptRows>,
+    counter: Arc<CallCounter>,
+    counted: AtomicBool,
+    failed: AtomicBool,
+}
+
+impl KeptRows for FaultyKeptRows {
+    fn read(&self, positions: &[usize]) -> Result<Vec<Vec<Felt>>> {
+        if !self.counted.swap(true, Ordering::SeqCst) && self.counter.check().is_err() {
+            self.failed.store(true, Ordering::SeqCst);
+        }
+        if self.failed.load(Ordering::SeqCst) {
+            return Err(self.counter.fault.error(self.counter.backend));
+        }
+        self.inner.read(positions)
+    }
+}
+
 impl GpuCommitter for FaultyCommitter {
     fn backend(&self) -> Backend {
         self.inner.backend()
@@ -138,9 +161,18 @@ impl GpuCommitter for FaultyCommitter {
         self.inner.commit(request)
     }
 
-    fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+    fn commit_keeping(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
         self.check()?;
-        self.inner.commit_keeping_polys(request)
+        let mut commitment = self.inner.commit_keeping(request, keep)?;
+        commitment.kept_rows = commitment.kept_rows.take().map(|inner| {
+            Arc::new(FaultyKeptRows {
+                inner,
+                counter: self.counter.clone(),
+                counted: AtomicBool::new(false),
+                failed: AtomicBool::new(false),
+            }) as Arc<dyn KeptRows>
+        });
+        Ok(commitment)
     }
 
     fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<Felt>> {
@@ -238,8 +270,8 @@ impl GpuCommitter for WrongRootCommitter {
         self.inner.commit(request).map(Self::corrupt)
     }
 
-    fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        self.inner.commit_keeping_polys(request).map(Self::corrupt)
+    fn commit_keeping(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
+        self.inner.commit_keeping(request, keep).map(Self::corrupt)
     }
 
     fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<Felt>> {

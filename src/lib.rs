@@ -74,7 +74,9 @@ pub mod timing;
 pub mod wgpu;
 
 pub use backend::Backend;
-pub use committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput, RowHashing};
+pub use committer::{
+    CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, PolyInput, RowHashing,
+};
 pub use cpu::{CpuCommitter, CpuOptions};
 pub use error::{GpuError, Result};
 pub use hash::{Digest, GpuHasher, HashFunction, RescueLanes, DIGEST_BYTES};

@@ -32,7 +32,7 @@ use miden_gpu::{
     inject::{Injection, Injector, Operation},
     wgpu::{AdapterSummary, WgpuCommitter, WgpuOptions},
     CommitRequest, CpuCommitter, Digest, Felt, GpuCommitter, GpuError, GpuProver, HashFunction,
-    PolyInput, ResidentPolys, RowHashing,
+    Keep, PolyInput, ResidentPolys, RowHashing,
 };
 use rand::{rngs::StdRng, SeedableRng};
 use winter_air::{BatchingMethod, FieldExtension, ProofOptions};
@@ -306,7 +306,7 @@ fn keep_polys(committer: &dyn GpuCommitter, inputs: &Inputs) -> Vec<ResidentPoly
         .map(|columns| {
             let slices: Vec<&[Felt]> = columns.iter().map(Vec::as_slice).collect();
             let commitment = committer
-                .commit_keeping_polys(&inputs.commit_request(&slices))
+                .commit_keeping(&inputs.commit_request(&slices), Keep { polys: true, rows: false })
                 .expect("commitment");
             commitment.resident.expect("a GPU backend keeps the polynomials of a small commitment")
         })

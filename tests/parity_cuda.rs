@@ -16,7 +16,7 @@ use cudarc::{
 };
 use miden_gpu::{
     cuda::{device_count, kernel_source, CudaCommitter, CudaOptions},
-    CommitRequest, CpuCommitter, Felt, GpuCommitter, GpuError, HashFunction, PolyInput,
+    CommitRequest, CpuCommitter, Felt, GpuCommitter, GpuError, HashFunction, Keep, PolyInput,
     RescueLanes, RowHashing,
 };
 use rand::{rngs::StdRng, SeedableRng};
@@ -475,7 +475,7 @@ fn memory_cap_holds_in_every_stage() {
         let what = format!("cap {cap} B");
         let mut kept = Vec::new();
         for (request, want) in requests.iter().zip(&wants) {
-            match c.commit_keeping_polys(request) {
+            match c.commit_keeping(request, Keep { polys: true, rows: false }) {
                 Ok(got) => {
                     assert_eq!(got.root(), want.root(), "{what}: root");
                     kept.push(got.resident.unwrap_or_else(|| panic!("{what}: nothing kept")));

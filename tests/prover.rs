@@ -17,8 +17,8 @@ use std::{
 use miden_crypto::hash::{blake::Blake3_256, rpo::Rpo256};
 use miden_gpu::{
     fri::{FoldingChannel, FriLayers, FriRequest},
-    Backend, CommitRequest, Commitment, CpuCommitter, Digest, Felt, GpuCommitter, GpuProver,
-    HashFunction, LdeRows, RowHashing,
+    Backend, CommitRequest, Commitment, CpuCommitter, Digest, Felt, GpuCommitter, GpuError,
+    GpuProver, HashFunction, Keep, KeptRows, LdeRows, RowHashing,
 };
 use winter_air::proof::Proof;
 use winter_crypto::{DefaultRandomCoin, MerkleTree};
@@ -218,6 +218,128 @@ fn without_self_check_the_wrong_data_gives_a_proof_that_fails() {
         let trace = FibTrace::new(2, 256);
         assert!(!verifies(&proof, &trace), "{corruption:?} in call {call}: it verifies");
     }
+}
+
+// ROWS KEPT ON THE DEVICE
+// ================================================================================================
+
+/// The CPU backend, keeping the rows of the commitments asked to keep them as a device would
+/// (behind [`KeptRows`], which only hands out the rows read), each read failing if `fail_reads`.
+struct RowKeepingCommitter {
+    cpu: CpuCommitter,
+    fail_reads: bool,
+    reads: Arc<AtomicUsize>,
+}
+
+/// Rows "on the device": only what [`KeptRows::read`] returns leaves them.
+#[derive(Debug)]
+struct HeldRows {
+    lde: LdeRows,
+    fail: bool,
+    reads: Arc<AtomicUsize>,
+}
+
+impl KeptRows for HeldRows {
+    fn read(&self, positions: &[usize]) -> miden_gpu::Result<Vec<Vec<Felt>>> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        if self.fail {
+            return Err(GpuError::Device { backend: Backend::Cpu, message: "read failed".into() });
+        }
+        Ok(positions.iter().map(|&p| self.lde.row(p).to_vec()).collect())
+    }
+}
+
+impl GpuCommitter for RowKeepingCommitter {
+    fn backend(&self) -> Backend {
+        Backend::Cpu
+    }
+
+    fn device_name(&self) -> String {
+        "CPU, keeping rows".into()
+    }
+
+    fn commit(&self, request: &CommitRequest<'_>) -> miden_gpu::Result<Commitment> {
+        self.cpu.commit(request)
+    }
+
+    fn commit_keeping(
+        &self,
+        request: &CommitRequest<'_>,
+        keep: Keep,
+    ) -> miden_gpu::Result<Commitment> {
+        let mut commitment = self.cpu.commit(request)?;
+        if keep.rows {
+            let empty = LdeRows { data: Vec::new().into(), ..commitment.lde.clone() };
+            let lde = std::mem::replace(&mut commitment.lde, empty);
+            let (fail, reads) = (self.fail_reads, self.reads.clone());
+            commitment.kept_rows = Some(Arc::new(HeldRows { lde, fail, reads }));
+        }
+        Ok(commitment)
+    }
+
+    fn hash_rows(
+        &self,
+        lde: &LdeRows,
+        row_hashing: RowHashing,
+        hash: HashFunction,
+    ) -> miden_gpu::Result<Vec<Digest>> {
+        self.cpu.hash_rows(lde, row_hashing, hash)
+    }
+
+    fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> miden_gpu::Result<Vec<Digest>> {
+        self.cpu.build_tree(leaves, hash)
+    }
+
+    fn commit_fri(
+        &self,
+        request: &FriRequest<'_>,
+        channel: &mut FoldingChannel<'_>,
+    ) -> miden_gpu::Result<FriLayers> {
+        self.cpu.commit_fri(request, channel)
+    }
+}
+
+/// A prover on a [`RowKeepingCommitter`] and the counter of its reads.
+fn row_keeping_prover(fail_reads: bool) -> (GpuProver<FibProver<Rpo256>>, Arc<AtomicUsize>) {
+    let reads = Arc::new(AtomicUsize::new(0));
+    let committer =
+        RowKeepingCommitter { cpu: CpuCommitter::new(), fail_reads, reads: reads.clone() };
+    let prover = GpuProver::with_committer(
+        FibProver::<Rpo256>::new(common::fib_proof_options()),
+        Arc::new(committer),
+    );
+    (prover, reads)
+}
+
+/// The composition's rows kept on the "device" and read at the query positions alone give
+/// Winterfell's proof, byte for byte; so does a read that fails, answered by committing to the
+/// composition again on the CPU (one rayon thread: Winterfell's concurrent grinding keeps the
+/// first nonce any thread finds).
+#[test]
+fn kept_composition_rows_give_winterfells_proof() {
+    let one_thread = rayon::ThreadPoolBuilder::new().num_threads(1).build().expect("rayon pool");
+    one_thread.install(|| {
+        let expected = FibProver::<Rpo256>::new(common::fib_proof_options())
+            .prove(FibTrace::new(2, 256))
+            .expect("Winterfell proof");
+        for fail_reads in [false, true] {
+            let (prover, reads) = row_keeping_prover(fail_reads);
+            let proof = prover.prove(FibTrace::new(2, 256)).expect("proof");
+            assert_eq!(reads.load(Ordering::SeqCst), 1, "failing reads {fail_reads}: reads");
+            assert!(proof == expected, "failing reads {fail_reads}: not Winterfell's proof");
+        }
+    });
+}
+
+/// Without the CPU fallback, a failed read of kept rows is a panic carrying the typed error.
+#[test]
+fn a_failed_read_of_kept_rows_without_fallback_panics_with_the_error() {
+    let (prover, _) = row_keeping_prover(true);
+    let prover = prover.with_cpu_fallback(false);
+    let outcome = catch_unwind(AssertUnwindSafe(|| prover.prove(FibTrace::new(2, 256))));
+    let payload = outcome.expect_err("a proof without the rows");
+    let message = payload.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert_eq!(message, "constraint queries failed: cpu device failure: read failed");
 }
 
 /// The self-check's cost: the time of `GpuProver::prove` on the CPU backend with and without

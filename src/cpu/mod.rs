@@ -76,7 +76,7 @@ impl GpuCommitter for CpuCommitter {
         let leaves = info_span!("cpu.hash_leaves", hash = %request.hash)
             .in_scope(|| hash_rows(&lde, request.row_hashing, request.hash));
         let nodes = info_span!("cpu.tree").in_scope(|| build_tree(&leaves, request.hash));
-        Ok(Commitment { polys, lde, leaves, nodes, resident: None })
+        Ok(Commitment { polys, lde, leaves, nodes, resident: None, kept_rows: None })
     }
 
     fn hash_rows(

@@ -37,8 +37,8 @@ pub(super) struct HostResults {
     /// GPUs.
     polys: Vec<Vec<Felt>>,
     /// LDE rows, row-major and padded to the row width: each pass's rows download into it
-    /// ([`row_downloads`]).
-    pub(super) rows: Rows,
+    /// ([`row_downloads`]); none where they stay on the GPUs.
+    pub(super) rows: Option<Rows>,
     /// Leaves, one per LDE row.
     leaves: Vec<Digest>,
     /// Merkle nodes in Winterfell's layout.
@@ -47,10 +47,11 @@ pub(super) struct HostResults {
 
 impl HostResults {
     /// Reserves the results of a commitment of `shape` as `host` says, the polynomials only
-    /// `with_polys`, the rows in a block of `pool` where it lends one.
+    /// `with_polys`, the rows only `with_rows` (in a block of `pool` where it lends one).
     pub(super) fn reserve(
         shape: &Shape,
         with_polys: bool,
+        with_rows: bool,
         host: &HostOptions,
         pool: &Arc<ResultPool>,
     ) -> Result<Self> {
@@ -60,9 +61,10 @@ impl HostResults {
         let polys: Vec<Vec<Felt>> =
             (0..poly_cols).map(|_| reserve_host(n, host)).collect::<Result<_>>()?;
         let rows_len = lde_len * shape.row_width;
-        let rows = match pool.take(rows_len) {
-            Some(block) => Rows::Registered(block),
-            None => Rows::Staged(reserve_host(rows_len, host)?),
+        let rows = match (with_rows, pool.take(rows_len)) {
+            (false, _) => None,
+            (true, Some(block)) => Some(Rows::Registered(block)),
+            (true, None) => Some(Rows::Staged(reserve_host(rows_len, host)?)),
         };
         let leaves: Vec<Digest> = reserve_host(lde_len, host)?;
         let nodes: Vec<Digest> = reserve_host(lde_len, host)?;
@@ -72,8 +74,9 @@ impl HostResults {
     /// The spare capacity of the large results (rows, leaves, nodes), for the prefault.
     pub(super) fn large_spare_bytes(&mut self) -> [(usize, usize); 3] {
         let rows = match &mut self.rows {
-            Rows::Staged(rows) => spare_bytes(rows),
-            Rows::Registered(_) => (0, 0), // faulted in when it was registered
+            Some(Rows::Staged(rows)) => spare_bytes(rows),
+            // faulted in when it was registered, or not on the host
+            Some(Rows::Registered(_)) | None => (0, 0),
         };
         [rows, spare_bytes(&mut self.leaves), spare_bytes(&mut self.nodes)]
     }
@@ -105,7 +108,9 @@ impl HostResults {
                 list.push(Download::new(src, spare(&mut self.polys[c], 0, n), Some(interpolated))?);
             }
         }
-        list.extend(row_downloads(buffers, plan, share, passes, last, &mut self.rows)?);
+        if let Some(rows) = &mut self.rows {
+            list.extend(row_downloads(buffers, plan, share, passes, last, rows)?);
+        }
         // the leaves are final after the last hash chunk: their download overlaps the tree
         if let Some((_, last_chunk)) = last.chunks.last() {
             let (r0, r1) = (share.t.start << plan.log_blowup, share.t.end << plan.log_blowup);
@@ -144,7 +149,7 @@ impl HostResults {
             for p in &mut polys {
                 p.set_len(n);
             }
-            if let Rows::Staged(rows) = &mut rows {
+            if let Some(Rows::Staged(rows)) = &mut rows {
                 rows.set_len(lde_len * shape.row_width);
             }
             leaves.set_len(lde_len);
@@ -158,11 +163,12 @@ impl HostResults {
             nodes.set_len(lde_len);
         }
         let data = match rows {
-            Rows::Staged(rows) => rows.into(),
-            Rows::Registered(rows) => rows,
+            Some(Rows::Staged(rows)) => rows.into(),
+            Some(Rows::Registered(rows)) => rows,
+            None => Vec::new().into(),
         };
         let lde = LdeRows { data, row_width: shape.row_width, num_cols: shape.num_cols };
-        Commitment { polys, lde, leaves, nodes, resident: None }
+        Commitment { polys, lde, leaves, nodes, resident: None, kept_rows: None }
     }
 }
 

@@ -39,7 +39,7 @@ use super::{
     transfer::Ring,
 };
 use crate::{
-    committer::{CommitRequest, Commitment, Shape},
+    committer::{CommitRequest, Commitment, Keep, Shape},
     error::Result,
     host::{prefault, HostOptions},
     stage_times::StageTimes,
@@ -69,17 +69,18 @@ pub(super) fn column_shares(gpus: usize, shape: &Shape) -> Vec<Range<usize>> {
 
 /// Commits `request` on `gpus` (with their states), within `memory_limit` bytes per GPU if given
 /// (else within each device's free memory), the host's side as `host_work` says; returns the
-/// commitment (its polynomials downloaded if `download_polys`, else left in the GPUs' `polys`
-/// buffers) and per-GPU times.
+/// commitment (its polynomials left in the GPUs' `polys` buffers if `keep.polys`, else
+/// downloaded), per-GPU times, and whether the rows were left in the GPUs' `lde` buffers instead
+/// of downloaded (asked for with `keep.rows`, and possible where the LDE takes one pass).
 pub(super) fn commit(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
     request: &CommitRequest<'_>,
     shape: Shape,
     memory_limit: Option<u64>,
-    download_polys: bool,
+    keep: Keep,
     host_work: &HostWork,
-) -> Result<(Commitment, Vec<StageTimes>)> {
+) -> Result<(Commitment, Vec<StageTimes>, bool)> {
     let plan = Plan::new(request, shape);
     let g_count = gpus.len().min(shape.num_cols).max(1);
     let (gpus, states) = (&gpus[..g_count], &mut states[..g_count]);
@@ -90,6 +91,7 @@ pub(super) fn commit(
     let footprints: Vec<Footprint> = shares.iter().map(|s| plan.footprint(s, g_count)).collect();
     let cosets = memory::cosets_per_pass(gpus, states, &footprints, blowup, memory_limit)?;
     let passes = Passes::new(cosets, blowup);
+    let keep_rows = keep.rows && passes.count == 1;
     if passes.count > 1 {
         tracing::info!(
             passes = passes.count,
@@ -119,8 +121,13 @@ pub(super) fn commit(
     // results on the host, reserved once the GPUs have the inputs' transforms queued, so that
     // allocating them (dozens of vectors) delays no kernel; on an error here the queued work
     // finishes on its own, in buffers the GPU states keep
-    let mut host =
-        HostResults::reserve(&shape, download_polys, &host_work.options, &host_work.rows_pool)?;
+    let mut host = HostResults::reserve(
+        &shape,
+        !keep.polys,
+        !keep_rows,
+        &host_work.options,
+        &host_work.rows_pool,
+    )?;
     // the page faults of the large results happen while the GPUs compute, once the host has
     // staged the inputs (faulting beside the upload's copies slowed them many times over);
     // joined on drop, before the vectors are freed
@@ -173,7 +180,16 @@ pub(super) fn commit(
             let state = &mut *states[g];
             timelines[g].mark(gpu, Stage::Exchange)?;
             gathered.push(gpu.completion()?);
-            hashed.push(enqueue_hash(gpu, state, &plan, share, g_count > 1, &passes, pass)?);
+            hashed.push(enqueue_hash(
+                gpu,
+                state,
+                &plan,
+                share,
+                g_count > 1,
+                !keep_rows,
+                &passes,
+                pass,
+            )?);
             timelines[g].mark(gpu, Stage::Hash)?;
             if pass + 1 == passes.count {
                 early_levels.push(enqueue_tree(gpu, state, &plan, share, blocks)?);
@@ -183,7 +199,8 @@ pub(super) fn commit(
         }
         // from here on `lde_done` holds "gathered": what the next pass's LDE waits for
         lde_done = gathered;
-        if let Some(chunks) = previous.take() {
+        // (several passes: the rows come to the host)
+        if let (Some(chunks), Some(rows)) = (previous.take(), &mut host.rows) {
             let _span = tracing::info_span!("cuda.download_rows", pass = pass - 1).entered();
             let (buffers, mut rings) = buffers_and_rings(states);
             let jobs = buffers
@@ -191,7 +208,7 @@ pub(super) fn commit(
                 .zip(&shares)
                 .zip(&chunks)
                 .map(|((buffers, share), chunks)| {
-                    row_downloads(buffers, &plan, share, &passes, chunks, &mut host.rows)
+                    row_downloads(buffers, &plan, share, &passes, chunks, rows)
                 })
                 .collect::<DriverResult<Vec<_>>>()?;
             download(gpus, &mut rings, jobs)?;
@@ -244,7 +261,7 @@ pub(super) fn commit(
             "cuda stage times"
         );
     }
-    Ok((commitment, times))
+    Ok((commitment, times, keep_rows))
 }
 
 // EXCHANGE

@@ -24,6 +24,7 @@ use super::{
     lde::ntt,
 };
 use crate::{
+    backend::Backend,
     error::{to_u32, GpuError, Result},
     fri::{
         path_indices, FoldingChannel, FriLayer, FriLayers, FriRequest, FriShape, KeptLayers,
@@ -267,33 +268,7 @@ impl CudaKeptLayers {
             (kept.leaves.as_slice().as_words(), leaf_words),
             (kept.nodes.as_slice().as_words(), node_words),
         ];
-        let total: usize = gathers.iter().map(|(_, w)| w.len()).sum();
-        let mut out = DeviceBuffer::<u64>::new(&gpu.alloc, total.max(1))?;
-        let mut tables = Vec::with_capacity(3);
-        let mut offset = 0;
-        for (src, indices) in &gathers {
-            if indices.is_empty() {
-                continue;
-            }
-            let table = gpu.upload_table(indices)?;
-            // SAFETY: every index lies within `src` (a position's row, leaves and path inside
-            // the layer), the output range holds one word per index.
-            unsafe {
-                kernels::gather_words(
-                    &gpu.kernels.gather_words,
-                    &gpu.compute,
-                    grid(indices.len())?,
-                    out.slice_mut(offset..offset + indices.len())?,
-                    *src,
-                    table.as_slice(),
-                    indices.len() as u64,
-                )?;
-            }
-            offset += indices.len();
-            tables.push(table);
-        }
-        let words: Vec<u64> = copy_to_host(gpu, out.slice(..total)?)?;
-        drop(tables);
+        let words = gather_to_host(gpu, &gathers)?;
 
         let (row_part, rest) = words.split_at(gathers[0].1.len());
         let (leaf_part, node_part) = rest.split_at(gathers[1].1.len());
@@ -355,6 +330,48 @@ fn fold_constants(alpha: &[Felt], domain_len: usize, folding: usize) -> Vec<u64>
         Some(v)
     }));
     values.iter().map(|v| v.inner()).collect()
+}
+
+/// Gathers `src[index]` for every index of each `(src, indices)` pair on `gpu`
+/// (`gather_words`) and downloads the words alone, pair after pair.
+pub(super) fn gather_to_host(
+    gpu: &Gpu,
+    gathers: &[(DeviceSlice<'_, u64>, Vec<u64>)],
+) -> Result<Vec<u64>> {
+    if gathers.iter().any(|(src, indices)| indices.iter().any(|&i| i >= src.len() as u64)) {
+        return Err(GpuError::Device {
+            backend: Backend::Cuda,
+            message: "a gather index lies past its buffer".into(),
+        });
+    }
+    let total: usize = gathers.iter().map(|(_, w)| w.len()).sum();
+    let mut out = DeviceBuffer::<u64>::new(&gpu.alloc, total.max(1))?;
+    let mut tables = Vec::with_capacity(gathers.len());
+    let mut offset = 0;
+    for (src, indices) in gathers {
+        if indices.is_empty() {
+            continue;
+        }
+        let table = gpu.upload_table(indices)?;
+        // SAFETY: every index lies within `src` (checked above), the output range holds one
+        // word per index.
+        unsafe {
+            kernels::gather_words(
+                &gpu.kernels.gather_words,
+                &gpu.compute,
+                grid(indices.len())?,
+                out.slice_mut(offset..offset + indices.len())?,
+                *src,
+                table.as_slice(),
+                indices.len() as u64,
+            )?;
+        }
+        offset += indices.len();
+        tables.push(table);
+    }
+    let words = copy_to_host(gpu, out.slice(..total)?)?;
+    drop(tables);
+    Ok(words)
 }
 
 /// The words of `src`, once the compute stream's work is done.

@@ -35,14 +35,16 @@ const LAST_CHUNK_SPLIT: usize = 4;
 // ROW HASHING
 // ================================================================================================
 
-/// Enqueues the row hashes of this GPU's rows over pass `pass`'s cosets in chunks, into the
-/// pass's half of the rows buffer.
+/// Enqueues the row hashes of this GPU's rows over pass `pass`'s cosets in chunks, and with
+/// `copy_rows` their row-major copies into the pass's half of the rows buffer.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn enqueue_hash(
     gpu: &Gpu,
     state: &mut GpuState,
     plan: &Plan<'_>,
     share: &Share,
     from_slab: bool,
+    copy_rows: bool,
     passes: &Passes,
     pass: usize,
 ) -> DriverResult<HashedChunks> {
@@ -50,8 +52,13 @@ pub(super) fn enqueue_hash(
     let (n, log_c) = (shape.poly_len, passes.log_cosets);
     let t_len = share.t.len();
     let bufs = &mut state.buffers;
-    let rows_buffer = bufs.rows.get(&gpu.alloc, rows_len(plan, share, passes))?;
-    let mut rows = rows_buffer.slice_mut(rows_half(plan, share, passes, pass))?;
+    let mut rows = match copy_rows {
+        true => {
+            let rows_buffer = bufs.rows.get(&gpu.alloc, rows_len(plan, share, passes))?;
+            Some(rows_buffer.slice_mut(rows_half(plan, share, passes, pass))?)
+        },
+        false => None,
+    };
     let mut leaves = bufs.leaves.get(&gpu.alloc, shape.lde_len)?.as_slice_mut();
     // Source addressing of element (k, t, c): the LDE itself with one GPU, else the slab.
     let (base, k_stride, c_stride) = if from_slab {
@@ -87,14 +94,14 @@ pub(super) fn enqueue_hash(
         };
         // SAFETY: the chunk's rows lie in `base` from element t0 - t.start on (columns
         // k_stride and cosets c_stride apart), their leaves in `leaves` (indexed by absolute
-        // row) and their row-major copies in the pass's half of the rows buffer.
+        // row) and their row-major copies (if made) in the pass's half of the rows buffer.
         unsafe {
             hash_rows(
                 stream,
                 kernel,
                 base.slice(t0 - share.t.start..)?,
                 leaves.reborrow(),
-                Some(rows.reborrow()),
+                rows.as_mut().map(|rows| rows.reborrow()),
                 rows_of,
             )?;
         }

@@ -38,6 +38,7 @@
 //! - `result_pool`: host memory registered once and lent for the LDE rows, which the GPUs
 //!   write directly;
 //! - `resident`: polynomials kept on the GPUs after a commitment;
+//! - `kept_rows`: LDE rows kept on the GPUs after a commitment, read at the query positions;
 //! - `deep`: the DEEP evaluations and combination over resident polynomials;
 //! - `fri`: the FRI commit phase (DEEP evaluation, layer commitments and folding) on the first GPU;
 //! - `standalone`: the trait's single stages (`hash_rows`, `build_tree`) on the first GPU;
@@ -53,6 +54,7 @@ mod fri;
 mod gpu;
 mod hashing;
 mod health;
+mod kept_rows;
 mod kernels;
 mod launch;
 mod lde;
@@ -86,14 +88,15 @@ use self::{
     driver::bind,
     gpu::{Gpu, GpuState},
     health::Health,
+    kept_rows::CudaKeptRows,
     resident::{CudaResident, ResidentShare},
     result_pool::ResultPool,
 };
 use crate::{
     backend::Backend,
     committer::{
-        check_hash, check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows,
-        RowHashing, Shape,
+        check_hash, check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, Keep,
+        LdeRows, RowHashing,
     },
     deep::{CombineRequest, EvaluateRequest},
     error::{GpuError, Result},
@@ -284,40 +287,57 @@ impl CudaCommitter {
         result
     }
 
-    /// Commits; with `keep_polys`, keeps each GPU's polynomials where the budget allows instead
-    /// of downloading them.
-    fn commit_on_gpus(&self, request: &CommitRequest<'_>, keep_polys: bool) -> Result<Commitment> {
+    /// Commits, keeping on each GPU what `keep` asks for where the budget allows instead of
+    /// downloading it: its polynomials, its LDE columns.
+    fn commit_on_gpus(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
         check_hash(request.hash, &HASHES)?;
         let shape = request.validate()?;
         check_row_width(request.hash, shape.num_cols)?;
         let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
         let columns = commit::column_shares(self.gpus.len(), &shape);
-        let keep = keep_polys && self.resident_fits(&columns, shape.poly_len)?;
+        let kept_len = |polys: bool, rows: bool| {
+            shape.poly_len * usize::from(polys) + shape.lde_len * usize::from(rows)
+        };
+        let keep_polys = keep.polys && self.resident_fits(&columns, kept_len(true, false))?;
+        let keep_rows = keep.rows && self.resident_fits(&columns, kept_len(keep_polys, true))?;
         self.call(|states| {
             let gpus: Vec<&Gpu> = self.gpus.iter().collect();
             let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
             let limit = self.options.memory_limit;
-            let (mut commitment, times) = commit::commit(
+            let (mut commitment, times, rows_kept) = commit::commit(
                 &gpus,
                 &mut state_refs,
                 request,
                 shape,
                 limit,
-                !keep,
+                Keep { polys: keep_polys, rows: keep_rows },
                 &self.host_work,
             )?;
             *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
-            if keep {
-                commitment.resident = Some(self.keep_polys(states, shape, columns)?);
+            if keep_polys {
+                let shares = self.take_shares(states, &columns, |b| b.polys.take())?;
+                let storage = CudaResident { committer: self.id, shares };
+                let resident =
+                    ResidentPolys::new(Backend::Cuda, shape.num_cols, shape.poly_len, storage);
+                commitment.resident = Some(resident);
+            }
+            if rows_kept {
+                let shares = self.take_shares(states, &columns, |b| b.lde.take())?;
+                commitment.kept_rows = Some(Arc::new(CudaKeptRows {
+                    gpus: self.gpus.clone(),
+                    shares,
+                    poly_len: shape.poly_len,
+                    log_blowup: request.blowup.ilog2(),
+                }));
             }
             Ok(commitment)
         })
     }
 
-    /// Whether the polynomials of `columns` (per GPU) fit beside those already kept, within
-    /// [`RESIDENT_SHARE_OF_BUDGET`] of each GPU's budget (the committer's limit, else its total
-    /// memory).
-    fn resident_fits(&self, columns: &[std::ops::Range<usize>], poly_len: usize) -> Result<bool> {
+    /// Whether `len` words of each of `columns` (per GPU) fit beside what is already kept,
+    /// within [`RESIDENT_SHARE_OF_BUDGET`] of each GPU's budget (the committer's limit, else its
+    /// total memory).
+    fn resident_fits(&self, columns: &[std::ops::Range<usize>], len: usize) -> Result<bool> {
         for (g, cols) in columns.iter().enumerate() {
             bind(&self.gpus[g].ctx)?;
             let budget = match self.options.memory_limit {
@@ -325,33 +345,37 @@ impl CudaCommitter {
                 None => cudarc::driver::result::mem_get_info().map_or(0, |(_, total)| total as u64),
             };
             let after =
-                self.resident_bytes[g].load(Ordering::SeqCst) + (cols.len() * poly_len * 8) as u64;
+                self.resident_bytes[g].load(Ordering::SeqCst) + (cols.len() * len * 8) as u64;
             if after > budget / RESIDENT_SHARE_OF_BUDGET {
-                tracing::debug!(gpu = g, after, budget, "cuda: polynomials not kept on the device");
+                tracing::debug!(gpu = g, after, budget, "cuda: results not kept on the device");
                 return Ok(false);
             }
         }
         Ok(true)
     }
 
-    /// Takes the `polys` buffers of the GPUs that interpolated `columns` as resident
-    /// polynomials.
-    fn keep_polys(
+    /// Takes the buffer `take` names from the state of each GPU that interpolated `columns`, as
+    /// its kept share.
+    fn take_shares(
         &self,
         states: &mut [GpuState],
-        shape: Shape,
-        columns: Vec<std::ops::Range<usize>>,
-    ) -> Result<ResidentPolys> {
+        columns: &[std::ops::Range<usize>],
+        take: impl Fn(&mut gpu::Buffers) -> Option<buffer::DeviceBuffer<miden_crypto::Felt>>,
+    ) -> Result<Vec<ResidentShare>> {
         let mut shares = Vec::with_capacity(columns.len());
-        for (g, cols) in columns.into_iter().enumerate() {
-            let buffer = states[g].buffers.polys.take().ok_or_else(|| GpuError::Device {
+        for (g, cols) in columns.iter().enumerate() {
+            let buffer = take(&mut states[g].buffers).ok_or_else(|| GpuError::Device {
                 backend: Backend::Cuda,
-                message: "the commitment left no polynomial buffer to keep".into(),
+                message: "the commitment left no buffer to keep".into(),
             })?;
-            shares.push(ResidentShare::new(g, cols, buffer, self.resident_bytes[g].clone()));
+            shares.push(ResidentShare::new(
+                g,
+                cols.clone(),
+                buffer,
+                self.resident_bytes[g].clone(),
+            ));
         }
-        let storage = CudaResident { committer: self.id, shares };
-        Ok(ResidentPolys::new(Backend::Cuda, shape.num_cols, shape.poly_len, storage))
+        Ok(shares)
     }
 }
 
@@ -372,11 +396,13 @@ impl GpuCommitter for CudaCommitter {
     }
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        self.commit_on_gpus(request, false)
+        self.commit_on_gpus(request, Keep::default())
     }
 
-    fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        self.commit_on_gpus(request, true)
+    /// Keeps the polynomials, and the LDE rows where the LDE takes one pass, within a quarter
+    /// of each GPU's budget.
+    fn commit_keeping(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
+        self.commit_on_gpus(request, keep)
     }
 
     fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {

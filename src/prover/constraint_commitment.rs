@@ -1,6 +1,9 @@
 //! [`GpuConstraintCommitment`]: Winterfell's `ConstraintCommitment` computed by a backend.
 
+use std::sync::Arc;
+
 use miden_crypto::Felt;
+use tracing::warn;
 use winter_air::{proof::Queries, PartitionOptions};
 use winter_crypto::MerkleTree;
 use winter_math::FieldElement;
@@ -12,16 +15,39 @@ use super::{
     segment::{
         composition_segment, CommitterHandle, CompositionShape, SegmentCommitment, SegmentLde,
     },
-    trace_lde::{host_polys, segment_queries},
+    trace_lde::{host_polys, queries_of, segment_queries},
 };
-use crate::{hash::GpuHasher, resident::ResidentPolys};
+use crate::{
+    committer::{Keep, KeptRows},
+    cpu::CpuCommitter,
+    error::Result,
+    hash::GpuHasher,
+    resident::ResidentPolys,
+};
 
 /// The LDE of the composition polynomial columns and its Merkle tree, computed on a
 /// [`crate::GpuCommitter`]; a drop-in for Winterfell's `DefaultConstraintCommitment`.
 pub struct GpuConstraintCommitment<E: FieldElement<BaseField = Felt>, H: GpuHasher> {
-    evaluations: SegmentLde<E>,
+    rows: CompositionRows<E>,
     tree: MerkleTree<H>,
     resident: Option<ResidentPolys>,
+}
+
+/// Where the composition columns' LDE rows are.
+enum CompositionRows<E: FieldElement<BaseField = Felt>> {
+    /// On the host.
+    Host(SegmentLde<E>),
+    /// In the backend's memory, read at the query positions alone; with what recomputes them on
+    /// the CPU should the read fail.
+    Kept { rows: Arc<dyn KeptRows>, recompute: Recompute<E> },
+}
+
+/// What commits to the composition again on the CPU.
+struct Recompute<E> {
+    evaluations: Arc<Vec<E>>,
+    shape: CompositionShape,
+    partition_options: PartitionOptions,
+    cpu_fallback: bool,
 }
 
 impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E, H> {
@@ -43,19 +69,21 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
         let evaluations = composition_trace.into_inner();
         let shape = composition_shape(domain, num_columns);
         let (segment, poly) = rayon::join(
-            || Self::commit(&evaluations, shape, partition_options, committer, false),
+            || Self::commit(&evaluations, shape, partition_options, committer, Keep::default()),
             || {
                 let trace = CompositionPolyTrace::new(evaluations.clone());
                 CompositionPoly::new(trace, domain, num_columns)
             },
         );
-        (Self::from_segment(segment), poly)
+        (Self::from_host_segment(segment), poly)
     }
 
     /// Commits to the composition polynomial for [`crate::GpuProver`]'s own proof: the columns'
     /// polynomials come back as the commitment returned them, or, where the committer kept them
     /// on the device ([`CommitterHandle::keep_polys`]), as the evaluations to interpolate them
-    /// from should the host need them.
+    /// from should the host need them. With `keep_polys` the LDE rows stay on the device too
+    /// where the backend can keep them: only the queried rows come back
+    /// ([`Self::try_query`]).
     pub(crate) fn build(
         composition_trace: CompositionPolyTrace<E>,
         num_columns: usize,
@@ -63,15 +91,24 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
         partition_options: PartitionOptions,
         committer: &CommitterHandle,
     ) -> (Self, CompositionPolys<E>) {
-        let evaluations = composition_trace.into_inner();
+        let evaluations = Arc::new(composition_trace.into_inner());
         let shape = composition_shape(domain, num_columns);
-        let mut segment =
-            Self::commit(&evaluations, shape, partition_options, committer, committer.keep_polys);
+        let keep = Keep { polys: committer.keep_polys, rows: committer.keep_polys };
+        let mut segment = Self::commit(&evaluations, shape, partition_options, committer, keep);
         let polys = match host_polys(std::mem::take(&mut segment.polys)) {
             Some(columns) => CompositionPolys::Columns(columns),
-            None => CompositionPolys::Evaluations(evaluations),
+            None => CompositionPolys::Evaluations(evaluations.clone()),
         };
-        (Self::from_segment(segment), polys)
+        let tree = segment.tree();
+        let rows = match segment.kept_rows.take() {
+            Some(rows) => {
+                let cpu_fallback = committer.cpu_fallback;
+                let recompute = Recompute { evaluations, shape, partition_options, cpu_fallback };
+                CompositionRows::Kept { rows, recompute }
+            },
+            None => CompositionRows::Host(segment.lde),
+        };
+        (Self { rows, tree, resident: segment.resident }, polys)
     }
 
     /// Commits to the composition `evaluations` on the committer (falling back as it says).
@@ -80,20 +117,55 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
         shape: CompositionShape,
         partition_options: PartitionOptions,
         committer: &CommitterHandle,
-        keep_polys: bool,
+        keep: Keep,
     ) -> SegmentCommitment<E> {
         committer.run(|c| {
-            composition_segment(c, evaluations, shape, partition_options, H::FUNCTION, keep_polys)
+            composition_segment(c, evaluations, shape, partition_options, H::FUNCTION, keep)
         })
     }
 
-    fn from_segment(segment: SegmentCommitment<E>) -> Self {
-        Self { tree: segment.tree(), evaluations: segment.lde, resident: segment.resident }
+    fn from_host_segment(segment: SegmentCommitment<E>) -> Self {
+        let tree = segment.tree();
+        Self { tree, rows: CompositionRows::Host(segment.lde), resident: segment.resident }
     }
 
-    /// The composition columns' LDE.
-    pub fn evaluations(&self) -> &SegmentLde<E> {
-        &self.evaluations
+    /// The composition columns' LDE, where it is on the host (`None` where the rows stay on
+    /// the device).
+    pub fn evaluations(&self) -> Option<&SegmentLde<E>> {
+        match &self.rows {
+            CompositionRows::Host(lde) => Some(lde),
+            CompositionRows::Kept { .. } => None,
+        }
+    }
+
+    /// The rows at `positions` with their batch opening proof: read from the device where they
+    /// stay there. If that read fails and the CPU fallback is on, the composition is committed
+    /// again on the CPU (with a warning) and its rows are opened; otherwise the typed error.
+    pub(crate) fn try_query(&self, positions: &[usize]) -> Result<Queries> {
+        let (kept, recompute) = match &self.rows {
+            CompositionRows::Host(lde) => return Ok(segment_queries(lde, &self.tree, positions)),
+            CompositionRows::Kept { rows, recompute } => (rows, recompute),
+        };
+        let error = match kept.read(positions) {
+            Ok(rows) => {
+                let rows = rows.iter().map(|row| E::slice_from_base_elements(row).to_vec());
+                return Ok(queries_of(rows.collect(), &self.tree, positions));
+            },
+            Err(error) if recompute.cpu_fallback => error,
+            Err(error) => return Err(error),
+        };
+        warn!(%error, "reading the composition rows failed; committing to them again on the CPU");
+        let Recompute { evaluations, shape, partition_options, .. } = recompute;
+        let cpu = CpuCommitter::new();
+        let segment = composition_segment::<E>(
+            &cpu,
+            evaluations,
+            *shape,
+            *partition_options,
+            H::FUNCTION,
+            Keep::default(),
+        )?;
+        Ok(segment_queries(&segment.lde, &self.tree, positions))
     }
 
     /// The composition polynomial's columns on the device, where the committer kept them.
@@ -118,7 +190,8 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> ConstraintCommitment<E>
     }
 
     fn query(self, positions: &[usize]) -> Queries {
-        segment_queries(&self.evaluations, &self.tree, positions)
+        self.try_query(positions)
+            .unwrap_or_else(|error| panic!("constraint queries failed: {error}"))
     }
 }
 
@@ -134,5 +207,5 @@ pub(crate) enum CompositionPolys<E: FieldElement<BaseField = Felt>> {
     /// The columns' coefficients, as the commitment returned them.
     Columns(ColMatrix<E>),
     /// The composition trace the commitment was computed from.
-    Evaluations(Vec<E>),
+    Evaluations(Arc<Vec<E>>),
 }

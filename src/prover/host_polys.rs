@@ -7,6 +7,8 @@
 //! interpolated here, the first time they are needed, from the evaluations the commitment
 //! started from, exactly as Winterfell computes them.
 
+use std::sync::Arc;
+
 use miden_crypto::Felt;
 use winter_math::FieldElement;
 use winter_prover::{
@@ -77,6 +79,8 @@ impl<'a, E: FieldElement<BaseField = Felt>> HostPolys<'a, E> {
             let composition = match pending.composition {
                 CompositionPolys::Columns(columns) => columns,
                 CompositionPolys::Evaluations(evaluations) => {
+                    // shared with a constraint commitment whose rows stay on the device
+                    let evaluations = Arc::try_unwrap(evaluations).unwrap_or_else(|e| (*e).clone());
                     let evaluations = CompositionPolyTrace::new(evaluations);
                     let poly =
                         CompositionPoly::new(evaluations, pending.domain, pending.num_columns);

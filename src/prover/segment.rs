@@ -17,7 +17,10 @@ use winter_math::FieldElement;
 use winter_prover::matrix::ColMatrix;
 
 use crate::{
-    committer::{CommitRequest, Commitment, GpuCommitter, LdeRows, PolyInput, RowHashing, Shape},
+    committer::{
+        CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, PolyInput, RowHashing,
+        Shape,
+    },
     cpu::CpuCommitter,
     error::{GpuError, Result},
     hash::{Digest, GpuHasher, HashFunction},
@@ -69,6 +72,9 @@ pub struct SegmentCommitment<E> {
     pub nodes: Vec<Digest>,
     /// The polynomials kept in the backend's memory, if they were asked for and kept.
     pub resident: Option<ResidentPolys>,
+    /// The LDE rows kept in the backend's memory (and not in [`Self::lde`]), if they were asked
+    /// for and kept.
+    pub kept_rows: Option<Arc<dyn KeptRows>>,
 }
 
 impl<E> SegmentCommitment<E> {
@@ -96,17 +102,18 @@ pub fn commit_trace_segment<E: FieldElement<BaseField = Felt>>(
     partitions: PartitionOptions,
     hash: HashFunction,
 ) -> Result<SegmentCommitment<E>> {
-    trace_segment(committer, trace, blowup, partitions, hash, false)
+    let keep = Keep::default();
+    trace_segment(committer, trace, blowup, partitions, hash, keep)
 }
 
-/// [`commit_trace_segment`], keeping the polynomials on the device if `keep_polys`.
+/// [`commit_trace_segment`], keeping on the device what `keep` says.
 pub(crate) fn trace_segment<E: FieldElement<BaseField = Felt>>(
     committer: &dyn GpuCommitter,
     trace: &ColMatrix<E>,
     blowup: usize,
     partitions: PartitionOptions,
     hash: HashFunction,
-    keep_polys: bool,
+    keep: Keep,
 ) -> Result<SegmentCommitment<E>> {
     let trace_columns: Vec<&[E]> = trace.columns().collect();
     let components: Vec<Cow<'_, [Felt]>> =
@@ -118,7 +125,7 @@ pub(crate) fn trace_segment<E: FieldElement<BaseField = Felt>>(
         row_hashing: row_hashing::<E>(partitions, trace.num_cols()),
         hash,
     };
-    commit(committer, &request, keep_polys)
+    commit(committer, &request, keep)
 }
 
 /// Commits to the composition polynomial (`DefaultConstraintCommitment::new`): interpolates the
@@ -134,7 +141,7 @@ pub fn commit_composition<E: FieldElement<BaseField = Felt>>(
     hash: HashFunction,
 ) -> Result<SegmentCommitment<E>> {
     let shape = CompositionShape { trace_len, num_columns, blowup };
-    composition_segment(committer, evaluations, shape, partitions, hash, false)
+    composition_segment(committer, evaluations, shape, partitions, hash, Keep::default())
 }
 
 /// The dimensions of a composition commitment.
@@ -145,14 +152,14 @@ pub(crate) struct CompositionShape {
     pub blowup: usize,
 }
 
-/// [`commit_composition`], keeping the polynomials on the device if `keep_polys`.
+/// [`commit_composition`], keeping on the device what `keep` says.
 pub(crate) fn composition_segment<E: FieldElement<BaseField = Felt>>(
     committer: &dyn GpuCommitter,
     evaluations: &[E],
     shape: CompositionShape,
     partitions: PartitionOptions,
     hash: HashFunction,
-    keep_polys: bool,
+    keep: Keep,
 ) -> Result<SegmentCommitment<E>> {
     let CompositionShape { trace_len, num_columns, blowup } = shape;
     let components = base_components(evaluations);
@@ -163,22 +170,22 @@ pub(crate) fn composition_segment<E: FieldElement<BaseField = Felt>>(
         row_hashing: row_hashing::<E>(partitions, num_columns),
         hash,
     };
-    commit(committer, &request, keep_polys)
+    commit(committer, &request, keep)
 }
 
 fn commit<E: FieldElement<BaseField = Felt>>(
     committer: &dyn GpuCommitter,
     request: &CommitRequest<'_>,
-    keep_polys: bool,
+    keep: Keep,
 ) -> Result<SegmentCommitment<E>> {
     let shape = request.validate()?;
     let span =
         info_span!("commit_segment", backend = %committer.backend(), blowup = request.blowup);
     let commitment = span.in_scope(|| {
-        if keep_polys {
-            committer.commit_keeping_polys(request)
-        } else {
+        if keep == Keep::default() {
             committer.commit(request)
+        } else {
+            committer.commit_keeping(request, keep)
         }
     })?;
     check_commitment(committer, &shape, &commitment)?;
@@ -188,24 +195,25 @@ fn commit<E: FieldElement<BaseField = Felt>>(
         leaves: commitment.leaves,
         nodes: commitment.nodes,
         resident: commitment.resident,
+        kept_rows: commitment.kept_rows,
     })
 }
 
 /// A [`GpuError::Device`] of `committer` unless `commitment` has the sizes of `shape`: the
-/// polynomials (all of them, or none where they were kept), the LDE rows, the leaves and the
-/// nodes. A result of the wrong size is a backend failure (and falls back to the CPU), never
+/// polynomials (all of them, or none where they were kept), the LDE rows (none where they were
+/// kept), the leaves and the nodes. A result of the wrong size is a backend failure (and falls back to the CPU), never
 /// read.
 fn check_commitment(
     committer: &dyn GpuCommitter,
     shape: &Shape,
     commitment: &Commitment,
 ) -> Result<()> {
-    let Commitment { polys, lde, leaves, nodes, .. } = commitment;
+    let Commitment { polys, lde, leaves, nodes, kept_rows, .. } = commitment;
     let polys_fit = polys.is_empty()
         || polys.len() == shape.num_cols && polys.iter().all(|p| p.len() == shape.poly_len);
     let lde_fits = lde.row_width == shape.row_width
         && lde.num_cols == shape.num_cols
-        && lde.num_rows() == shape.lde_len
+        && (lde.num_rows() == shape.lde_len || kept_rows.is_some() && lde.data.is_empty())
         && lde.data.len().is_multiple_of(shape.row_width);
     if polys_fit && lde_fits && leaves.len() == shape.lde_len && nodes.len() == shape.lde_len {
         return Ok(());

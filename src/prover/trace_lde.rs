@@ -11,7 +11,7 @@ use winter_prover::{matrix::ColMatrix, EvaluationFrame, StarkDomain, TraceLde, T
 use super::segment::{trace_segment, CommitterHandle, SegmentLde};
 use crate::{
     backend::Backend,
-    committer::GpuCommitter,
+    committer::{GpuCommitter, Keep},
     error::{GpuError, Result},
     hash::GpuHasher,
     resident::ResidentPolys,
@@ -73,7 +73,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         committer: CommitterHandle,
     ) -> Result<(Self, Option<ColMatrix<Felt>>)> {
         let blowup = domain.trace_to_lde_blowup();
-        let keep = committer.keep_polys;
+        let keep = Keep { polys: committer.keep_polys, rows: false };
         let main = committer.try_run(|c| {
             trace_segment(c, main_trace, blowup, partition_options, H::FUNCTION, keep)
         })?;
@@ -126,6 +126,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
             return Err(GpuError::AuxRowMismatch { main: main_rows, aux: aux_trace.num_rows() });
         }
         let (blowup, partitions) = (domain.trace_to_lde_blowup(), self.partition_options);
+        let keep = Keep { polys: keep, rows: false };
         let aux = self
             .committer
             .try_run(|c| trace_segment(c, aux_trace, blowup, partitions, H::FUNCTION, keep))?;
@@ -251,6 +252,19 @@ where
     H: GpuHasher,
 {
     let rows = positions.iter().map(|&p| lde.row(p).to_vec()).collect::<Vec<_>>();
+    queries_of(rows, tree, positions)
+}
+
+/// `rows` (the rows at `positions`) with their batch opening proof.
+pub(crate) fn queries_of<E, H>(
+    rows: Vec<Vec<E>>,
+    tree: &MerkleTree<H>,
+    positions: &[usize],
+) -> Queries
+where
+    E: FieldElement<BaseField = Felt>,
+    H: GpuHasher,
+{
     let (_, proof) = tree
         .open_many(positions)
         .expect("failed to generate a batch opening proof for trace queries");

@@ -312,6 +312,7 @@ pub(super) fn commit(
             leaves,
             nodes,
             resident: None,
+            kept_rows: None,
         };
         Ok((commitment, times))
     })?;

@@ -30,7 +30,7 @@ use tracing::info_span;
 
 use crate::{
     backend::Backend,
-    committer::{check_hash, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing},
+    committer::{check_hash, CommitRequest, Commitment, GpuCommitter, Keep, LdeRows, RowHashing},
     deep::{CombineRequest, EvaluateRequest},
     error::Result,
     fri::{FoldingChannel, FriLayers, FriRequest},
@@ -277,8 +277,9 @@ impl GpuCommitter for WgpuCommitter {
         self.commit_on_device(request, false)
     }
 
-    fn commit_keeping_polys(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        self.commit_on_device(request, true)
+    /// Keeps the polynomials where asked; the rows always come to the host.
+    fn commit_keeping(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
+        self.commit_on_device(request, keep.polys)
     }
 
     fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {

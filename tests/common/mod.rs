@@ -25,8 +25,8 @@ use miden_gpu::{
     commit_composition, commit_trace_segment,
     deep::{combine_on_host, CombineRequest, DeepSegment, EvaluateRequest},
     fri::FriRequest,
-    Backend, CommitRequest, CpuCommitter, Digest, GpuCommitter, GpuError, GpuHasher, HashFunction,
-    LdeRows, PolyInput, ResidentPolys, RowHashing, SegmentCommitment,
+    Backend, CommitRequest, Commitment, CpuCommitter, Digest, GpuCommitter, GpuError, GpuHasher,
+    HashFunction, Keep, LdeRows, PolyInput, ResidentPolys, RowHashing, SegmentCommitment,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use winter_air::{PartitionOptions, TraceInfo};
@@ -609,9 +609,10 @@ pub fn check_deep(committer: &dyn GpuCommitter, seed: u64, count: usize) {
             },
             d,
         ));
+        let blowup = [2, 4, 8][i % 3];
         let request = |input| CommitRequest {
             input,
-            blowup: 2,
+            blowup,
             row_hashing: RowHashing::WholeRow,
             hash: HashFunction::Rpo256,
         };
@@ -619,7 +620,7 @@ pub fn check_deep(committer: &dyn GpuCommitter, seed: u64, count: usize) {
         let mut host_polys = Vec::new();
         for &(input, degree) in &inputs {
             let got = committer
-                .commit_keeping_polys(&request(input))
+                .commit_keeping(&request(input), Keep { polys: true, rows: true })
                 .unwrap_or_else(|e| panic!("{label}: commit: {e}"));
             let want = CpuCommitter::new().commit(&request(input)).expect("CPU commitment");
             assert_eq!(got.root(), want.root(), "{label}: a commitment keeping its polynomials");
@@ -628,6 +629,7 @@ pub fn check_deep(committer: &dyn GpuCommitter, seed: u64, count: usize) {
             } else {
                 assert_eq!(got.polys, want.polys, "{label}: returned polynomials");
             }
+            check_kept_rows(&got, &want, &mut rng, &label);
             host_polys.push((want.polys, degree));
             kept.push(got.resident);
         }
@@ -641,14 +643,41 @@ pub fn check_deep(committer: &dyn GpuCommitter, seed: u64, count: usize) {
     let columns = [vec![Felt::ONE; 4]];
     let slices: Vec<&[Felt]> = columns.iter().map(Vec::as_slice).collect();
     let cpu = CpuCommitter::new()
-        .commit_keeping_polys(&CommitRequest {
-            input: PolyInput::Trace { columns: &slices },
-            blowup: 2,
-            row_hashing: RowHashing::WholeRow,
-            hash: HashFunction::Rpo256,
-        })
+        .commit_keeping(
+            &CommitRequest {
+                input: PolyInput::Trace { columns: &slices },
+                blowup: 2,
+                row_hashing: RowHashing::WholeRow,
+                hash: HashFunction::Rpo256,
+            },
+            Keep { polys: true, rows: true },
+        )
         .expect("CPU commitment");
-    assert!(cpu.resident.is_none());
+    assert!(cpu.resident.is_none() && cpu.kept_rows.is_none());
+}
+
+/// The rows of `got`, a commitment asked to keep its rows: where the backend kept them, none
+/// came back and reads at random positions (the first and last rows among them, repeats
+/// allowed) equal `want`'s rows, while a position past the LDE is a typed error; where it did
+/// not, they came back equal to `want`'s.
+fn check_kept_rows(got: &Commitment, want: &Commitment, rng: &mut StdRng, label: &str) {
+    let Some(kept) = &got.kept_rows else {
+        assert_eq!(got.lde, want.lde, "{label}: returned rows");
+        return;
+    };
+    assert!(got.lde.data.is_empty(), "{label}: kept rows were also returned");
+    assert_eq!((got.lde.row_width, got.lde.num_cols), (want.lde.row_width, want.lde.num_cols));
+    let rows = want.lde.num_rows();
+    let mut positions: Vec<usize> = (0..27).map(|_| rng.random_range(0..rows)).collect();
+    positions.extend([0, rows - 1, positions[0]]);
+    let read = kept.read(&positions).unwrap_or_else(|e| panic!("{label}: read rows: {e}"));
+    for (&p, row) in positions.iter().zip(&read) {
+        assert_eq!(row.as_slice(), want.lde.row(p), "{label}: kept row {p}");
+    }
+    assert!(
+        matches!(kept.read(&[1, rows]), Err(GpuError::RowOutOfRange { row, .. }) if row == rows),
+        "{label}: a row past the LDE was read"
+    );
 }
 
 /// The DEEP combination (random coefficients) and the evaluations (two random points of degree
