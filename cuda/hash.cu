@@ -238,24 +238,66 @@ __device__ __forceinline__ void b3_load_block(const u64* in, u64 c_stride, u32 f
     }
 }
 
+/// A warp's staging tile for the row-major copies of its 32 rows: one 8-element block of each
+/// row, as four 16-byte chunks. Chunk q of row r sits at q ^ ((r >> 1) & 3), so that the lanes'
+/// writes of their own rows and the reads of 8 rows' chunks each hit distinct banks.
+typedef ulonglong2 B3Tile[32][4];
+
+/// Writes the calling lane's 8 `values` (its row's current block) into the warp's `tile`.
+__device__ __forceinline__ void b3_stage_block(B3Tile& tile, const u64 values[8]) {
+    const u32 lane = threadIdx.x & 31;
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        tile[lane][q ^ ((lane >> 1) & 3)] = make_ulonglong2(values[2 * q], values[2 * q + 1]);
+    }
+}
+
+/// Stores the staged block of the warp's 32 rows at element `col` of each row (`out`: the
+/// calling lane's row, null for none), whole rows' 64-byte segments at a time: 4 lanes a row, 8
+/// rows a store, so each store writes whole 32-byte sectors where one lane a row writing its
+/// own elements touches 32 sectors per 8-byte store. Every lane of the warp calls it together.
+__device__ __forceinline__ void b3_store_staged(B3Tile& tile, u64* out, u32 col) {
+    const u32 lane = threadIdx.x & 31;
+    const u32 q = lane & 3;
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const u32 r = 8 * i + (lane >> 2);
+        u64* row = (u64*)__shfl_sync(0xFFFFFFFFu, (u64)out, r);
+        const ulonglong2 v = tile[r][q ^ ((r >> 1) & 3)];
+        if (row) *(ulonglong2*)(row + col + 2 * q) = v;
+    }
+    __syncwarp();  // the tile is read before the next block overwrites it
+}
+
 /// Hashes rows with BLAKE3 (digests of `DW` words: 6 for BLAKE3-192, 8 for BLAKE3-256), with the
 /// addressing, partitions and `rows_out` of `hash_rows_impl`. Each element is its canonical
 /// integer, 8 bytes little-endian, so a 64-byte block holds 8 elements; partitioned, each chunk's
 /// digest is appended to an outer message (`merge_many`: BLAKE3 of the concatenated digests)
 /// whose blocks are compressed as they fill.
+///
+/// Whole rows are copied to `rows_out` a block at a time through a per-warp tile (see
+/// `b3_store_staged`), the last block's zeros being the row's padding: this takes `row_width`
+/// = 8·ceil(num_cols / 8), Winterfell's segment width. So that the warp stays whole, threads
+/// past the last row hash it again and write nothing. Partitioned, chunks do not start on blocks
+/// of the row: each thread writes its own row.
 template <int DW, bool PARTITIONED>
 __device__ __forceinline__ void b3_hash_rows_impl(const u64* src, u64 k_stride, u64 t_stride,
                                                   u64 c_stride, u32 num_cols, u32 part,
                                                   u32 log_blowup, u32 k0, u32 log_cosets, u64 t0,
                                                   u64 t_count, u64* leaves, u64* rows_out,
                                                   u64 t_base, u32 row_width) {
+    __shared__ B3Tile tiles[HASH_BLOCK / 32];
     const u64 id = blockIdx.x * (u64)blockDim.x + threadIdx.x;
-    if (id >= (t_count << log_cosets)) return;
-    const RowSlot slot = row_slot(id, src, k_stride, t_stride, log_blowup, k0, log_cosets, t0,
-                                  t_count, rows_out, t_base, row_width);
+    const u64 total = t_count << log_cosets;
+    if (PARTITIONED && id >= total) return;
+    const bool active = id < total;
+    const RowSlot slot = row_slot(active ? id : total - 1, src, k_stride, t_stride, log_blowup,
+                                  k0, log_cosets, t0, t_count, rows_out, t_base, row_width);
     const u64 row = slot.row;
     const u64* in = slot.in;
-    u64* out = slot.out;
+    u64* out = active ? slot.out : nullptr;
+    B3Tile& tile = tiles[threadIdx.x >> 5];
 
     const u32 size = PARTITIONED ? min(part, num_cols) : num_cols;
     const u32 parts = (num_cols + size - 1) / size;
@@ -280,18 +322,23 @@ __device__ __forceinline__ void b3_hash_rows_impl(const u64* src, u64 k_stride, 
         b3_load_block(in, c_stride, first, len, 0, raw);
         for (u32 b = 0; b < num_blocks; b++) {
             u32 block[16];
+            u64 canonical[8];
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 u64 v = 0;
+                canonical[j] = 0;
                 if (8 * b + j < len) {
                     const u64 x = raw[j];
-                    if (out) out[first + 8 * b + j] = gl_canonical(x);
+                    canonical[j] = gl_canonical(x);
+                    if (PARTITIONED && out) out[first + 8 * b + j] = canonical[j];
                     v = gl_canonical(gl_mont_reduce((u32)x, (u32)(x >> 32), 0, 0));
                 }
                 block[2 * j] = (u32)v;
                 block[2 * j + 1] = (u32)(v >> 32);
             }
+            if (!PARTITIONED && rows_out) b3_stage_block(tile, canonical);
             if (b + 1 < num_blocks) b3_load_block(in, c_stride, first, len, b + 1, raw);
+            if (!PARTITIONED && rows_out) b3_store_staged(tile, out, 8 * b);
             b3_absorb(inner, block, b, num_blocks, 8 * min(8u, len - 8 * b));
         }
         if (PARTITIONED) {
@@ -309,15 +356,20 @@ __device__ __forceinline__ void b3_hash_rows_impl(const u64* src, u64 k_stride, 
         }
     }
 
-    if (out) {
+    if (PARTITIONED && out) {
         for (u32 c = num_cols; c < row_width; c++) out[c] = 0;
     }
+    if (!active) return;
+    // 16-byte stores: a leaf is one sector, two stores instead of four
     const u32* digest = PARTITIONED ? outer.cv : inner.cv;
+    u64 words[4];
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        leaves[row * 4 + i] =
-            2 * i < DW ? ((u64)digest[2 * i + 1] << 32) | digest[2 * i] : 0ull;
+        words[i] = 2 * i < DW ? ((u64)digest[2 * i + 1] << 32) | digest[2 * i] : 0ull;
     }
+    ulonglong2* leaf = (ulonglong2*)(leaves + row * 4);
+    leaf[0] = make_ulonglong2(words[0], words[1]);
+    leaf[1] = make_ulonglong2(words[2], words[3]);
 }
 
 #define B3_HASH_ROWS_KERNEL(NAME, DW, PARTITIONED)                                                \

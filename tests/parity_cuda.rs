@@ -8,7 +8,10 @@ mod common;
 
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use common::device::{tests, DeviceTests};
+use common::{
+    device::{tests, DeviceTests},
+    Case,
+};
 
 use cudarc::{
     driver::{CudaContext, LaunchConfig, PushKernelArg},
@@ -65,10 +68,28 @@ fn gpu_alone() -> RwLockWriteGuard<'static, ()> {
     GPU.write().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The shared harness, then BLAKE3 shapes its random cases miss, for the whole-row kernel's
+/// warp-wide row stores: LDEs of fewer rows than a warp (the last warp partial) with 1 to 7 base
+/// columns, several blocks a row and partitioned rows; 5 columns over full warps.
 fn cuda_backend_matches_winterfell() {
     let _gpu = gpu_shared();
     let c = committer();
     common::run_parity_suite(&c, 0xC0DA, 60, &common::GPU_HASHES);
+    for (i, (log_rows, cols, blowup, extension, partitions, hash)) in [
+        (1, 3, 2, 1, 1, HashFunction::Blake3_256),
+        (2, 7, 2, 1, 1, HashFunction::Blake3_192),
+        (3, 1, 2, 1, 1, HashFunction::Blake3_256),
+        (2, 2, 2, 3, 1, HashFunction::Blake3_192),
+        (2, 73, 4, 1, 1, HashFunction::Blake3_256),
+        (2, 21, 4, 1, 2, HashFunction::Blake3_192),
+        (6, 5, 8, 1, 1, HashFunction::Blake3_192),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let case = Case { log_rows, cols, blowup, extension, partitions, hash, composition: false };
+        common::check_case(&c, &case, 0xB3 + i as u64);
+    }
 }
 
 /// `GpuProver` on CUDA: proofs byte-identical to Winterfell's for every field extension and
