@@ -150,8 +150,8 @@ fn held_with(buffers: &Buffers, sizes: &BufferSizes) -> u64 {
 /// The most cosets per pass (a power of two up to `blowup`) whose buffers and twiddle tables fit
 /// every GPU's budget: `limit` bytes per GPU, or the device's free memory plus what the
 /// committer already holds. What a GPU holds from earlier work (larger buffers, other twiddle
-/// tables) is freed where keeping it would exceed the budget. [`GpuError::OutOfMemory`] if even
-/// one coset per pass does not fit.
+/// tables) is freed where keeping it would exceed the budget; then every buffer is grown to its
+/// size for the pass. [`GpuError::OutOfMemory`] if even one coset per pass does not fit.
 pub(super) fn cosets_per_pass(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
@@ -187,12 +187,15 @@ pub(super) fn cosets_per_pass(
         }
         cosets /= 2;
     }
-    for ((state, f), &budget) in states.iter_mut().zip(footprints).zip(&budgets) {
+    for (((gpu, state), f), &budget) in
+        gpus.iter().zip(states.iter_mut()).zip(footprints).zip(&budgets)
+    {
         let sizes = f.sizes(cosets, blowup);
         let tables = state.twiddles_held() + state.missing_twiddle_bytes(&f.twiddles);
         if held_with(&state.buffers, &sizes) + tables + LAUNCH_TABLES > budget {
             state.release_all_but(&f.twiddles);
         }
+        state.buffers.grow_to(&gpu.alloc, &sizes)?;
     }
     Ok(cosets)
 }
