@@ -99,17 +99,27 @@ fn corruptions() -> Vec<(Corruption, usize)> {
 }
 
 /// The CPU backend, but one commitment (by call order) comes back changed, with no error: a
-/// backend returning wrong data silently.
+/// backend returning wrong data silently. With `keep_rows`, the rows of the commitments asked to
+/// keep them stay "on the device" instead ([`HeldRows`]).
 struct CorruptingCommitter {
     cpu: CpuCommitter,
     corruption: Corruption,
     corrupted_call: usize,
     calls: AtomicUsize,
+    keep_rows: Option<KeepRows>,
+}
+
+/// How a [`CorruptingCommitter`] keeps rows: whether every read fails, and the reads counted.
+#[derive(Clone)]
+struct KeepRows {
+    fail: bool,
+    reads: Arc<AtomicUsize>,
 }
 
 impl CorruptingCommitter {
     fn new(corruption: Corruption, corrupted_call: usize) -> Self {
-        Self { cpu: CpuCommitter::new(), corruption, corrupted_call, calls: AtomicUsize::new(0) }
+        let calls = AtomicUsize::new(0);
+        Self { cpu: CpuCommitter::new(), corruption, corrupted_call, calls, keep_rows: None }
     }
 }
 
@@ -129,6 +139,20 @@ impl GpuCommitter for CorruptingCommitter {
                 Corruption::Coefficient => commitment.polys[0][1] += Felt::ONE,
                 Corruption::LdeElement => commitment.lde.data[0] += Felt::ONE,
             }
+        }
+        Ok(commitment)
+    }
+
+    fn commit_keeping(
+        &self,
+        request: &CommitRequest<'_>,
+        keep: Keep,
+    ) -> miden_gpu::Result<Commitment> {
+        let mut commitment = self.commit(request)?;
+        if let (true, Some(KeepRows { fail, reads })) = (keep.rows, self.keep_rows.clone()) {
+            let empty = LdeRows { data: Vec::new().into(), ..commitment.lde.clone() };
+            let lde = std::mem::replace(&mut commitment.lde, empty);
+            commitment.kept_rows = Some(Arc::new(HeldRows { lde, fail, reads }));
         }
         Ok(commitment)
     }
@@ -223,14 +247,6 @@ fn without_self_check_the_wrong_data_gives_a_proof_that_fails() {
 // ROWS KEPT ON THE DEVICE
 // ================================================================================================
 
-/// The CPU backend, keeping the rows of the commitments asked to keep them as a device would
-/// (behind [`KeptRows`], which only hands out the rows read), each read failing if `fail_reads`.
-struct RowKeepingCommitter {
-    cpu: CpuCommitter,
-    fail_reads: bool,
-    reads: Arc<AtomicUsize>,
-}
-
 /// Rows "on the device": only what [`KeptRows::read`] returns leaves them.
 #[derive(Debug)]
 struct HeldRows {
@@ -249,66 +265,16 @@ impl KeptRows for HeldRows {
     }
 }
 
-impl GpuCommitter for RowKeepingCommitter {
-    fn backend(&self) -> Backend {
-        Backend::Cpu
-    }
-
-    fn device_name(&self) -> String {
-        "CPU, keeping rows".into()
-    }
-
-    fn commit(&self, request: &CommitRequest<'_>) -> miden_gpu::Result<Commitment> {
-        self.cpu.commit(request)
-    }
-
-    fn commit_keeping(
-        &self,
-        request: &CommitRequest<'_>,
-        keep: Keep,
-    ) -> miden_gpu::Result<Commitment> {
-        let mut commitment = self.cpu.commit(request)?;
-        if keep.rows {
-            let empty = LdeRows { data: Vec::new().into(), ..commitment.lde.clone() };
-            let lde = std::mem::replace(&mut commitment.lde, empty);
-            let (fail, reads) = (self.fail_reads, self.reads.clone());
-            commitment.kept_rows = Some(Arc::new(HeldRows { lde, fail, reads }));
-        }
-        Ok(commitment)
-    }
-
-    fn hash_rows(
-        &self,
-        lde: &LdeRows,
-        row_hashing: RowHashing,
-        hash: HashFunction,
-    ) -> miden_gpu::Result<Vec<Digest>> {
-        self.cpu.hash_rows(lde, row_hashing, hash)
-    }
-
-    fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> miden_gpu::Result<Vec<Digest>> {
-        self.cpu.build_tree(leaves, hash)
-    }
-
-    fn commit_fri(
-        &self,
-        request: &FriRequest<'_>,
-        channel: &mut FoldingChannel<'_>,
-    ) -> miden_gpu::Result<FriLayers> {
-        self.cpu.commit_fri(request, channel)
-    }
-}
-
-/// A prover on a [`RowKeepingCommitter`] and the counter of its reads.
-fn row_keeping_prover(fail_reads: bool) -> (GpuProver<FibProver<Rpo256>>, Arc<AtomicUsize>) {
+/// A prover on a [`CorruptingCommitter`] that corrupts nothing and keeps rows, and the counter
+/// of its reads.
+fn row_keeping_prover(fail: bool) -> (GpuProver<FibProver<Rpo256>>, Arc<AtomicUsize>) {
     let reads = Arc::new(AtomicUsize::new(0));
-    let committer =
-        RowKeepingCommitter { cpu: CpuCommitter::new(), fail_reads, reads: reads.clone() };
-    let prover = GpuProver::with_committer(
-        FibProver::<Rpo256>::new(common::fib_proof_options()),
-        Arc::new(committer),
-    );
-    (prover, reads)
+    let committer = CorruptingCommitter {
+        keep_rows: Some(KeepRows { fail, reads: reads.clone() }),
+        ..CorruptingCommitter::new(Corruption::Coefficient, usize::MAX)
+    };
+    let options = common::fib_proof_options();
+    (GpuProver::with_committer(FibProver::<Rpo256>::new(options), Arc::new(committer)), reads)
 }
 
 /// The composition's rows kept on the "device" and read at the query positions alone give
