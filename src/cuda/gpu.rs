@@ -12,7 +12,6 @@ use super::{
     health::Health,
     kernels::sig,
     launch::{Kernel, Module, Signature},
-    memory::BufferSizes,
     program::{compile_for_arch, HASHES},
     shared_device::SharedDevice,
     transfer::{self, Lane, Ring},
@@ -176,33 +175,6 @@ impl Buffers {
             self.lde_tables.bytes(),
             self.col_src.bytes(),
         ]
-    }
-
-    /// Grows every buffer to at least its size in `sizes` (bytes), before a commitment queues
-    /// any work: growing one frees the old buffer first, and a free waits for the device to
-    /// idle, so a buffer grown mid-pipeline would hold the host until the work queued before it
-    /// ends (and the downloads that the host then runs with it).
-    pub(super) fn grow_to(&mut self, alloc: &Allocator, sizes: &BufferSizes) -> DriverResult<()> {
-        fn grow<T: DeviceElement>(
-            s: &mut Scratch<T>,
-            a: &Allocator,
-            bytes: usize,
-        ) -> DriverResult<()> {
-            match bytes / size_of::<T>() {
-                0 => Ok(()),
-                len => s.get(a, len).map(drop),
-            }
-        }
-        grow(&mut self.source, alloc, sizes.source)?;
-        grow(&mut self.polys, alloc, sizes.polys)?;
-        grow(&mut self.lde, alloc, sizes.lde)?;
-        grow(&mut self.slab, alloc, sizes.slab)?;
-        grow(&mut self.rows, alloc, sizes.rows)?;
-        grow(&mut self.leaves, alloc, sizes.leaves)?;
-        grow(&mut self.nodes, alloc, sizes.nodes)?;
-        grow(&mut self.polys_tables, alloc, sizes.polys_tables)?;
-        grow(&mut self.lde_tables, alloc, sizes.lde_tables)?;
-        grow(&mut self.col_src, alloc, sizes.col_src)
     }
 
     /// Frees every buffer.

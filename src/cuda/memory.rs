@@ -24,6 +24,7 @@
 //! never exceeds the limit.
 
 use super::{
+    buffer::{Allocator, DeviceElement, Scratch},
     driver::{bind, check, DriverResult},
     gpu::{twiddles_bytes, Buffers, GpuState, TwiddleKey},
     transfer::MAX_RUN_BYTES,
@@ -144,6 +145,33 @@ fn held_with(buffers: &Buffers, sizes: &BufferSizes) -> u64 {
         .sum()
 }
 
+/// Grows every buffer of `buffers` to at least its size in `sizes` (bytes), before a commitment
+/// queues any work: growing one frees the old buffer first, and a free waits for the device to
+/// idle, so a buffer grown mid-pipeline would hold the host until the work queued before it
+/// ends (and the downloads that the host then runs with it).
+fn grow(buffers: &mut Buffers, alloc: &Allocator, sizes: &BufferSizes) -> DriverResult<()> {
+    fn grow_one<T: DeviceElement>(
+        s: &mut Scratch<T>,
+        a: &Allocator,
+        bytes: usize,
+    ) -> DriverResult<()> {
+        match bytes / size_of::<T>() {
+            0 => Ok(()),
+            len => s.get(a, len).map(drop),
+        }
+    }
+    grow_one(&mut buffers.source, alloc, sizes.source)?;
+    grow_one(&mut buffers.polys, alloc, sizes.polys)?;
+    grow_one(&mut buffers.lde, alloc, sizes.lde)?;
+    grow_one(&mut buffers.slab, alloc, sizes.slab)?;
+    grow_one(&mut buffers.rows, alloc, sizes.rows)?;
+    grow_one(&mut buffers.leaves, alloc, sizes.leaves)?;
+    grow_one(&mut buffers.nodes, alloc, sizes.nodes)?;
+    grow_one(&mut buffers.polys_tables, alloc, sizes.polys_tables)?;
+    grow_one(&mut buffers.lde_tables, alloc, sizes.lde_tables)?;
+    grow_one(&mut buffers.col_src, alloc, sizes.col_src)
+}
+
 // PASSES
 // ================================================================================================
 
@@ -195,7 +223,7 @@ pub(super) fn cosets_per_pass(
         if held_with(&state.buffers, &sizes) + tables + LAUNCH_TABLES > budget {
             state.release_all_but(&f.twiddles);
         }
-        state.buffers.grow_to(&gpu.alloc, &sizes)?;
+        grow(&mut state.buffers, &gpu.alloc, &sizes)?;
     }
     Ok(cosets)
 }
