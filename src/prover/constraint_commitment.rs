@@ -15,7 +15,7 @@ use super::{
     segment::{
         composition_segment, CommitterHandle, CompositionShape, SegmentCommitment, SegmentLde,
     },
-    trace_lde::{host_polys, queries_of, segment_queries},
+    trace_lde::{host_polys, queries_of},
 };
 use crate::{
     committer::{Keep, KeptRows},
@@ -143,7 +143,9 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
     /// again on the CPU (with a warning) and its rows are opened; otherwise the typed error.
     pub(crate) fn try_query(&self, positions: &[usize]) -> Result<Queries> {
         let (kept, recompute) = match &self.rows {
-            CompositionRows::Host(lde) => return Ok(segment_queries(lde, &self.tree, positions)),
+            CompositionRows::Host(lde) => {
+                return Ok(queries_of(lde.rows_at(positions), &self.tree, positions));
+            },
             CompositionRows::Kept { rows, recompute } => (rows, recompute),
         };
         let error = match kept.read(positions) {
@@ -165,7 +167,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
             H::FUNCTION,
             Keep::default(),
         )?;
-        Ok(segment_queries(&segment.lde, &self.tree, positions))
+        Ok(queries_of(segment.lde.rows_at(positions), &self.tree, positions))
     }
 
     /// The composition polynomial's columns on the device, where the committer kept them.

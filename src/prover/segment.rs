@@ -53,6 +53,11 @@ impl<E: FieldElement<BaseField = Felt>> SegmentLde<E> {
         E::slice_from_base_elements(self.rows.row(i))
     }
 
+    /// The rows at `positions`, copied.
+    pub(crate) fn rows_at(&self, positions: &[usize]) -> Vec<Vec<E>> {
+        positions.iter().map(|&p| self.row(p).to_vec()).collect()
+    }
+
     /// The base-element rows as the backend produced them.
     pub fn base_rows(&self) -> &LdeRows {
         &self.rows

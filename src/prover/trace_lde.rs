@@ -204,9 +204,10 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> TraceLde<E> for GpuTraceLd
     }
 
     fn query(&self, positions: &[usize]) -> Vec<Queries> {
-        let mut result = vec![segment_queries(&self.main_lde, &self.main_tree, positions)];
+        let mut result =
+            vec![queries_of(self.main_lde.rows_at(positions), &self.main_tree, positions)];
         if let Some((lde, tree)) = &self.aux {
-            result.push(segment_queries(lde, tree, positions));
+            result.push(queries_of(lde.rows_at(positions), tree, positions));
         }
         result
     }
@@ -241,21 +242,8 @@ fn returned<E: FieldElement>(
     })
 }
 
-/// Rows at `positions` with their batch opening proof, as `DefaultTraceLde` builds them.
-pub(crate) fn segment_queries<E, H>(
-    lde: &SegmentLde<E>,
-    tree: &MerkleTree<H>,
-    positions: &[usize],
-) -> Queries
-where
-    E: FieldElement<BaseField = Felt>,
-    H: GpuHasher,
-{
-    let rows = positions.iter().map(|&p| lde.row(p).to_vec()).collect::<Vec<_>>();
-    queries_of(rows, tree, positions)
-}
-
-/// `rows` (the rows at `positions`) with their batch opening proof.
+/// `rows` (the rows at `positions`) with their batch opening proof, as `DefaultTraceLde` builds
+/// them.
 pub(crate) fn queries_of<E, H>(
     rows: Vec<Vec<E>>,
     tree: &MerkleTree<H>,
