@@ -103,45 +103,54 @@ impl FaultyCommitter {
     }
 }
 
-/// Kept FRI layers whose first opening counts as one call of their [`FaultyCommitter`] (and
-/// fails if it is the chosen one, as do the openings after it).
-struct FaultyKeptLayers {
-    inner: Box<dyn KeptLayers>,
+/// The uses of something a [`FaultyCommitter`] left on the device (FRI layers, LDE rows): the
+/// first counts as one call (and fails if it is the chosen one, as do the uses after it).
+#[derive(Debug)]
+struct KeptUses {
     counter: Arc<CallCounter>,
     counted: AtomicBool,
     failed: AtomicBool,
+}
+
+impl KeptUses {
+    fn new(counter: Arc<CallCounter>) -> Self {
+        Self { counter, counted: AtomicBool::new(false), failed: AtomicBool::new(false) }
+    }
+
+    fn check(&self) -> Result<()> {
+        if !self.counted.swap(true, Ordering::SeqCst) && self.counter.check().is_err() {
+            self.failed.store(true, Ordering::SeqCst);
+        }
+        match self.failed.load(Ordering::SeqCst) {
+            true => Err(self.counter.fault.error(self.counter.backend)),
+            false => Ok(()),
+        }
+    }
+}
+
+/// Kept FRI layers opened through [`KeptUses`].
+struct FaultyKeptLayers {
+    inner: Box<dyn KeptLayers>,
+    uses: KeptUses,
 }
 
 impl KeptLayers for FaultyKeptLayers {
     fn open(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
-        if !self.counted.swap(true, Ordering::SeqCst) && self.counter.check().is_err() {
-            self.failed.store(true, Ordering::SeqCst);
-        }
-        if self.failed.load(Ordering::SeqCst) {
-            return Err(self.counter.fault.error(self.counter.backend));
-        }
+        self.uses.check()?;
         self.inner.open(layer, positions)
     }
 }
 
-/// Kept LDE rows whose first read counts as one call of their [`FaultyCommitter`] (and fails if
-/// it is the chosen one, as do the reads after it).
+/// Kept LDE rows read through [`KeptUses`].
 #[derive(Debug)]
 struct FaultyKeptRows {
     inner: Arc<dyn KeptRows>,
-    counter: Arc<CallCounter>,
-    counted: AtomicBool,
-    failed: AtomicBool,
+    uses: KeptUses,
 }
 
 impl KeptRows for FaultyKeptRows {
     fn read(&self, positions: &[usize]) -> Result<Vec<Vec<Felt>>> {
-        if !self.counted.swap(true, Ordering::SeqCst) && self.counter.check().is_err() {
-            self.failed.store(true, Ordering::SeqCst);
-        }
-        if self.failed.load(Ordering::SeqCst) {
-            return Err(self.counter.fault.error(self.counter.backend));
-        }
+        self.uses.check()?;
         self.inner.read(positions)
     }
 }
@@ -165,12 +174,8 @@ impl GpuCommitter for FaultyCommitter {
         self.check()?;
         let mut commitment = self.inner.commit_keeping(request, keep)?;
         commitment.kept_rows = commitment.kept_rows.take().map(|inner| {
-            Arc::new(FaultyKeptRows {
-                inner,
-                counter: self.counter.clone(),
-                counted: AtomicBool::new(false),
-                failed: AtomicBool::new(false),
-            }) as Arc<dyn KeptRows>
+            let uses = KeptUses::new(self.counter.clone());
+            Arc::new(FaultyKeptRows { inner, uses }) as Arc<dyn KeptRows>
         });
         Ok(commitment)
     }
@@ -210,12 +215,8 @@ impl GpuCommitter for FaultyCommitter {
         let Err(error) = self.check() else {
             let mut layers = self.inner.commit_fri(request, channel)?;
             layers.kept = layers.kept.take().map(|inner| {
-                Box::new(FaultyKeptLayers {
-                    inner,
-                    counter: self.counter.clone(),
-                    counted: AtomicBool::new(false),
-                    failed: AtomicBool::new(false),
-                }) as Box<dyn KeptLayers>
+                let uses = KeptUses::new(self.counter.clone());
+                Box::new(FaultyKeptLayers { inner, uses }) as Box<dyn KeptLayers>
             });
             return Ok(layers);
         };
