@@ -8,12 +8,12 @@
 use std::sync::Arc;
 
 use miden_crypto::Felt;
-use winter_math::StarkField;
 
 use super::{fri::gather_to_host, gpu::Gpu, resident::ResidentShare};
 use crate::{
     committer::KeptRows,
     error::{GpuError, Result},
+    hash::canonical_mont,
 };
 
 /// A commitment's LDE rows on the GPUs of one committer.
@@ -62,7 +62,8 @@ impl KeptRows for CudaKeptRows {
                 },
             };
             for (row, words) in rows.iter_mut().zip(words.chunks(share.cols.len().max(1))) {
-                row.extend(words.iter().map(|&w| canonical(w)));
+                // reduced below the modulus, as the row-major copies are
+                row.extend(words.iter().map(|&w| Felt::from_mont(canonical_mont(w))));
             }
         }
         Ok(rows)
@@ -82,11 +83,4 @@ impl CudaKeptRows {
             .collect();
         gather_to_host(gpu, &[(share.buffer.as_slice().as_words(), indices)])
     }
-}
-
-/// The element of a Montgomery word the kernels left in `[0, 2^64)`: reduced below the modulus,
-/// as the row-major copies are.
-fn canonical(word: u64) -> Felt {
-    let modulus = <Felt as StarkField>::MODULUS;
-    Felt::from_mont(if word >= modulus { word - modulus } else { word })
 }

@@ -85,7 +85,7 @@ impl Digest {
 }
 
 /// The canonical Montgomery word (below the modulus) of a possibly non-canonical one.
-fn canonical_mont(word: u64) -> u64 {
+pub(crate) fn canonical_mont(word: u64) -> u64 {
     if word >= Felt::MODULUS {
         word - Felt::MODULUS
     } else {

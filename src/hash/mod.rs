@@ -12,6 +12,7 @@ mod hasher;
 
 use core::{fmt, str::FromStr};
 
+pub(crate) use digest::canonical_mont;
 pub use digest::{Digest, DIGEST_BYTES};
 pub use hasher::GpuHasher;
 use miden_crypto::{

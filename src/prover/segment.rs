@@ -186,13 +186,7 @@ fn commit<E: FieldElement<BaseField = Felt>>(
     let shape = request.validate()?;
     let span =
         info_span!("commit_segment", backend = %committer.backend(), blowup = request.blowup);
-    let commitment = span.in_scope(|| {
-        if keep == Keep::default() {
-            committer.commit(request)
-        } else {
-            committer.commit_keeping(request, keep)
-        }
-    })?;
+    let commitment = span.in_scope(|| committer.commit_keeping(request, keep))?;
     check_commitment(committer, &shape, &commitment)?;
     Ok(SegmentCommitment {
         polys: join_components(commitment.polys),
@@ -206,8 +200,8 @@ fn commit<E: FieldElement<BaseField = Felt>>(
 
 /// A [`GpuError::Device`] of `committer` unless `commitment` has the sizes of `shape`: the
 /// polynomials (all of them, or none where they were kept), the LDE rows (none where they were
-/// kept), the leaves and the nodes. A result of the wrong size is a backend failure (and falls back to the CPU), never
-/// read.
+/// kept), the leaves and the nodes. A result of the wrong size is a backend failure (and falls
+/// back to the CPU), never read.
 fn check_commitment(
     committer: &dyn GpuCommitter,
     shape: &Shape,
