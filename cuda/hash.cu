@@ -390,13 +390,11 @@ B3_HASH_ROWS_KERNEL(hash_rows_blake3_256_partitioned, 8, true)
 // MERKLE TREE
 // ================================================================================================
 
-/// One tree level: parents[i] = merge(children[2i], children[2i+1]) for i < count (digests are 4
+/// Parent i of a tree level: parents[i] = merge(children[2i], children[2i+1]) (digests are 4
 /// elements). Winterfell's node array stores level `count` at nodes[count..2·count], so a level
 /// reads nodes[2·count..4·count] (or the leaves) and writes nodes[count..2·count].
 template <int HASH>
-__device__ __forceinline__ void merkle_level_impl(const u64* children, u64* parents, u64 count) {
-    const u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
-    if (i >= count) return;
+__device__ __forceinline__ void merkle_parent(const u64* children, u64* parents, u64 i) {
     u64 s[STATE_WIDTH];
 #pragma unroll
     for (int j = 0; j < 4; j++) s[j] = 0;
@@ -407,20 +405,12 @@ __device__ __forceinline__ void merkle_level_impl(const u64* children, u64* pare
     for (int j = 0; j < 4; j++) parents[4 * i + j] = gl_canonical(s[4 + j]);
 }
 
-#define MERKLE_KERNEL(NAME, HASH)                                                                 \
-    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, HASH_MIN_BLOCKS)                                     \
-        NAME(const u64* children, u64* parents, u64 count) {                                     \
-        merkle_level_impl<HASH>(children, parents, count);                                       \
-    }
-
-/// A Merkle level with a Rescue permutation on a quad of lanes, one quad per parent.
+/// Lane `id & 3` of parent `id >> 2`, with a Rescue permutation on a quad of lanes (the quad's
+/// lanes run together).
 template <int HASH>
-__device__ __forceinline__ void merkle_level_quad_impl(const u64* children, u64* parents,
-                                                       u64 count) {
-    const u64 id = blockIdx.x * (u64)blockDim.x + threadIdx.x;
+__device__ __forceinline__ void merkle_parent_quad(const u64* children, u64* parents, u64 id) {
     const u64 i = id >> 2;
     const u32 q = (u32)(id & 3);
-    if (i >= count) return;  // a quad's lanes leave together
     const unsigned mask = 0xFu << (threadIdx.x & 28);
     u64 s[3];
 #pragma unroll
@@ -432,28 +422,10 @@ __device__ __forceinline__ void merkle_level_quad_impl(const u64* children, u64*
     parents[4 * i + q] = gl_canonical(s[0]);  // digest element q
 }
 
-#define MERKLE_QUAD_KERNEL(NAME, HASH)                                                            \
-    extern "C" __global__ void __launch_bounds__(HASH_BLOCK, HASH_MIN_BLOCKS)                     \
-        NAME(const u64* children, u64* parents, u64 count) {                                     \
-        merkle_level_quad_impl<HASH>(children, parents, count);                                  \
-    }
-
-#if RESCUE_LANES == 4
-MERKLE_QUAD_KERNEL(merkle_level_rpo, HASH_RPO)
-MERKLE_QUAD_KERNEL(merkle_level_rpx, HASH_RPX)
-#else
-MERKLE_KERNEL(merkle_level_rpo, HASH_RPO)
-MERKLE_KERNEL(merkle_level_rpx, HASH_RPX)
-#endif
-MERKLE_KERNEL(merkle_level_poseidon2, HASH_POSEIDON2)
-
-/// One tree level with BLAKE3 (digests of `DW` words, stored as 4 u64 with zero padding):
-/// parents[i] = BLAKE3 of the bytes of children[2i] and children[2i+1], one block.
+/// Parent i with BLAKE3 (digests of `DW` words, stored as 4 u64 with zero padding): the BLAKE3
+/// of the bytes of children[2i] and children[2i+1], one block.
 template <int DW>
-__device__ __forceinline__ void b3_merkle_level_impl(const u64* children, u64* parents,
-                                                     u64 count) {
-    const u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;
-    if (i >= count) return;
+__device__ __forceinline__ void b3_merkle_parent(const u64* children, u64* parents, u64 i) {
     // the two children (64 contiguous bytes) in four 16-byte loads, the parent in two stores:
     // a quarter of the memory instructions of word-sized accesses
     const uint4* pair = (const uint4*)(children + 8 * i);
@@ -486,11 +458,44 @@ __device__ __forceinline__ void b3_merkle_level_impl(const u64* children, u64* p
     parent[1] = make_ulonglong2(digest[2], digest[3]);
 }
 
-#define B3_MERKLE_KERNEL(NAME, DW)                                                                \
+/// One level: `count` parents of `LANES` threads each, a thread per lane.
+#define MERKLE_LEVEL_KERNEL(NAME, PARENT, LANES)                                                  \
     extern "C" __global__ void __launch_bounds__(HASH_BLOCK, HASH_MIN_BLOCKS)                     \
         NAME(const u64* children, u64* parents, u64 count) {                                     \
-        b3_merkle_level_impl<DW>(children, parents, count);                                      \
+        const u64 id = blockIdx.x * (u64)blockDim.x + threadIdx.x;                               \
+        if (id < count * LANES) PARENT(children, parents, id);                                   \
     }
 
-B3_MERKLE_KERNEL(merkle_level_blake3_192, 6)
-B3_MERKLE_KERNEL(merkle_level_blake3_256, 8)
+/// The top `levels` levels of a tree in one block (they are too small to fill the GPU, and a
+/// launch each would leave it waiting on launches). The first level has `count` nodes of which
+/// this launch builds `parents` from `first` on, from `children`; each level above halves all
+/// three and reads the level below it from `nodes` (the node array up to 2·count).
+#define MERKLE_TOP_KERNEL(NAME, PARENT, LANES)                                                    \
+    extern "C" __global__ void __launch_bounds__(MERKLE_TOP_BLOCK, 1)                             \
+        NAME(const u64* children, u64* nodes, u64 count, u64 first, u64 parents, u32 levels) {   \
+        for (u32 l = 0; l < levels; l++) {                                                       \
+            const u64 c = count >> l, f = first >> l, n = parents >> l;                          \
+            const u64* from = l == 0 ? children : nodes + 4 * (2 * c + 2 * f);                   \
+            for (u64 id = threadIdx.x; id < n * LANES; id += blockDim.x)                          \
+                PARENT(from, nodes + 4 * (c + f), id);                                           \
+            __syncthreads(); /* this level's nodes are visible to the whole block */             \
+        }                                                                                        \
+    }
+
+#if RESCUE_LANES == 4
+MERKLE_LEVEL_KERNEL(merkle_level_rpo, merkle_parent_quad<HASH_RPO>, 4)
+MERKLE_TOP_KERNEL(merkle_top_rpo, merkle_parent_quad<HASH_RPO>, 4)
+MERKLE_LEVEL_KERNEL(merkle_level_rpx, merkle_parent_quad<HASH_RPX>, 4)
+MERKLE_TOP_KERNEL(merkle_top_rpx, merkle_parent_quad<HASH_RPX>, 4)
+#else
+MERKLE_LEVEL_KERNEL(merkle_level_rpo, merkle_parent<HASH_RPO>, 1)
+MERKLE_TOP_KERNEL(merkle_top_rpo, merkle_parent<HASH_RPO>, 1)
+MERKLE_LEVEL_KERNEL(merkle_level_rpx, merkle_parent<HASH_RPX>, 1)
+MERKLE_TOP_KERNEL(merkle_top_rpx, merkle_parent<HASH_RPX>, 1)
+#endif
+MERKLE_LEVEL_KERNEL(merkle_level_poseidon2, merkle_parent<HASH_POSEIDON2>, 1)
+MERKLE_TOP_KERNEL(merkle_top_poseidon2, merkle_parent<HASH_POSEIDON2>, 1)
+MERKLE_LEVEL_KERNEL(merkle_level_blake3_192, b3_merkle_parent<6>, 1)
+MERKLE_TOP_KERNEL(merkle_top_blake3_192, b3_merkle_parent<6>, 1)
+MERKLE_LEVEL_KERNEL(merkle_level_blake3_256, b3_merkle_parent<8>, 1)
+MERKLE_TOP_KERNEL(merkle_top_blake3_256, b3_merkle_parent<8>, 1)

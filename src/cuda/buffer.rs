@@ -364,8 +364,8 @@ impl<'a, T: DeviceElement> DeviceSliceMut<'a, T> {
         DeviceSliceMut { ptr: self.ptr, len: self.len, ctx: self.ctx, _elements: PhantomData }
     }
 
-    /// The same range, to read.
-    pub(super) fn as_slice(&self) -> DeviceSlice<'_, T> {
+    /// The same range, to read, for as long as this view was to live.
+    pub(super) fn into_read(self) -> DeviceSlice<'a, T> {
         DeviceSlice { ptr: self.ptr, len: self.len, ctx: self.ctx, _elements: PhantomData }
     }
 

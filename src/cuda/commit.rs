@@ -92,6 +92,7 @@ pub(super) fn commit(
     let cosets = memory::cosets_per_pass(gpus, states, &footprints, blowup, memory_limit)?;
     let passes = Passes::new(cosets, blowup);
     let keep_rows = keep.rows && passes.count == 1;
+    memory::grow(gpus, states, &footprints, cosets, blowup, keep_rows)?;
     if passes.count > 1 {
         tracing::info!(
             passes = passes.count,

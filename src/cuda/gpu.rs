@@ -27,6 +27,7 @@ struct HashKernels {
     hash_rows: Kernel<sig::HashRows>,
     hash_rows_partitioned: Kernel<sig::HashRows>,
     merkle_level: Kernel<sig::MerkleLevel>,
+    merkle_top: Kernel<sig::MerkleTop>,
 }
 
 /// The kernels of the module, by role.
@@ -75,6 +76,7 @@ impl Kernels {
                 hash_rows: k(module, &format!("hash_rows_{symbol}"), sync)?.with_lanes(lanes),
                 hash_rows_partitioned: k(module, &format!("hash_rows_{symbol}_partitioned"), sync)?,
                 merkle_level: k(module, &format!("merkle_level_{symbol}"), sync)?.with_lanes(lanes),
+                merkle_top: k(module, &format!("merkle_top_{symbol}"), sync)?.with_lanes(lanes),
             };
             hashes.insert(hash, kernels);
         }
@@ -125,6 +127,11 @@ impl Kernels {
     /// The Merkle level kernel for `hash` (one of [`HASHES`]).
     pub(super) fn merkle_level(&self, hash: HashFunction) -> &Kernel<sig::MerkleLevel> {
         &self.hashes[&hash].merkle_level
+    }
+
+    /// The kernel building the top levels of a tree in one block, for `hash`.
+    pub(super) fn merkle_top(&self, hash: HashFunction) -> &Kernel<sig::MerkleTop> {
+        &self.hashes[&hash].merkle_top
     }
 }
 

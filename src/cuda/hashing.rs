@@ -18,7 +18,7 @@ use super::{
     kernels::{self, sig, Grid},
     launch::Kernel,
     plan::{Passes, Plan, Share},
-    program::HASH_BLOCK,
+    program::{HASH_BLOCK, MERKLE_TOP_BLOCK},
 };
 use crate::{
     error::to_u32,
@@ -232,12 +232,12 @@ pub(super) fn enqueue_tree(
     let nodes = bufs.nodes.get(&gpu.alloc, lde_len)?.slice_mut(..lde_len)?;
     let mut tree = MerkleTree { hash: plan.hash, leaves, nodes, blocks };
     let mut early = Vec::new();
-    for count in tree.level_counts() {
-        tree.enqueue_level(gpu, &share.blocks, count)?;
+    tree.enqueue(gpu, &share.blocks, |count| {
         if count / blocks * share.blocks.len() * 32 >= EARLY_LEVEL_BYTES {
             early.push((count, gpu.completion()?));
         }
-    }
+        Ok(())
+    })?;
     Ok(EarlyLevels(early))
 }
 
@@ -251,11 +251,7 @@ pub(super) fn merkle_levels(
     blocks: usize,
     mine: &Range<usize>,
 ) -> DriverResult<()> {
-    let mut tree = MerkleTree { hash, leaves, nodes, blocks };
-    for count in tree.level_counts() {
-        tree.enqueue_level(gpu, mine, count)?;
-    }
-    Ok(())
+    MerkleTree { hash, leaves, nodes, blocks }.enqueue(gpu, mine, |_| Ok(()))
 }
 
 /// A Merkle tree on the device over `leaves`, into `nodes` (one per leaf), built in `blocks`
@@ -268,28 +264,56 @@ struct MerkleTree<'a> {
 }
 
 impl MerkleTree<'_> {
-    /// The node counts of the levels built on the device, bottom up (down to one per block).
-    fn level_counts(&self) -> impl Iterator<Item = usize> + use<> {
-        let blocks = self.blocks;
-        std::iter::successors(Some(self.leaves.len() / 2), |c| Some(c / 2))
-            .take_while(move |&c| c >= blocks && c >= 1)
+    /// Enqueues the levels of blocks `mine`, bottom up (down to one node per block): a launch
+    /// per level while a level needs more than [`MERKLE_TOP_BLOCK`] threads, then one launch for
+    /// every level above. `after(count)` runs after each level launched on its own.
+    fn enqueue(
+        &mut self,
+        gpu: &Gpu,
+        mine: &Range<usize>,
+        mut after: impl FnMut(usize) -> DriverResult<()>,
+    ) -> DriverResult<()> {
+        let lanes = gpu.kernels.merkle_level(self.hash).lanes() as usize;
+        let counts: Vec<usize> =
+            std::iter::successors(Some(self.leaves.len() / 2), |c| Some(c / 2))
+                .take_while(|&c| c >= self.blocks && c >= 1)
+                .collect();
+        for (i, &count) in counts.iter().enumerate() {
+            if mine.len() * (count / self.blocks) * lanes <= MERKLE_TOP_BLOCK as usize {
+                return self.enqueue_top(gpu, mine, count, counts.len() - i);
+            }
+            self.enqueue_level(gpu, mine, count)?;
+            after(count)?;
+        }
+        Ok(())
     }
 
-    /// Enqueues the level of `count` nodes for blocks `mine`: nodes `count..2·count` from their
-    /// children, the leaves for the bottom level, else nodes `2·count..4·count`.
-    fn enqueue_level(&mut self, gpu: &Gpu, mine: &Range<usize>, count: usize) -> DriverResult<()> {
-        let kernel = gpu.kernels.merkle_level(self.hash);
+    /// The level of `count` nodes for blocks `mine`: its children (the leaves for the bottom
+    /// level, else nodes `2·count..4·count`), the nodes below `2·count` (where it and every level
+    /// above it go), its first parent and its parent count.
+    fn level(
+        &mut self,
+        mine: &Range<usize>,
+        count: usize,
+    ) -> DriverResult<(DeviceSlice<'_, Digest>, DeviceSliceMut<'_, Digest>, usize, usize)> {
         let per_block = count / self.blocks;
         let first = mine.start * per_block;
-        let parents_count = mine.len() * per_block;
-        let children_range = 2 * first..2 * (first + parents_count);
+        let parents = mine.len() * per_block;
+        let children_range = 2 * first..2 * (first + parents);
         let (lower, upper) = self.nodes.reborrow().split_at(2 * count)?;
-        let parents = lower.into_slice(count + first..count + first + parents_count)?;
         let children = if count == self.leaves.len() / 2 {
             self.leaves.slice(children_range)?
         } else {
-            upper.as_slice().slice(children_range)?
+            upper.into_read().slice(children_range)?
         };
+        Ok((children, lower, first, parents))
+    }
+
+    /// Enqueues the level of `count` nodes for blocks `mine`: nodes `count..2·count`.
+    fn enqueue_level(&mut self, gpu: &Gpu, mine: &Range<usize>, count: usize) -> DriverResult<()> {
+        let kernel = gpu.kernels.merkle_level(self.hash);
+        let (children, lower, first, parents_count) = self.level(mine, count)?;
+        let parents = lower.into_slice(count + first..count + first + parents_count)?;
         let threads = parents_count as u64 * u64::from(kernel.lanes());
         let grid = Grid {
             blocks: to_u32(threads.div_ceil(u64::from(HASH_BLOCK)), "blocks of a Merkle level")?,
@@ -304,6 +328,37 @@ impl MerkleTree<'_> {
                 children,
                 parents,
                 parents_count as u64,
+            )
+        }
+    }
+
+    /// Enqueues the `levels` levels from the level of `count` nodes up for blocks `mine`, in
+    /// one block.
+    fn enqueue_top(
+        &mut self,
+        gpu: &Gpu,
+        mine: &Range<usize>,
+        count: usize,
+        levels: usize,
+    ) -> DriverResult<()> {
+        let kernel = gpu.kernels.merkle_top(self.hash);
+        let (children, lower, first, parents) = self.level(mine, count)?;
+        let grid = Grid { blocks: 1, threads_per_block: MERKLE_TOP_BLOCK };
+        let levels = to_u32(levels as u64, "Merkle levels in one block")?;
+        // SAFETY: `children` holds two children for each of the `parents` parents, and `lower`
+        // every node of the levels above (block counts and levels are powers of two, so each
+        // level's first node and count are the one below's halved).
+        unsafe {
+            kernels::merkle_top(
+                kernel,
+                &gpu.compute,
+                grid,
+                children,
+                lower,
+                count as u64,
+                first as u64,
+                parents as u64,
+                levels,
             )
         }
     }

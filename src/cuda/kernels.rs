@@ -257,6 +257,24 @@ kernel_signatures! {
         count: u64,
     );
 
+    /// `merkle_top_*` (hash.cu): the top `levels` levels of a tree in one block, from `parents`
+    /// nodes of the level of `count` (from node `first` on, whose children are `children`) up,
+    /// each level halving all three, into `nodes` (the node array below `2·count`).
+    MerkleTop => fn merkle_top[
+        "merkle_top_rpo",
+        "merkle_top_rpx",
+        "merkle_top_poseidon2",
+        "merkle_top_blake3_192",
+        "merkle_top_blake3_256",
+    ](
+        children: DeviceSlice<'_, Digest>,
+        nodes: DeviceSliceMut<'_, Digest>,
+        count: u64,
+        first: u64,
+        parents: u64,
+        levels: u32,
+    );
+
     /// `fri_spread` (fri.cu): the coefficients of each component, bit-reversed and zero-padded
     /// to the domain.
     FriSpread => fn fri_spread["fri_spread"](

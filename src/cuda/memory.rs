@@ -145,41 +145,14 @@ fn held_with(buffers: &Buffers, sizes: &BufferSizes) -> u64 {
         .sum()
 }
 
-/// Grows every buffer of `buffers` to at least its size in `sizes` (bytes), before a commitment
-/// queues any work: growing one frees the old buffer first, and a free waits for the device to
-/// idle, so a buffer grown mid-pipeline would hold the host until the work queued before it
-/// ends (and the downloads that the host then runs with it).
-fn grow(buffers: &mut Buffers, alloc: &Allocator, sizes: &BufferSizes) -> DriverResult<()> {
-    fn grow_one<T: DeviceElement>(
-        s: &mut Scratch<T>,
-        a: &Allocator,
-        bytes: usize,
-    ) -> DriverResult<()> {
-        match bytes / size_of::<T>() {
-            0 => Ok(()),
-            len => s.get(a, len).map(drop),
-        }
-    }
-    grow_one(&mut buffers.source, alloc, sizes.source)?;
-    grow_one(&mut buffers.polys, alloc, sizes.polys)?;
-    grow_one(&mut buffers.lde, alloc, sizes.lde)?;
-    grow_one(&mut buffers.slab, alloc, sizes.slab)?;
-    grow_one(&mut buffers.rows, alloc, sizes.rows)?;
-    grow_one(&mut buffers.leaves, alloc, sizes.leaves)?;
-    grow_one(&mut buffers.nodes, alloc, sizes.nodes)?;
-    grow_one(&mut buffers.polys_tables, alloc, sizes.polys_tables)?;
-    grow_one(&mut buffers.lde_tables, alloc, sizes.lde_tables)?;
-    grow_one(&mut buffers.col_src, alloc, sizes.col_src)
-}
-
 // PASSES
 // ================================================================================================
 
 /// The most cosets per pass (a power of two up to `blowup`) whose buffers and twiddle tables fit
 /// every GPU's budget: `limit` bytes per GPU, or the device's free memory plus what the
 /// committer already holds. What a GPU holds from earlier work (larger buffers, other twiddle
-/// tables) is freed where keeping it would exceed the budget; then every buffer is grown to its
-/// size for the pass. [`GpuError::OutOfMemory`] if even one coset per pass does not fit.
+/// tables) is freed where keeping it would exceed the budget. [`GpuError::OutOfMemory`] if even
+/// one coset per pass does not fit.
 pub(super) fn cosets_per_pass(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
@@ -215,17 +188,57 @@ pub(super) fn cosets_per_pass(
         }
         cosets /= 2;
     }
-    for (((gpu, state), f), &budget) in
-        gpus.iter().zip(states.iter_mut()).zip(footprints).zip(&budgets)
-    {
+    for ((state, f), &budget) in states.iter_mut().zip(footprints).zip(&budgets) {
         let sizes = f.sizes(cosets, blowup);
         let tables = state.twiddles_held() + state.missing_twiddle_bytes(&f.twiddles);
         if held_with(&state.buffers, &sizes) + tables + LAUNCH_TABLES > budget {
             state.release_all_but(&f.twiddles);
         }
-        grow(&mut state.buffers, &gpu.alloc, &sizes)?;
     }
     Ok(cosets)
+}
+
+/// Grows every GPU's buffers to their sizes for passes of `cosets` cosets (the rows buffer only
+/// where the rows come to the host: not with `rows_kept`), before a commitment queues any work:
+/// growing a buffer frees the old one first, and a free waits for the device to idle, so a
+/// buffer grown mid-pipeline would hold the host until the work queued before it ends (and the
+/// downloads that the host then runs with it).
+pub(super) fn grow(
+    gpus: &[&Gpu],
+    states: &mut [&mut GpuState],
+    footprints: &[Footprint],
+    cosets: usize,
+    blowup: usize,
+    rows_kept: bool,
+) -> DriverResult<()> {
+    fn grow_one<T: DeviceElement>(
+        s: &mut Scratch<T>,
+        a: &Allocator,
+        bytes: usize,
+    ) -> DriverResult<()> {
+        match bytes / size_of::<T>() {
+            0 => Ok(()),
+            len => s.get(a, len).map(drop),
+        }
+    }
+    for ((gpu, state), f) in gpus.iter().zip(states.iter_mut()).zip(footprints) {
+        let mut sizes = f.sizes(cosets, blowup);
+        if rows_kept {
+            sizes.rows = 0;
+        }
+        let (buffers, alloc) = (&mut state.buffers, &gpu.alloc);
+        grow_one(&mut buffers.source, alloc, sizes.source)?;
+        grow_one(&mut buffers.polys, alloc, sizes.polys)?;
+        grow_one(&mut buffers.lde, alloc, sizes.lde)?;
+        grow_one(&mut buffers.slab, alloc, sizes.slab)?;
+        grow_one(&mut buffers.rows, alloc, sizes.rows)?;
+        grow_one(&mut buffers.leaves, alloc, sizes.leaves)?;
+        grow_one(&mut buffers.nodes, alloc, sizes.nodes)?;
+        grow_one(&mut buffers.polys_tables, alloc, sizes.polys_tables)?;
+        grow_one(&mut buffers.lde_tables, alloc, sizes.lde_tables)?;
+        grow_one(&mut buffers.col_src, alloc, sizes.col_src)?;
+    }
+    Ok(())
 }
 
 /// Checks that `needed` bytes of buffers, with the twiddle tables `twiddles`, fit one GPU's

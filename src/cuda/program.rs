@@ -35,6 +35,10 @@ pub(super) const HASHES: [HashFunction; 5] = HashFunction::ALL;
 /// Threads per block of the hashing and Merkle kernels (the kernels' `__launch_bounds__`).
 pub(super) const HASH_BLOCK: u32 = 128;
 
+/// Threads of the one block that builds a tree's top levels (`merkle_top_*`, its
+/// `__launch_bounds__`): every level whose launch would run at most this many threads.
+pub(super) const MERKLE_TOP_BLOCK: u32 = 512;
+
 /// Threads per block of the NTT passes (the kernel's `__launch_bounds__`).
 pub(super) const NTT_BLOCK: u32 = 256;
 
@@ -74,7 +78,7 @@ pub(super) const KERNEL_FILES: [(&str, &str); 4] =
     [("ntt.cu", NTT), ("hash.cu", HASH), ("fri.cu", FRI), ("deep.cu", DEEP)];
 
 /// Every kernel the backend launches.
-pub const KERNELS: [&str; 30] = [
+pub const KERNELS: [&str; 35] = [
     "ntt_pass",
     "scale_coefficients",
     "coset_ntt_first_pass",
@@ -93,6 +97,11 @@ pub const KERNELS: [&str; 30] = [
     "merkle_level_poseidon2",
     "merkle_level_blake3_192",
     "merkle_level_blake3_256",
+    "merkle_top_rpo",
+    "merkle_top_rpx",
+    "merkle_top_poseidon2",
+    "merkle_top_blake3_192",
+    "merkle_top_blake3_256",
     "fri_spread",
     "fri_to_slots",
     "fri_fold_base",
@@ -158,6 +167,7 @@ fn prelude(options: &CudaOptions) -> String {
     let mut out =
         String::from("\n// GENERATED CONSTANTS (src/cuda/program.rs, from miden-crypto)\n");
     let _ = writeln!(out, "#define HASH_BLOCK {HASH_BLOCK}");
+    let _ = writeln!(out, "#define MERKLE_TOP_BLOCK {MERKLE_TOP_BLOCK}");
     let min_blocks = options.hash_min_blocks;
     let _ =
         writeln!(out, "#define HASH_MIN_BLOCKS {}", min_blocks.unwrap_or(OTHER_HASH_MIN_BLOCKS));
