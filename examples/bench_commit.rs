@@ -216,7 +216,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     for target in &targets {
         let startup = target.startup.as_secs_f64();
-        println!("{}: {} (opened in {startup:.2} s)", target.label, target.committer.device_name());
+        println!("{}: {} (opened in {startup:.2} s)", target.label, target.device_name);
     }
 
     fs::create_dir_all(&args.out)?;
@@ -235,16 +235,20 @@ fn main() -> Result<(), Box<dyn Error>> {
         for target in &targets {
             let Workload { log_rows, cols, hash, .. } = *workload;
             progress.set_message(format!("{} 2^{log_rows}x{cols} {hash}", target.label));
+            // GPU sets are timed one at a time, each with no other committer open on its GPUs
+            if gpu_sets.len() > 1 && target.gpu_set.is_some() {
+                targets.iter().filter(|t| t.gpu_set.is_some()).for_each(Target::close);
+            }
             let run = measure(target, &request, &args)?;
             let difference = cpu.as_ref().map(|(_, cpu)| Difference::between(&run.result, cpu));
-            let backend = target.committer.backend();
+            let backend = target.backend;
             if target.gpu_set.is_some() {
                 first_set_s.get_or_insert(run.median_s);
             }
             let point = Point {
                 backend: backend.to_string(),
                 label: target.label.clone(),
-                device: target.committer.device_name(),
+                device: target.device_name.clone(),
                 hash: hash.to_string(),
                 log_rows,
                 cols,
@@ -321,7 +325,7 @@ struct Run {
 /// Commits `request` on `target` `--runs` times (once if the first run takes longer than
 /// `--single-run-above`), after one untimed commitment on GPU backends.
 fn measure(target: &Target, request: &CommitRequest<'_>, args: &Args) -> Result<Run, GpuError> {
-    let committer = &target.committer;
+    let committer = target.committer()?;
     // A GPU backend's first call loads kernels and grows device buffers; the CPU backend keeps
     // nothing between calls, so it needs no warm-up.
     let warmup_s = if committer.backend() == Backend::Cpu {

@@ -113,7 +113,7 @@ impl Workload {
 /// reported on stderr.
 pub fn available_backends(wanted: Option<&[Backend]>) -> Vec<Arc<dyn GpuCommitter>> {
     targets::targets(wanted.unwrap_or(&ALL_BACKENDS), &[], &targets::CudaTuning::default())
-        .into_iter()
-        .map(|target| target.committer)
+        .iter()
+        .filter_map(|target| target.committer().ok())
         .collect()
 }

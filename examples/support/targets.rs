@@ -2,6 +2,7 @@
 //! able to report the device times of its last commitment's stages.
 
 use std::{
+    cell::RefCell,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -20,18 +21,38 @@ pub struct Target {
     pub label: String,
     /// The CUDA ordinals where a GPU set was chosen.
     pub gpu_set: Option<Vec<usize>>,
-    /// The committer.
-    pub committer: Arc<dyn GpuCommitter>,
+    /// The backend.
+    pub backend: Backend,
+    /// The device, as the committer names it.
+    pub device_name: String,
     /// Time it took to open the device and build the kernels.
     pub startup: Duration,
-    read_times: TimesReader,
+    cuda: CudaTuning,
+    /// The committer and its times' reader while open.
+    opened: RefCell<Option<Opened>>,
 }
 
 impl Target {
+    /// The committer, opened again if [`Target::close`] closed it.
+    pub fn committer(&self) -> Result<Arc<dyn GpuCommitter>> {
+        let mut opened = self.opened.borrow_mut();
+        if opened.is_none() {
+            *opened = Some(open(self.backend, self.gpu_set.as_deref(), &self.cuda)?);
+        }
+        Ok(opened.as_ref().map(|(committer, _)| committer.clone()).expect("opened above"))
+    }
+
+    /// Closes the committer (until [`Target::committer`] opens it again), so that it holds no
+    /// device memory or buffers beside another committer on the same GPUs: CUDA committers that
+    /// share a GPU each free their device buffers after every call.
+    pub fn close(&self) {
+        self.opened.borrow_mut().take();
+    }
+
     /// Device times of the stages of the last commitment, one entry per GPU that worked; empty
-    /// for the CPU backend and for devices that cannot time stages.
+    /// for the CPU backend, for devices that cannot time stages and while closed.
     pub fn device_times(&self) -> Vec<DeviceTimes> {
-        (self.read_times)()
+        self.opened.borrow().as_ref().map_or_else(Vec::new, |(_, read_times)| read_times())
     }
 }
 
@@ -59,9 +80,11 @@ pub fn targets(wanted: &[Backend], gpu_sets: &[Vec<usize>], cuda: &CudaTuning) -
                 Ok((committer, read_times)) => Some(Target {
                     label,
                     gpu_set: set.cloned(),
-                    committer,
+                    backend,
+                    device_name: committer.device_name(),
                     startup: start.elapsed(),
-                    read_times,
+                    cuda: *cuda,
+                    opened: RefCell::new(Some((committer, read_times))),
                 }),
                 Err(error) => {
                     eprintln!("skipping {label}: {error}");
@@ -79,7 +102,7 @@ pub fn targets(wanted: &[Backend], gpu_sets: &[Vec<usize>], cuda: &CudaTuning) -
 type Opened = (Arc<dyn GpuCommitter>, TimesReader);
 
 /// The CUDA options a benchmark sets beyond `MIDEN_GPU_*` (default: none).
-#[derive(Default)]
+#[derive(Default, Clone, Copy)]
 pub struct CudaTuning {
     /// Bytes of registered host memory for LDE rows (`CudaOptions::pinned_rows_bytes`).
     pub pinned_rows: u64,
