@@ -551,4 +551,71 @@ impl Stream {
         };
         check(status.result(), "cuMemcpyPeerAsync")
     }
+
+    /// Enqueues a copy of `rows` rows of `width` elements, row `r` from `src` at `r·src_pitch`
+    /// into `dst` at `r·dst_pitch` (pitches in elements), on the same GPU or between two (one
+    /// driver call for what would be a copy per row); [`GpuError::Device`] if a row falls
+    /// outside its range. Both buffers must outlive the copy, as for [`Stream::copy_peer`].
+    pub(super) fn copy_rows_peer<T: DeviceElement>(
+        &self,
+        dst: DeviceSliceMut<'_, T>,
+        dst_pitch: usize,
+        src: DeviceSlice<'_, T>,
+        src_pitch: usize,
+        width: usize,
+        rows: usize,
+    ) -> DriverResult<()> {
+        if rows == 0 || width == 0 {
+            return Ok(());
+        }
+        let spans = |pitch: usize, len: usize| {
+            width <= pitch
+                && (rows - 1)
+                    .checked_mul(pitch)
+                    .and_then(|s| s.checked_add(width))
+                    .is_some_and(|end| end <= len)
+        };
+        if !spans(dst_pitch, dst.len()) || !spans(src_pitch, src.len()) {
+            return Err(GpuError::Device {
+                backend: Backend::Cuda,
+                message: format!(
+                    "device copy of {rows} rows of {width} elements (pitches {src_pitch} and \
+                     {dst_pitch}) out of a range of {} into one of {}",
+                    src.len(),
+                    dst.len()
+                ),
+            });
+        }
+        let size = size_of::<T>();
+        let copy = sys::CUDA_MEMCPY3D_PEER {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcZ: 0,
+            srcLOD: 0,
+            srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            srcHost: std::ptr::null(),
+            srcDevice: src.device_ptr(),
+            srcArray: std::ptr::null_mut(),
+            srcContext: src.ctx().cu_ctx(),
+            srcPitch: src_pitch * size,
+            srcHeight: rows,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstZ: 0,
+            dstLOD: 0,
+            dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+            dstHost: std::ptr::null_mut(),
+            dstDevice: dst.device_ptr(),
+            dstArray: std::ptr::null_mut(),
+            dstContext: dst.ctx().cu_ctx(),
+            dstPitch: dst_pitch * size,
+            dstHeight: rows,
+            WidthInBytes: width * size,
+            Height: rows,
+            Depth: 1,
+        };
+        // SAFETY: every row lies in its range (checked above), in live allocations.
+        let status = unsafe { sys::cuMemcpy3DPeerAsync(&copy, self.raw()) };
+        check(status.result(), "cuMemcpy3DPeerAsync")
+    }
 }
