@@ -30,7 +30,7 @@ use super::{
     buffer::Scratch,
     driver::{DriverResult, Event},
     gpu::{Buffers, Gpu, GpuState},
-    hashing::{chunk_ranges, enqueue_hash, enqueue_tree, HashedChunks},
+    hashing::{enqueue_hash, enqueue_tree, HashedChunks},
     lde::{enqueue_pass_lde, Upload},
     memory::{self, Footprint},
     plan::{log_blocks, Passes, Plan, Share},
@@ -173,24 +173,14 @@ pub(super) fn commit(
         let mut gathered = Vec::with_capacity(g_count);
         for (g, (gpu, share)) in gpus.iter().zip(&shares).enumerate() {
             let _span = tracing::info_span!("cuda.enqueue_hash", gpu = gpu.ordinal, pass).entered();
-            let fed = if g_count > 1 {
+            if g_count > 1 {
                 let slab_len = shape.num_cols * (share.t.len() << passes.log_cosets);
                 states[g].buffers.slab.get(&gpu.alloc, slab_len)?;
-                gather(gpus, states, g, &shares, &lde_done, &plan, &passes)?
-            } else {
-                Vec::new()
-            };
-            // the exchange on the compute stream: until the first chunk's rows are gathered
-            if let Some(first) = fed.first() {
-                gpu.compute.wait(first)?;
+                gather(gpus, states, g, &shares, &lde_done, &plan, &passes)?;
             }
             let state = &mut *states[g];
             timelines[g].mark(gpu, Stage::Exchange)?;
-            // after every copy out of the other GPUs' LDEs (the copy stream's last work)
-            gathered.push(match fed.is_empty() {
-                true => gpu.completion()?,
-                false => gpu.completion_on(&gpu.copy)?,
-            });
+            gathered.push(gpu.completion()?);
             hashed.push(enqueue_hash(
                 gpu,
                 state,
@@ -200,7 +190,6 @@ pub(super) fn commit(
                 !keep_rows,
                 &passes,
                 pass,
-                &fed,
             )?);
             timelines[g].mark(gpu, Stage::Hash)?;
             if pass + 1 == passes.count {
@@ -290,11 +279,10 @@ fn buffers_and_rings<'s>(states: &'s mut [&mut GpuState]) -> (Vec<&'s Buffers>, 
         .unzip()
 }
 
-/// Enqueues on GPU `me`'s copy stream, for each hash chunk of its share in turn
-/// ([`chunk_ranges`]),
-/// the gathering of those rows' elements from every GPU's LDE (once its `lde_done`) into its
-/// slab: one copy per GPU and chunk, a row per column and coset. Returns the event after each
-/// chunk's copies, so that each hash launch waits for its own rows only.
+/// Copies every column of GPU `me`'s rows over the pass's cosets from every GPU's LDE into its
+/// slab (several GPUs, the slab sized): for each source GPU, once its LDE is done, one peer copy
+/// per (column, coset) of the rows' t-range, which is contiguous in the coset-major layout.
+#[allow(clippy::too_many_arguments)]
 fn gather(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
@@ -303,10 +291,10 @@ fn gather(
     lde_done: &[Event],
     plan: &Plan<'_>,
     passes: &Passes,
-) -> DriverResult<Vec<Event>> {
+) -> DriverResult<()> {
+    let (n, cosets) = (plan.shape.poly_len, passes.cosets);
+    let t = &shares[me].t;
     let gpu = gpus[me];
-    let (n, cosets, t) = (plan.shape.poly_len, passes.cosets, &shares[me].t);
-    let chunks = chunk_ranges(t, passes.log_cosets);
     let (ldes, mut slabs): (Vec<&Scratch<_>>, Vec<&mut Scratch<_>>) = states
         .iter_mut()
         .map(|state| {
@@ -315,25 +303,19 @@ fn gather(
         })
         .unzip();
     let slab = slabs[me].current_mut()?;
-    for event in lde_done {
-        gpu.copy.wait(event)?;
-    }
-    let mut fed = Vec::with_capacity(chunks.len());
-    for chunk in &chunks {
-        for (lde, share) in ldes.iter().zip(shares) {
-            // GPU h's LDE: row (local column, coset) r at r·n; the slab: row (column, coset) at
-            // its index times t.len(), both holding t-values
-            let first_row = share.cols.start * cosets;
-            gpu.copy.copy_rows_peer(
-                slab.slice_mut(first_row * t.len() + (chunk.start - t.start)..)?,
-                t.len(),
-                lde.current()?.slice(chunk.start..)?,
-                n,
-                chunk.len(),
-                share.cols.len() * cosets,
-            )?;
+    for (h, (lde, share)) in ldes.iter().zip(shares).enumerate() {
+        gpu.compute.wait(&lde_done[h])?;
+        let lde = lde.current()?;
+        for (local, c) in share.cols.clone().enumerate() {
+            for k in 0..cosets {
+                let src = ((local * cosets + k) * n) + t.start;
+                let dst = (c * cosets + k) * t.len();
+                gpu.compute.copy_peer(
+                    slab.slice_mut(dst..dst + t.len())?,
+                    lde.slice(src..src + t.len())?,
+                )?;
+            }
         }
-        fed.push(gpu.completion_on(&gpu.copy)?);
     }
-    Ok(fed)
+    Ok(())
 }

@@ -35,26 +35,8 @@ const LAST_CHUNK_SPLIT: usize = 4;
 // ROW HASHING
 // ================================================================================================
 
-/// The t-ranges of `t` hashed one launch each, with `2^log_cosets` cosets per pass: rows of
-/// [`HASH_CHUNK_ROWS`], the last such chunk split in [`LAST_CHUNK_SPLIT`].
-pub(super) fn chunk_ranges(t: &Range<usize>, log_cosets: u32) -> Vec<Range<usize>> {
-    let chunk_t = (HASH_CHUNK_ROWS >> log_cosets).max(1);
-    let mut ranges = Vec::new();
-    let mut t0 = t.start;
-    while t0 < t.end {
-        // the rows of the last chunks download after the hashing ends: keep them short
-        let size =
-            if t.end - t0 <= chunk_t { (chunk_t / LAST_CHUNK_SPLIT).max(1) } else { chunk_t };
-        let t1 = (t0 + size).min(t.end);
-        ranges.push(t0..t1);
-        t0 = t1;
-    }
-    ranges
-}
-
-/// Enqueues the row hashes of this GPU's rows over pass `pass`'s cosets in the chunks of
-/// [`chunk_ranges`], and with `copy_rows` their row-major copies into the pass's half of the
-/// rows buffer. Chunk `i` waits for `fed[i]` where given (its rows gathered into the slab).
+/// Enqueues the row hashes of this GPU's rows over pass `pass`'s cosets in chunks, and with
+/// `copy_rows` their row-major copies into the pass's half of the rows buffer.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn enqueue_hash(
     gpu: &Gpu,
@@ -65,7 +47,6 @@ pub(super) fn enqueue_hash(
     copy_rows: bool,
     passes: &Passes,
     pass: usize,
-    fed: &[Event],
 ) -> DriverResult<HashedChunks> {
     let shape = &plan.shape;
     let (n, log_c) = (shape.poly_len, passes.log_cosets);
@@ -86,14 +67,17 @@ pub(super) fn enqueue_hash(
         (bufs.lde.current()?.as_slice(), n, n << log_c)
     };
     let kernel = gpu.kernels.hash_rows(plan.hash, plan.part != 0);
-    // both streams start after the work enqueued so far (the LDE)
+    let chunk_t = (HASH_CHUNK_ROWS >> log_c).max(1);
+    // both streams start after the work enqueued so far (the LDE, or the gather)
     gpu.side.wait(&gpu.completion()?)?;
     let mut chunks = Vec::new();
-    for (i, Range { start: t0, end: t1 }) in chunk_ranges(&share.t, log_c).into_iter().enumerate() {
-        let stream = if i % 2 == 0 { &gpu.compute } else { &gpu.side };
-        if let Some(gathered) = fed.get(i) {
-            stream.wait(gathered)?;
-        }
+    let mut t0 = share.t.start;
+    while t0 < share.t.end {
+        // the rows of the last chunks download after the hashing ends: keep them short
+        let size =
+            if share.t.end - t0 <= chunk_t { (chunk_t / LAST_CHUNK_SPLIT).max(1) } else { chunk_t };
+        let t1 = (t0 + size).min(share.t.end);
+        let stream = if chunks.len() % 2 == 0 { &gpu.compute } else { &gpu.side };
         let rows_of = RowsOf {
             k_stride: k_stride as u64,
             t_stride: 1,
@@ -122,6 +106,7 @@ pub(super) fn enqueue_hash(
             )?;
         }
         chunks.push((t0..t1, gpu.completion_on(stream)?));
+        t0 = t1;
     }
     // the compute stream's later work (the tree, the next pass) follows every chunk
     gpu.compute.wait(&gpu.completion_on(&gpu.side)?)?;
