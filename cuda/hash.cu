@@ -482,17 +482,16 @@ __device__ __forceinline__ void b3_merkle_parent(const u64* children, u64* paren
         }                                                                                        \
     }
 
+// RPO and RPX nodes take a quad of lanes each where the row hashing does
 #if RESCUE_LANES == 4
-MERKLE_LEVEL_KERNEL(merkle_level_rpo, merkle_parent_quad<HASH_RPO>, 4)
-MERKLE_TOP_KERNEL(merkle_top_rpo, merkle_parent_quad<HASH_RPO>, 4)
-MERKLE_LEVEL_KERNEL(merkle_level_rpx, merkle_parent_quad<HASH_RPX>, 4)
-MERKLE_TOP_KERNEL(merkle_top_rpx, merkle_parent_quad<HASH_RPX>, 4)
+#define RESCUE_PARENT(HASH) merkle_parent_quad<HASH>
 #else
-MERKLE_LEVEL_KERNEL(merkle_level_rpo, merkle_parent<HASH_RPO>, 1)
-MERKLE_TOP_KERNEL(merkle_top_rpo, merkle_parent<HASH_RPO>, 1)
-MERKLE_LEVEL_KERNEL(merkle_level_rpx, merkle_parent<HASH_RPX>, 1)
-MERKLE_TOP_KERNEL(merkle_top_rpx, merkle_parent<HASH_RPX>, 1)
+#define RESCUE_PARENT(HASH) merkle_parent<HASH>
 #endif
+MERKLE_LEVEL_KERNEL(merkle_level_rpo, RESCUE_PARENT(HASH_RPO), RESCUE_LANES)
+MERKLE_TOP_KERNEL(merkle_top_rpo, RESCUE_PARENT(HASH_RPO), RESCUE_LANES)
+MERKLE_LEVEL_KERNEL(merkle_level_rpx, RESCUE_PARENT(HASH_RPX), RESCUE_LANES)
+MERKLE_TOP_KERNEL(merkle_top_rpx, RESCUE_PARENT(HASH_RPX), RESCUE_LANES)
 MERKLE_LEVEL_KERNEL(merkle_level_poseidon2, merkle_parent<HASH_POSEIDON2>, 1)
 MERKLE_TOP_KERNEL(merkle_top_poseidon2, merkle_parent<HASH_POSEIDON2>, 1)
 MERKLE_LEVEL_KERNEL(merkle_level_blake3_192, b3_merkle_parent<6>, 1)
