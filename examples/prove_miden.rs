@@ -8,7 +8,8 @@
 //! ```
 //!
 //! `miden_gpu::miden::prove` takes the same arguments as `miden_prover::prove` and a
-//! [`Backend`], which it creates for the one proof. A program that proves more than once creates
+//! [`Backend`], which it creates for the one proof. `--execution reference,parallel` proves
+//! once after each of Miden's processors (`miden_gpu::miden::Execution`; default parallel). A program that proves more than once creates
 //! the backend once and calls `prove_with_committer`, as here: each backend first proves a small
 //! program untimed, so the timings are of a warm prover (kernel compilation and device buffers
 //! are start-up costs). With `--compare-cpu`, `miden_prover::prove` (Winterfell on the CPU) runs
@@ -35,7 +36,7 @@ use clap::{Parser, ValueEnum};
 use miden_assembly::Assembler;
 use miden_gpu::{
     compare_proofs,
-    miden::{self as gpu_miden, programs},
+    miden::{self as gpu_miden, programs, Execution, MidenProveOptions},
     timing::{self, RunTimes, SpanTimes},
     Backend, BackendOptions, GpuCommitter, PoolOptions, ProverPool,
 };
@@ -90,6 +91,10 @@ struct Args {
     /// Workers per slot: proofs in flight on each GPU [default: the pool's, 2].
     #[arg(long, value_name = "K", requires = "pool_jobs", value_parser = clap::value_parser!(u16).range(1..))]
     pool_workers_per_slot: Option<u16>,
+    /// How the program is executed before each proof, comma-separated (`reference,parallel`:
+    /// each backend proves once with each); a pool runs every device set with each.
+    #[arg(long, value_delimiter = ',', default_value = "parallel")]
+    execution: Vec<Execution>,
 }
 
 /// Device sets of `--pool-devices`, each a list of CUDA ordinals.
@@ -183,7 +188,8 @@ fn run(args: &Args, times: &SpanTimes) -> Result<(), String> {
         let start = Instant::now();
         let backend_options = BackendOptions { backend, ..from_env.clone() };
         let committer = backend_options.create().map_err(|e| e.to_string())?;
-        prove(&program, iterations_for(&program, 12)?, &options, committer.clone())?;
+        let small = iterations_for(&program, 12)?;
+        prove(&program, small, &options, committer.clone(), Execution::default())?;
         println!(
             "backend {} on {}: created and warmed up in {:.1?}",
             committer.backend(),
@@ -209,11 +215,16 @@ fn run(args: &Args, times: &SpanTimes) -> Result<(), String> {
         runs.push(cpu_times);
     }
     let mut failures = Vec::new();
-    for committer in committers {
-        let label = format!("miden_gpu {}", committer.backend());
+    let proofs =
+        committers.iter().flat_map(|c| args.execution.iter().map(move |&e| (c.clone(), e)));
+    for (committer, execution) in proofs {
+        let label = match args.execution.len() {
+            1 => format!("miden_gpu {}", committer.backend()),
+            _ => format!("miden_gpu {} {execution}", committer.backend()),
+        };
         let memory = committer.clone();
         let (proved, gpu_times) =
-            times.time(&label, || prove(&program, iterations, &options, committer));
+            times.time(&label, || prove(&program, iterations, &options, committer, execution));
         let (outputs, proof) = proved?;
         runs.push(gpu_times);
         print_proof(&label, &proof);
@@ -293,7 +304,8 @@ fn run_pool(
     };
     let mut runs = Vec::new();
     let mut failures = Vec::new();
-    for set in sets {
+    let runs_of_sets = sets.iter().flat_map(|set| args.execution.iter().map(move |&e| (set, e)));
+    for (set, execution) in runs_of_sets {
         let mut pool_options = PoolOptions::new(BackendOptions { backend, ..from_env.clone() });
         pool_options.cpu_slots = set.len();
         #[cfg(feature = "cuda")]
@@ -306,24 +318,28 @@ fn run_pool(
             args.pool_workers_per_slot.map(|per_slot| usize::from(per_slot) * slots);
         let pool = ProverPool::new(&pool_options).map_err(|e| e.to_string())?;
         let devices = match pool.backend() {
-            Backend::Cuda => format!("cuda {}", list(&set)),
+            Backend::Cuda => format!("cuda {}", list(set)),
             backend => format!("{backend} x{}", pool.slots()),
+        };
+        let devices = match args.execution.len() {
+            1 => devices,
+            _ => format!("{devices} {execution}"),
         };
         // every slot proves one job untimed, at the jobs' size: kernels compiled, device buffers
         // and the allocator's host memory grown, as in a pool that has served before
         for committer in pool.committers() {
-            prove(program, iterations, options, committer)?;
+            prove(program, iterations, options, committer, execution)?;
         }
 
         let start = Instant::now();
         let handles: Vec<_> = (0..jobs)
             .map(|_| {
-                pool.prove_miden(
+                pool.prove_miden_with(
                     program.clone(),
-                    stack_inputs(iterations),
-                    AdviceInputs::default(),
+                    (stack_inputs(iterations), AdviceInputs::default()),
                     DefaultHost::default(),
                     options.clone(),
+                    MidenProveOptions { execution, ..MidenProveOptions::default() },
                 )
             })
             .collect();
@@ -415,20 +431,23 @@ fn stack_inputs(iterations: u64) -> StackInputs {
     programs::iteration_inputs(iterations)
 }
 
-/// Proves `iterations` of `program` with `miden_gpu` on `committer`.
+/// Proves `iterations` of `program` with `miden_gpu` on `committer`, executed as `execution`
+/// says.
 fn prove(
     program: &Program,
     iterations: u64,
     options: &ProvingOptions,
     committer: Arc<dyn GpuCommitter>,
+    execution: Execution,
 ) -> Result<(StackOutputs, ExecutionProof), String> {
-    gpu_miden::prove_with_committer(
+    gpu_miden::prove_with_options(
         program,
         stack_inputs(iterations),
         AdviceInputs::default(),
         &mut DefaultHost::default(),
         options.clone(),
         committer,
+        &MidenProveOptions { execution, ..MidenProveOptions::default() },
     )
     .map_err(|e| format!("miden_gpu::miden::prove failed: {e}"))
 }

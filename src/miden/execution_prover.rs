@@ -1,13 +1,15 @@
 //! [`ExecutionProver`]: the Winterfell prover of Miden VM execution traces.
 //!
 //! `miden_prover` keeps its own `ExecutionProver` private; this is the same prover rebuilt from
-//! public items (`ProcessorAir`, `ExecutionTrace`, `PublicInputs`, `ProvingOptions`), so that
-//! [`crate::GpuProver`] can wrap it. It uses Winterfell's default trace LDE, constraint
-//! evaluator and constraint commitment with `MerkleTree<H>`, exactly as `miden_prover` 0.20 does:
-//! proving with it (wrapped or not) gives the bytes `miden_prover::prove` gives.
+//! public items (`ProcessorAir`, `ExecutionTrace` inside a [`MidenTrace`], `PublicInputs`,
+//! `ProvingOptions`), so that [`crate::GpuProver`] can wrap it. It uses Winterfell's default
+//! trace LDE, constraint evaluator and constraint commitment with `MerkleTree<H>`, exactly as
+//! `miden_prover` 0.20 does: proving with it (wrapped or not) gives the bytes
+//! `miden_prover::prove` gives.
 
 use core::marker::PhantomData;
 
+use super::MidenTrace;
 use miden_air::{ProcessorAir, ProvingOptions, PublicInputs};
 use miden_crypto::Felt;
 use miden_processor::{ExecutionTrace, StackInputs, StackOutputs};
@@ -27,7 +29,7 @@ use winter_prover::{
 ///
 /// ```ignore
 /// let prover = ExecutionProver::<Rpo256, RpoRandomCoin>::new(options, stack_inputs, outputs);
-/// let proof = GpuProver::new(prover, Backend::Auto)?.prove(trace)?;
+/// let proof = GpuProver::new(prover, Backend::Auto)?.prove(MidenTrace::from(trace))?;
 /// ```
 pub struct ExecutionProver<H, R> {
     random_coin: PhantomData<(H, R)>,
@@ -69,7 +71,7 @@ where
 {
     type BaseField = Felt;
     type Air = ProcessorAir;
-    type Trace = ExecutionTrace;
+    type Trace = MidenTrace;
     type HashFn = H;
     type VC = MerkleTree<H>;
     type RandomCoin = R;
@@ -90,7 +92,8 @@ where
         &self.options
     }
 
-    fn get_pub_inputs(&self, trace: &ExecutionTrace) -> PublicInputs {
+    fn get_pub_inputs(&self, trace: &MidenTrace) -> PublicInputs {
+        let trace = trace.execution();
         debug_assert!(self.are_inputs_valid(trace), "stack inputs do not match the trace");
         debug_assert!(self.are_outputs_valid(trace), "stack outputs do not match the trace");
         PublicInputs::new(
@@ -134,13 +137,14 @@ where
     #[instrument(skip_all)]
     fn build_aux_trace<E>(
         &self,
-        trace: &ExecutionTrace,
+        trace: &MidenTrace,
         aux_rand_elements: &AuxRandElements<E>,
     ) -> ColMatrix<E>
     where
         E: FieldElement<BaseField = Felt>,
     {
         trace
+            .execution()
             .build_aux_trace(aux_rand_elements.rand_elements())
             .expect("ExecutionTrace::build_aux_trace always returns Some")
     }

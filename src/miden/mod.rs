@@ -1,7 +1,8 @@
 //! Miden VM integration (feature `miden`): [`prove`], a twin of `miden_prover::prove` whose trace
 //! and constraint commitments run on a [`Backend`].
 //!
-//! The program is executed by `miden_processor` as usual; the trace is then proven by
+//! The program is executed by `miden_processor`, on its fast processor with the trace built on
+//! every core, or on its reference processor ([`Execution`]); the trace is then proven by
 //! [`GpuProver`] wrapped around [`ExecutionProver`] (the public twin of `miden_prover`'s private
 //! prover), so everything but the commitments (AIR, auxiliary bus columns, constraint evaluation,
 //! DEEP composition, FRI, grinding) is Miden's and Winterfell's own code. The resulting
@@ -30,7 +31,7 @@ use miden_processor::{
         Blake3_192, Blake3_256, Poseidon2, RandomCoin, Rpo256, RpoRandomCoin, Rpx256,
         RpxRandomCoin, WinterRandomCoin,
     },
-    AdviceInputs, ExecutionTrace, Program, StackInputs, StackOutputs, SyncHost,
+    AdviceInputs, Program, StackInputs, StackOutputs, SyncHost,
 };
 use miden_verifier::{ProgramInfo, VerificationError};
 use tracing::{info, instrument, warn};
@@ -46,13 +47,17 @@ use crate::{
 };
 
 mod error;
+mod execution;
 mod execution_prover;
 mod options;
 pub mod programs;
+mod trace;
 
 pub use error::ProveError;
+pub use execution::Execution;
 pub use execution_prover::ExecutionProver;
 pub use options::{accepted_pairs, check_proving_options, verifier_accepts, MidenProveOptions};
+pub use trace::MidenTrace;
 
 // PROVE
 // ================================================================================================
@@ -149,8 +154,15 @@ pub(crate) fn prove_admitted<G, E: From<ProveError>>(
     let fallback_advice = (checks.self_check && checks.cpu_fallback).then(|| advice_inputs.clone());
     let backend = committer.backend();
     let inputs = stack_inputs.clone();
-    let (outputs, proof, _admitted) =
-        execute_and_prove(program, inputs, advice_inputs, host, options.clone(), committer, admit)?;
+    let execution = checks.execution;
+    let (outputs, proof, _admitted) = execute_and_prove(
+        program,
+        (inputs, advice_inputs, execution),
+        host,
+        options.clone(),
+        committer,
+        admit,
+    )?;
     if !checks.self_check {
         return Ok((outputs, proof));
     }
@@ -165,8 +177,14 @@ pub(crate) fn prove_admitted<G, E: From<ProveError>>(
     let cpu: Arc<dyn GpuCommitter> = Arc::new(CpuCommitter::new());
     let inputs = stack_inputs.clone();
     let admitted = |_: &TraceInfo, _: &ProofOptions| Ok::<_, E>(());
-    let (cpu_outputs, cpu_proof, ()) =
-        execute_and_prove(program, inputs, advice_inputs, host, options, cpu, admitted)?;
+    let (cpu_outputs, cpu_proof, ()) = execute_and_prove(
+        program,
+        (inputs, advice_inputs, execution),
+        host,
+        options,
+        cpu,
+        admitted,
+    )?;
     if cpu_outputs != outputs {
         return Err(ProveError::NondeterministicExecution.into());
     }
@@ -175,12 +193,11 @@ pub(crate) fn prove_admitted<G, E: From<ProveError>>(
     Ok((cpu_outputs, cpu_proof))
 }
 
-/// Executes `program`, asks `admit` (see [`prove_admitted`]) and proves the trace on
-/// `committer`, without checks; returns what `admit` returned beside the results.
+/// Executes `program` as `execution` says, asks `admit` (see [`prove_admitted`]) and proves the
+/// trace on `committer`, without checks; returns what `admit` returned beside the results.
 fn execute_and_prove<G, E: From<ProveError>>(
     program: &Program,
-    stack_inputs: StackInputs,
-    advice_inputs: AdviceInputs,
+    (stack_inputs, advice_inputs, execution): (StackInputs, AdviceInputs, Execution),
     host: &mut impl SyncHost,
     options: ProvingOptions,
     committer: Arc<dyn GpuCommitter>,
@@ -189,25 +206,28 @@ fn execute_and_prove<G, E: From<ProveError>>(
     let hash_fn = options.hash_fn();
 
     let now = Instant::now();
-    let mut trace = miden_processor::execute(
+    let mut trace = execution::execute(
         program,
         stack_inputs.clone(),
         advice_inputs,
         host,
         *options.execution_options(),
+        execution,
     )
     .map_err(ProveError::from)?;
+    let summary = trace.execution().trace_len_summary();
     info!(
+        ?execution,
         main_width = trace.info().main_trace_width(),
         aux_width = trace.info().aux_segment_width(),
-        steps = trace.trace_len_summary().trace_len(),
-        padded_steps = trace.trace_len_summary().padded_trace_len(),
+        steps = summary.trace_len(),
+        padded_steps = summary.padded_trace_len(),
         elapsed_ms = now.elapsed().as_millis() as u64,
         "generated execution trace"
     );
 
     let admitted = admit(trace.info(), &ProofOptions::from(options.clone()))?;
-    let stack_outputs = trace.stack_outputs().clone();
+    let stack_outputs = trace.execution().stack_outputs().clone();
     let precompile_requests = trace.take_precompile_requests();
 
     let (inputs, outputs) = (stack_inputs, stack_outputs.clone());
@@ -270,7 +290,7 @@ pub fn gpu_hash_function(hash_fn: MidenHashFunction) -> HashFunction {
 
 /// Proves `trace` with [`ExecutionProver`] for hasher `H`, wrapped in a [`GpuProver`].
 fn prove_trace<H, R>(
-    trace: ExecutionTrace,
+    trace: MidenTrace,
     options: ProvingOptions,
     stack_inputs: StackInputs,
     stack_outputs: StackOutputs,

@@ -8,17 +8,22 @@ use miden_core_lib::CoreLibrary;
 use miden_verifier::PrecompileVerifierRegistry;
 use winter_air::ProofOptions;
 
-use super::{error::ProveError, gpu_hash_function};
+use super::{error::ProveError, gpu_hash_function, Execution};
 
 // PROVE OPTIONS
 // ================================================================================================
 
-/// How [`super::prove_with_options`] makes sure the proof it returns verifies.
+/// How [`super::prove_with_options`] executes the program and makes sure the proof it returns
+/// verifies.
 ///
-/// The default checks every proof and re-proves on the CPU backend when the check fails, so a
-/// wrong commitment from a device (one that returned `Ok`) costs time, never a bad proof.
+/// The default executes on Miden's fast processor, checks every proof and re-proves on the CPU
+/// backend when the check fails, so a wrong commitment from a device (one that returned `Ok`)
+/// costs time, never a bad proof.
 #[derive(Clone)]
 pub struct MidenProveOptions {
+    /// Which of Miden's processors executes the program (default [`Execution::Parallel`]; use
+    /// [`Execution::Reference`] for programs you do not trust).
+    pub execution: Execution,
     /// Verify the finished proof with `miden_verifier` before returning it (default `true`).
     pub self_check: bool,
     /// When the self-check fails, prove again on the CPU backend, with a warning (default
@@ -32,6 +37,7 @@ pub struct MidenProveOptions {
 impl Default for MidenProveOptions {
     fn default() -> Self {
         Self {
+            execution: Execution::default(),
             self_check: true,
             cpu_fallback: true,
             precompile_verifiers: CoreLibrary::default().verifier_registry(),
@@ -42,6 +48,7 @@ impl Default for MidenProveOptions {
 impl fmt::Debug for MidenProveOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MidenProveOptions")
+            .field("execution", &self.execution)
             .field("self_check", &self.self_check)
             .field("cpu_fallback", &self.cpu_fallback)
             .finish_non_exhaustive()

@@ -17,8 +17,25 @@ impl ProverPool {
         program: Program,
         stack_inputs: StackInputs,
         advice_inputs: AdviceInputs,
+        host: H,
+        options: ProvingOptions,
+    ) -> JobHandle<(StackOutputs, ExecutionProof)>
+    where
+        H: SyncHost + Send + 'static,
+    {
+        let checks = MidenProveOptions::default();
+        self.prove_miden_with(program, (stack_inputs, advice_inputs), host, options, checks)
+    }
+
+    /// [`Self::prove_miden`], executing and checking as `checks` says (as
+    /// [`crate::miden::prove_with_options`]).
+    pub fn prove_miden_with<H>(
+        &self,
+        program: Program,
+        (stack_inputs, advice_inputs): (StackInputs, AdviceInputs),
         mut host: H,
         options: ProvingOptions,
+        checks: MidenProveOptions,
     ) -> JobHandle<(StackOutputs, ExecutionProof)>
     where
         H: SyncHost + Send + 'static,
@@ -30,7 +47,7 @@ impl ProverPool {
                 &mut host,
                 options,
                 job.committer().clone(),
-                &MidenProveOptions::default(),
+                &checks,
                 |trace, options| job.reserve_host(proof_host_bytes(trace, options)),
             )
         })

@@ -44,7 +44,10 @@ use super::{
     result::{FailureKind, JobFailure, JobResult, Outcome, ProvedJob},
     wire::check_job_id,
 };
-use crate::{miden::gpu_hash_function, pool::ProverPool};
+use crate::{
+    miden::{gpu_hash_function, Execution, MidenProveOptions},
+    pool::ProverPool,
+};
 
 /// The default of [`WorkerOptions::max_job_bytes`]: 4 MiB.
 pub const DEFAULT_MAX_JOB_BYTES: usize = 4 << 20;
@@ -78,6 +81,10 @@ pub struct WorkerOptions {
     /// How long one pull request waits for a job (default 1 s): also how long a shutdown may
     /// wait for an idle pull.
     pub pull_wait: Duration,
+    /// Which of Miden's processors executes the jobs (default [`Execution::Reference`], which
+    /// stops a program at its cycle limit as it runs; [`Execution::Parallel`] is faster but
+    /// checks the limit only once the program ends, so suits a fleet of trusted submitters).
+    pub execution: Execution,
 }
 
 impl WorkerOptions {
@@ -88,6 +95,7 @@ impl WorkerOptions {
             max_job_bytes: DEFAULT_MAX_JOB_BYTES,
             max_cycles: ExecutionOptions::MAX_CYCLES,
             pull_wait: Duration::from_secs(1),
+            execution: Execution::Reference,
         }
     }
 }
@@ -329,6 +337,7 @@ impl Worker {
             Err(failure) => return Outcome::Failed(failure),
         };
         let (prepare, pool) = (self.prepare.clone(), self.pool.clone());
+        let execution = self.options.execution;
         let span = Span::current();
         let proof = tokio::task::spawn_blocking(move || {
             let PreparedJob { program, stack_inputs, advice_inputs, host } = match prepare(&job) {
@@ -338,8 +347,11 @@ impl Worker {
             let hash = program.hash();
             span.record("program_hash", hash.to_hex().trim_start_matches("0x"));
             // the pool's job span, and the proof's, go inside the job's
-            let handle = span
-                .in_scope(|| pool.prove_miden(program, stack_inputs, advice_inputs, host, options));
+            let handle = span.in_scope(|| {
+                let checks = MidenProveOptions { execution, ..MidenProveOptions::default() };
+                let inputs = (stack_inputs, advice_inputs);
+                pool.prove_miden_with(program, inputs, host, options, checks)
+            });
             handle.wait().map(|(outputs, proof)| Ok((hash, outputs, proof)))
         });
         self.metrics.started();

@@ -13,7 +13,7 @@ use std::{
 
 use clap::Args;
 use miden_gpu::{
-    miden::{check_proving_options, prove_with_committer},
+    miden::{check_proving_options, prove_with_options, Execution, MidenProveOptions},
     pool::{JobHandle, PoolOptions},
     timing::SpanTimes,
     Backend, BackendOptions, GpuCommitter, ProverPool,
@@ -77,6 +77,12 @@ pub struct ProveCmd {
     #[arg(short = 'n', long = "num-outputs", default_value_t = 16)]
     num_outputs: usize,
 
+    /// Which processor executes the program: parallel (Miden's fast processor, the trace built
+    /// on every core; --max-cycles is checked once the program ends) or reference (the
+    /// processor of `miden prove`, stopped at --max-cycles as it runs)
+    #[arg(long = "execution", default_value_t = Execution::Parallel)]
+    execution: Execution,
+
     /// Enable tracing to monitor execution of the VM
     #[arg(short = 't', long = "trace")]
     trace: bool,
@@ -129,7 +135,7 @@ impl ProveCmd {
     /// Everything that can be checked before the proof is checked first: the options (a hash
     /// function and security level the verifier accepts), the environment's backend settings
     /// and the paths (no file written over another one the command reads or writes). The proof
-    /// is verified before it is written (see [`prove_with_committer`]), and both files are
+    /// is verified before it is written (see [`prove_with_options`]), and both files are
     /// written whole or not at all.
     pub fn execute(&self, progress: &Progress, times: &SpanTimes) -> Result<(), CliError> {
         let options = self.proving_options()?;
@@ -166,13 +172,14 @@ impl ProveCmd {
         let started = start.elapsed();
 
         progress.stage("executing the program");
-        let (outputs, proof) = prove_with_committer(
+        let (outputs, proof) = prove_with_options(
             &loaded.program,
             stack_inputs,
             advice_inputs,
             &mut host,
             options,
             committer.clone(),
+            &self.checks(),
         )?;
         let proved = start.elapsed();
         let (execution, self_check) = (times.get("execute_program"), times.get("self_check"));
@@ -262,6 +269,11 @@ impl ProveCmd {
                     proof.security_level()
                 ),
             );
+    }
+
+    /// How the program is executed (`--execution`), the proof checked as by default.
+    fn checks(&self) -> MidenProveOptions {
+        MidenProveOptions { execution: self.execution, ..MidenProveOptions::default() }
     }
 
     /// The proving options of the `--hasher`, `--security` and execution flags.
@@ -525,8 +537,14 @@ impl Queued {
         let (stack_inputs, advice_inputs) = (inputs.stack_inputs()?, inputs.advice_inputs()?);
         let host = loaded.host()?;
         let hash = program_hash_hex(&loaded.program.hash());
-        let job =
-            pool.prove_miden(loaded.program, stack_inputs, advice_inputs, host, options.clone());
+        let inputs_of_job = (stack_inputs, advice_inputs);
+        let job = pool.prove_miden_with(
+            loaded.program,
+            inputs_of_job,
+            host,
+            options.clone(),
+            command.checks(),
+        );
         Ok(Self { hash, inputs, job })
     }
 

@@ -12,6 +12,7 @@ use clap::Args;
 #[cfg(feature = "otlp")]
 use miden_gpu::service::OTLP_ENDPOINT_ENV;
 use miden_gpu::{
+    miden::Execution,
     service::{
         FailureKind, Fleet, FleetOptions, Job, JobFailure, JobProgram, MetricsServer, PreparedJob,
         ServiceError, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES,
@@ -62,6 +63,12 @@ pub struct ServeCmd {
     /// The most cycles one program may take; a job may ask for fewer
     #[arg(short = 'm', long = "max-cycles", default_value_t = ExecutionOptions::MAX_CYCLES)]
     max_cycles: u32,
+
+    /// Which processor executes the jobs: reference (stops a program at --max-cycles as it
+    /// runs) or parallel (faster; checks --max-cycles once the program ends: for trusted
+    /// submitters only)
+    #[arg(long = "execution", default_value_t = Execution::Reference)]
+    execution: Execution,
 
     /// Seconds a job may go without an acknowledgement or progress report before the server
     /// delivers it again (set when the fleet's consumer is created)
@@ -147,6 +154,7 @@ impl ServeCmd {
         let options = WorkerOptions {
             max_job_bytes: self.max_job_bytes,
             max_cycles: self.max_cycles,
+            execution: self.execution,
             ..WorkerOptions::new(&name)
         };
 
