@@ -14,6 +14,7 @@
 #   MIDEN_GPU_BIN    target/release/miden-gpu              cargo build --release --features cuda,miden,service --bin miden-gpu
 #   FLEET_BENCH_BIN  target/release/examples/fleet_bench   cargo build --release --features cuda,miden,service --example fleet_bench
 #   NATS_SERVER      nats-server (Debian's package; on a machine without network, unpacked with dpkg -x)
+# EXECUTION=parallel gives the workers `--execution parallel` (their default is reference).
 # A quick check on the CPU:
 #   BACKEND=cpu CYCLES_LOG=12 JOBS=8 scripts/fleet_bench.sh
 set -uo pipefail
@@ -81,10 +82,10 @@ start_worker() {
   local log="$LOG/$1-$2.log"
   if [ -n "${4:-}" ]; then
     env MIDEN_GPU_DEVICES="$4" RUST_LOG=miden_gpu=info "$BIN" serve --nats "nats://127.0.0.1:$PORT" \
-      --backend "$BACKEND" --name "$2" --metrics "127.0.0.1:$3" >"$log" 2>&1 &
+      --backend "$BACKEND" --name "$2" --metrics "127.0.0.1:$3" ${EXECUTION:+--execution $EXECUTION} >"$log" 2>&1 &
   else
     env -u MIDEN_GPU_DEVICES RUST_LOG=miden_gpu=info "$BIN" serve --nats "nats://127.0.0.1:$PORT" \
-      --backend "$BACKEND" --name "$2" --metrics "127.0.0.1:$3" >"$log" 2>&1 &
+      --backend "$BACKEND" --name "$2" --metrics "127.0.0.1:$3" ${EXECUTION:+--execution $EXECUTION} >"$log" 2>&1 &
   fi
   local pid=$!
   worker_pids+=("$pid")

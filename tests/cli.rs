@@ -241,8 +241,9 @@ fn prove_reports_bad_inputs() {
 #[test]
 fn prove_rejects_unknown_option_values() {
     let dir = TempDir::new("options");
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["--backend", "tpu"], "unknown backend `tpu`"),
+        (&["--execution", "fast"], "unknown execution `fast`"),
         (&["--hash", "sha3"], "unknown hash function `sha3`"),
         (&["--hasher", "blake3"], "unknown hash function `blake3`"),
         (&["--security", "100"], "expected 96 or 128"),
@@ -421,6 +422,27 @@ fn same_proof(a: &[u8], b: &[u8]) -> bool {
         miden_prover::ExecutionProof::from_bytes(bytes).expect("an execution proof").into_parts().1
     };
     a == b || miden_gpu::compare_proofs(&stark(a), &stark(b)).is_match()
+}
+
+/// Both executions give the program the same proof, which verifies; a program that runs past
+/// `--max-cycles` fails under both.
+#[test]
+fn prove_with_either_execution() {
+    let dir = TempDir::new("executions");
+    let hash = prove_program(&dir, &["--execution", "reference"]);
+    let reference = fs::read(dir.path("program.proof")).expect("the reference execution's proof");
+    assert_eq!(prove_program(&dir, &["--execution", "parallel"]), hash);
+    let parallel = fs::read(dir.path("program.proof")).expect("the parallel execution's proof");
+    assert!(same_proof(&reference, &parallel), "the executions give different proofs");
+    assert_success(&verify(&hash, &dir.path("program.proof")));
+
+    // about 6 000 cycles
+    let long = "begin repeat.3000 push.1 drop end end";
+    for execution in ["reference", "parallel"] {
+        let args = ["-b", "cpu", "--max-cycles", "4096", "--execution", execution];
+        let output = prove_with(&dir, long, &args);
+        assert_error(&output, "exceeded the allowed number of max cycles 4096");
+    }
 }
 
 /// Three programs and one that does not assemble, proved in one call: the bad one has its own
