@@ -18,7 +18,7 @@ use miden_processor::{
     MastForest, ProcessState, Program, StackInputs, SyncHost, TraceError, Word, NUM_RAND_ROWS,
 };
 use rayon::prelude::*;
-use tracing::{debug, info_span};
+use tracing::{info, info_span};
 use winter_prover::{matrix::ColMatrix, Trace};
 
 use super::trace::MidenTrace;
@@ -83,8 +83,11 @@ pub(super) fn execute(
                 },
                 Ok(trace) => Ok(trace),
                 Err(error) => {
-                    debug!(%error, "the fast processor failed; executing on the reference processor");
-                    reference(advice_inputs, host)
+                    let executed = reference(advice_inputs, host);
+                    if executed.is_ok() {
+                        info!(%error, "the fast processor failed where the reference one did not");
+                    }
+                    executed
                 },
             }
         },

@@ -2,14 +2,16 @@
 
 use miden_air::{ExecutionProof, ProvingOptions};
 use miden_processor::{AdviceInputs, Program, StackInputs, StackOutputs, SyncHost};
+use winter_air::TraceInfo;
 
 use super::{proof_host_bytes, JobHandle, ProverPool};
-use crate::miden::{prove_admitted, MidenProveOptions};
+use crate::miden::{prove_admitted, Execution, MidenProveOptions};
 
 impl ProverPool {
     /// Queues the execution of `program` with `host` and its proof on the job's committer
     /// (as [`crate::miden::prove_with_committer`], the proof checked), its estimated host memory
-    /// ([`proof_host_bytes`]) reserved between the execution and the proof; the job's result is
+    /// ([`proof_host_bytes`], and the copy of the main segment that the default parallel
+    /// execution holds) reserved between the execution and the proof; the job's result is
     /// the stack outputs and the proof, its error [`super::PoolError::Miden`] (or
     /// [`super::PoolError::OutOfMemory`]).
     pub fn prove_miden<H>(
@@ -48,8 +50,23 @@ impl ProverPool {
                 options,
                 job.committer().clone(),
                 &checks,
-                |trace, options| job.reserve_host(proof_host_bytes(trace, options)),
+                |trace, options| {
+                    let bytes = proof_host_bytes(trace, options);
+                    job.reserve_host(bytes.saturating_add(main_trace_copy(trace, &checks)))
+                },
             )
         })
+    }
+}
+
+/// The bytes of the second main segment a proof after [`Execution::Parallel`] holds (its
+/// `MidenTrace` keeps a corrected copy beside the execution trace's own), beyond
+/// [`proof_host_bytes`].
+fn main_trace_copy(trace: &TraceInfo, checks: &MidenProveOptions) -> u64 {
+    match checks.execution {
+        Execution::Parallel => (trace.length() as u64)
+            .saturating_mul(trace.main_trace_width() as u64)
+            .saturating_mul(core::mem::size_of::<miden_crypto::Felt>() as u64),
+        Execution::Reference => 0,
     }
 }
