@@ -323,6 +323,50 @@ mod tests {
         }
     }
 
+    /// A procedure of a dynamically linked library (an external node the host resolves), its
+    /// event (handled by the host's library handler) and a `call` into a new context, in a loop
+    /// over several fragments: the adapter's host calls give the reference trace.
+    #[test]
+    fn libraries_events_and_calls_give_the_reference_trace() {
+        let source = "
+            use miden::core::math::u64
+
+            proc mix
+                mul add.3
+            end
+
+            begin
+                repeat.300
+                    push.3.7.1000000.5
+                    exec.u64::div
+                    call.mix
+                    drop drop
+                end
+            end";
+        let core = miden_core_lib::CoreLibrary::default();
+        let program = Assembler::default()
+            .with_dynamic_library(&core)
+            .expect("the core library links")
+            .assemble_program(source)
+            .expect("program assembles");
+        let (options, none) = (ExecutionOptions::default(), AdviceInputs::default());
+        let inputs = StackInputs::default();
+        let host = || DefaultHost::default().with_library(&core).expect("the core library loads");
+        let reference = execute(
+            &program,
+            inputs.clone(),
+            none.clone(),
+            &mut host(),
+            options,
+            Execution::Reference,
+        )
+        .expect("executes");
+        let parallel = execute_parallel(&program, &inputs, none, &mut host(), options)
+            .expect("the fast processor runs it");
+        assert!(reference.execution().trace_len_summary().trace_len() > 2 * FRAGMENT_CYCLES);
+        assert_same_trace(&reference, &parallel);
+    }
+
     /// A stack deeper than the fast processor's buffer fails there, and the reference processor
     /// then executes the program.
     #[test]
