@@ -36,10 +36,12 @@ impl Target {
     /// The committer, opened again if [`Target::close`] closed it.
     pub fn committer(&self) -> Result<Arc<dyn GpuCommitter>> {
         let mut opened = self.opened.borrow_mut();
-        if opened.is_none() {
-            *opened = Some(open(self.backend, self.gpu_set.as_deref(), &self.cuda)?);
+        if let Some((committer, _)) = opened.as_ref() {
+            return Ok(committer.clone());
         }
-        Ok(opened.as_ref().map(|(committer, _)| committer.clone()).expect("opened above"))
+        let (committer, read_times) = open(self.backend, self.gpu_set.as_deref(), &self.cuda)?;
+        *opened = Some((committer.clone(), read_times));
+        Ok(committer)
     }
 
     /// Closes the committer (until [`Target::committer`] opens it again), so that it holds no

@@ -61,6 +61,13 @@ pub fn proof_host_bytes(info: &TraceInfo, options: &ProofOptions) -> u64 {
     ldes.saturating_add(trace).saturating_add(fri)
 }
 
+/// The bytes of one copy of the main segment of a trace of shape `info` (saturating): what a
+/// Miden proof after the parallel execution holds beyond [`proof_host_bytes`].
+#[cfg(feature = "miden")]
+pub(super) fn main_segment_bytes(info: &TraceInfo) -> u64 {
+    (info.length() as u64).saturating_mul(info.main_trace_width() as u64).saturating_mul(FELT_BYTES)
+}
+
 // BUDGET
 // ================================================================================================
 

@@ -2,9 +2,8 @@
 
 use miden_air::{ExecutionProof, ProvingOptions};
 use miden_processor::{AdviceInputs, Program, StackInputs, StackOutputs, SyncHost};
-use winter_air::TraceInfo;
 
-use super::{proof_host_bytes, JobHandle, ProverPool};
+use super::{main_segment_bytes, proof_host_bytes, JobHandle, ProverPool};
 use crate::miden::{prove_admitted, Execution, MidenProveOptions};
 
 impl ProverPool {
@@ -51,22 +50,15 @@ impl ProverPool {
                 job.committer().clone(),
                 &checks,
                 |trace, options| {
-                    let bytes = proof_host_bytes(trace, options);
-                    job.reserve_host(bytes.saturating_add(main_trace_copy(trace, &checks)))
+                    // after the parallel execution, `MidenTrace` holds a corrected copy of the
+                    // main segment beside the execution trace's own
+                    let copy = match checks.execution {
+                        Execution::Parallel => main_segment_bytes(trace),
+                        Execution::Reference => 0,
+                    };
+                    job.reserve_host(proof_host_bytes(trace, options).saturating_add(copy))
                 },
             )
         })
-    }
-}
-
-/// The bytes of the second main segment a proof after [`Execution::Parallel`] holds (its
-/// `MidenTrace` keeps a corrected copy beside the execution trace's own), beyond
-/// [`proof_host_bytes`].
-fn main_trace_copy(trace: &TraceInfo, checks: &MidenProveOptions) -> u64 {
-    match checks.execution {
-        Execution::Parallel => (trace.length() as u64)
-            .saturating_mul(trace.main_trace_width() as u64)
-            .saturating_mul(core::mem::size_of::<miden_crypto::Felt>() as u64),
-        Execution::Reference => 0,
     }
 }

@@ -66,6 +66,8 @@ mod queue;
 mod slots;
 
 pub use error::PoolError;
+#[cfg(feature = "miden")]
+use memory::main_segment_bytes;
 use memory::HostBudget;
 pub use memory::{proof_host_bytes, HostReservation};
 use queue::JobQueue;
