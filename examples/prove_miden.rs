@@ -71,7 +71,8 @@ struct Args {
     /// give every timing its ratio to the CPU's.
     #[arg(long)]
     compare_cpu: bool,
-    /// Also print the total of every span (the backends' stages included).
+    /// Also print the host CPU time of each stage (core-seconds, and the cores it kept busy)
+    /// and the total of every span (the backends' stages included).
     #[arg(long)]
     breakdown: bool,
     /// Measure throughput instead: prove N copies of the program through a `ProverPool` for
@@ -95,6 +96,12 @@ struct Args {
     /// each backend proves once with each); a pool runs every device set with each.
     #[arg(long, value_delimiter = ',', default_value = "parallel")]
     execution: Vec<Execution>,
+    /// Host memory, in GiB, that CUDA committers keep registered for LDE rows, written by the
+    /// GPUs directly from the second proof of a size on (`CudaOptions::pinned_rows_bytes`; a
+    /// pool's `PoolOptions::pinned_rows_bytes`) [default: none for single proofs, the pool's
+    /// default for a pool].
+    #[arg(long, value_name = "GIB")]
+    pinned_rows_gib: Option<u64>,
 }
 
 /// Device sets of `--pool-devices`, each a list of CUDA ordinals.
@@ -173,7 +180,12 @@ fn run(args: &Args, times: &SpanTimes) -> Result<(), String> {
         args.cycles_log, args.hash, args.security
     );
 
-    let from_env = BackendOptions::from_env().map_err(|e| e.to_string())?;
+    #[allow(unused_mut)]
+    let mut from_env = BackendOptions::from_env().map_err(|e| e.to_string())?;
+    #[cfg(feature = "cuda")]
+    {
+        from_env.cuda.pinned_rows_bytes = args.pinned_rows_gib.unwrap_or(0) << 30;
+    }
     if let Some(jobs) = args.pool_jobs {
         return run_pool(args, jobs as usize, &program, iterations, &options, from_env);
     }
@@ -281,6 +293,8 @@ struct PoolRun {
     slots: usize,
     workers: usize,
     wall: std::time::Duration,
+    /// The process's CPU time over the run, where the platform reports it.
+    cpu: Option<timing::CpuTime>,
 }
 
 /// Proves `jobs` copies of `program` through a pool on each device set, verifies every proof
@@ -308,6 +322,7 @@ fn run_pool(
     for (set, execution) in runs_of_sets {
         let mut pool_options = PoolOptions::new(BackendOptions { backend, ..from_env.clone() });
         pool_options.cpu_slots = set.len();
+        pool_options.pinned_rows_bytes = args.pinned_rows_gib.map(|gib| gib << 30);
         #[cfg(feature = "cuda")]
         {
             pool_options.backend.cuda.devices = Some(set.clone());
@@ -325,27 +340,29 @@ fn run_pool(
             1 => devices,
             _ => format!("{devices} {execution}"),
         };
-        // every slot proves one job untimed, at the jobs' size: kernels compiled, device buffers
-        // and the allocator's host memory grown, as in a pool that has served before
-        for committer in pool.committers() {
-            prove(program, iterations, options, committer, execution)?;
+        let submit = || {
+            pool.prove_miden_with(
+                program.clone(),
+                (stack_inputs(iterations), AdviceInputs::default()),
+                DefaultHost::default(),
+                options.clone(),
+                MidenProveOptions { execution, ..MidenProveOptions::default() },
+            )
+        };
+        // one job per worker untimed, at the jobs' size: kernels compiled, device buffers, row
+        // memory and the allocator's host memory grown, as in a pool that has served before
+        let warm_up: Vec<_> = (0..pool.workers()).map(|_| submit()).collect();
+        for handle in warm_up {
+            handle.wait().map_err(|e| format!("{devices}: warm-up: {e}"))?;
         }
 
         let start = Instant::now();
-        let handles: Vec<_> = (0..jobs)
-            .map(|_| {
-                pool.prove_miden_with(
-                    program.clone(),
-                    (stack_inputs(iterations), AdviceInputs::default()),
-                    DefaultHost::default(),
-                    options.clone(),
-                    MidenProveOptions { execution, ..MidenProveOptions::default() },
-                )
-            })
-            .collect();
+        let cpu_start = timing::process_cpu_time();
+        let handles: Vec<_> = (0..jobs).map(|_| submit()).collect();
         let proofs: Vec<_> = handles.into_iter().map(|handle| handle.wait()).collect();
         let wall = start.elapsed();
-        let run = PoolRun { devices, slots: pool.slots(), workers: pool.workers(), wall };
+        let cpu = cpu_start.zip(timing::process_cpu_time()).map(|(start, end)| end.since(start));
+        let run = PoolRun { devices, slots: pool.slots(), workers: pool.workers(), wall, cpu };
         let peak = match pool.peak_resident_bytes() {
             Some(bytes) => format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20)),
             None => "not reported".into(),
@@ -403,17 +420,29 @@ fn list(set: &[usize]) -> String {
     set.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(",")
 }
 
-/// Proofs per minute of each device set, with the ratio to the first set's.
+/// Proofs per minute of each device set, with the ratio to the first set's, and the host CPU
+/// each proof cost (core-seconds) with the share of the host's cores kept busy.
 fn print_pool_table(runs: &[PoolRun], jobs: usize) {
     let per_minute = |run: &PoolRun| jobs as f64 * 60.0 / run.wall.as_secs_f64();
     let Some(first) = runs.first().map(per_minute) else { return };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     println!(
-        "\n{:<16}{:>7}{:>9}{:>10}{:>12}{:>9}",
-        "devices", "slots", "workers", "wall", "proofs/min", "ratio"
+        "\n{:<16}{:>7}{:>9}{:>10}{:>12}{:>9}{:>14}{:>11}",
+        "devices", "slots", "workers", "wall", "proofs/min", "ratio", "CPU a proof", "host busy"
     );
     for run in runs {
+        let (per_proof, busy) = match run.cpu {
+            Some(cpu) => (
+                format!("{:.1} s", cpu.total().as_secs_f64() / jobs as f64),
+                format!(
+                    "{:.0} %",
+                    100.0 * cpu.total().as_secs_f64() / run.wall.as_secs_f64() / cores
+                ),
+            ),
+            None => ("-".into(), "-".into()),
+        };
         println!(
-            "{:<16}{:>7}{:>9}{:>9.1}s{:>12.2}{:>8.2}x",
+            "{:<16}{:>7}{:>9}{:>9.1}s{:>12.2}{:>8.2}x{per_proof:>14}{busy:>11}",
             run.devices,
             run.slots,
             run.workers,
@@ -477,6 +506,7 @@ fn print_proof(label: &str, proof: &ExecutionProof) {
 fn print_timings(runs: &[RunTimes], breakdown: bool) {
     println!("\n{}", timing::stage_table(runs, &timing::PROOF_ROWS));
     if breakdown {
+        println!("\n{}", timing::cpu_table(runs, &timing::PROOF_ROWS));
         println!("\n{}", timing::span_table(runs));
     }
 }

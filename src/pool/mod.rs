@@ -24,6 +24,10 @@
 //!   budget ([`PoolOptions::host_memory_limit`], by default the memory available when the pool
 //!   starts): a job that does not fit beside the running jobs waits for them to end, and one
 //!   that could not fit even alone is [`PoolError::OutOfMemory`] (see [`proof_host_bytes`]).
+//! - **Row memory.** CUDA slots keep host memory registered with the driver for the LDE rows
+//!   ([`PoolOptions::pinned_rows_bytes`], by default a quarter of the host budget, which the
+//!   jobs' reservations no longer get): from the second proof of a size on, the GPUs write the
+//!   rows into it directly, and a proof's commitments cost the host no copy and no page fault.
 //! - **Isolation.** Each job's result or error is its own ([`JobHandle::wait`]): an error ends
 //!   that job only, and a panic is caught and becomes [`PoolError::Panicked`]. The committers
 //!   tolerate a panic mid-call (their locks ignore poisoning), so the slot keeps serving.
@@ -98,9 +102,23 @@ pub struct PoolOptions {
     /// The host memory, in bytes, that the jobs running may reserve together (see the module's
     /// scheduling policy); `None` (the default) is the memory available when the pool starts
     /// (`MemAvailable`, or less where a control group's limit leaves less), or no limit where
-    /// the system reports neither (outside Linux).
+    /// the system reports neither (outside Linux). The row memory of CUDA slots
+    /// ([`Self::pinned_rows_bytes`]) comes out of it.
     pub host_memory_limit: Option<u64>,
+    /// Host memory that the CUDA slots keep registered with the driver for LDE rows, together
+    /// (each committer's `CudaOptions::pinned_rows_bytes`, which this replaces for the pool).
+    /// The GPUs write a commitment's rows into it directly, with no host copy out of pinned
+    /// staging and no page faults: a pool proves the same sizes again and again, so the cost of
+    /// registering a block (about 0.6 s for a 2^20-row Miden trace's rows) is paid once per
+    /// block. `None` (the default) is [`PINNED_ROWS_SHARE`] of the host memory limit (none
+    /// without a limit); `Some(0)`: rows are copied out of pinned staging into ordinary memory.
+    /// No effect on other backends.
+    pub pinned_rows_bytes: Option<u64>,
 }
+
+/// The default share of the pool's host memory limit that CUDA slots keep registered for LDE
+/// rows ([`PoolOptions::pinned_rows_bytes`]): a quarter.
+pub const PINNED_ROWS_SHARE: f64 = 0.25;
 
 impl Default for PoolOptions {
     fn default() -> Self {
@@ -111,7 +129,14 @@ impl Default for PoolOptions {
 impl PoolOptions {
     /// The options of a pool on `backend`, with the default workers, queue and CPU slots.
     pub fn new(backend: BackendOptions) -> Self {
-        Self { backend, workers: None, queue_capacity: None, cpu_slots: 1, host_memory_limit: None }
+        Self {
+            backend,
+            workers: None,
+            queue_capacity: None,
+            cpu_slots: 1,
+            host_memory_limit: None,
+            pinned_rows_bytes: None,
+        }
     }
 
     /// Every count that is set must be at least 1.
@@ -168,12 +193,18 @@ impl ProverPool {
     /// [`PoolError::Spawn`] when a thread cannot be started.
     pub fn new(options: &PoolOptions) -> Result<Self, PoolError> {
         options.check()?;
-        let slots = Slots::new(open_committers(options)?);
+        let host_limit = || options.host_memory_limit.or_else(available_host_memory);
+        let pinned_rows = options.pinned_rows_bytes.unwrap_or_else(|| {
+            host_limit().map_or(0, |limit| (limit as f64 * PINNED_ROWS_SHARE) as u64)
+        });
+        let slots = Slots::new(open_committers(options, pinned_rows)?);
         let workers = options.workers.unwrap_or(WORKERS_PER_SLOT * slots.len());
         let queue = JobQueue::new(options.queue_capacity.unwrap_or(workers));
-        // taken once the committers hold what they hold from the start
-        let host =
-            Arc::new(HostBudget::new(options.host_memory_limit.or_else(available_host_memory)));
+        // taken once the committers hold what they hold from the start, less the row memory
+        // the CUDA slots may register as they prove
+        let pinned_rows = if slots.backend() == Backend::Cuda { pinned_rows } else { 0 };
+        let host_limit = host_limit().map(|limit| limit.saturating_sub(pinned_rows));
+        let host = Arc::new(HostBudget::new(host_limit));
         let mut pool = Self {
             shared: Arc::new(Shared { queue, slots, host }),
             workers: Vec::with_capacity(workers),

@@ -15,15 +15,19 @@ use crate::{
 // ================================================================================================
 
 /// The committers of `options`, one per slot: for CUDA one per GPU (every visible GPU, or
-/// `cuda.devices`), for wgpu the one adapter's, for the CPU `cpu_slots` of them. `Auto` decides
-/// as [`BackendOptions::create`] does, CUDA first.
-pub(super) fn open_committers(options: &PoolOptions) -> Result<Vec<Arc<dyn GpuCommitter>>> {
+/// `cuda.devices`), together keeping up to `pinned_rows` bytes of host memory registered for
+/// LDE rows; for wgpu the one adapter's, for the CPU `cpu_slots` of them. `Auto` decides as
+/// [`BackendOptions::create`] does, CUDA first.
+pub(super) fn open_committers(
+    options: &PoolOptions,
+    pinned_rows: u64,
+) -> Result<Vec<Arc<dyn GpuCommitter>>> {
     let backend = &options.backend;
     match backend.backend {
         Backend::Cpu => Ok(cpu_committers(backend, options.cpu_slots)),
         Backend::Wgpu => Ok(vec![backend.create()?]),
-        Backend::Cuda => cuda_committers(backend),
-        Backend::Auto => cuda_committers(backend).or_else(|reason| {
+        Backend::Cuda => cuda_committers(backend, pinned_rows),
+        Backend::Auto => cuda_committers(backend, pinned_rows).or_else(|reason| {
             info!(%reason, "the pool has no CUDA slots");
             let committer = backend.create()?;
             Ok(match committer.backend() {
@@ -40,9 +44,13 @@ fn cpu_committers(options: &BackendOptions, slots: usize) -> Vec<Arc<dyn GpuComm
         .collect()
 }
 
-/// One single-GPU committer per CUDA ordinal, each opened with the options' other values.
+/// One single-GPU committer per CUDA ordinal, each opened with the options' other values and
+/// `pinned_rows` (a limit the process's committers share).
 #[cfg(feature = "cuda")]
-fn cuda_committers(options: &BackendOptions) -> Result<Vec<Arc<dyn GpuCommitter>>> {
+fn cuda_committers(
+    options: &BackendOptions,
+    pinned_rows: u64,
+) -> Result<Vec<Arc<dyn GpuCommitter>>> {
     let ordinals = match &options.cuda.devices {
         Some(list) => check_distinct(list)?,
         None => (0..crate::cuda::device_count()?).collect(),
@@ -53,6 +61,7 @@ fn cuda_committers(options: &BackendOptions) -> Result<Vec<Arc<dyn GpuCommitter>
             let mut one_gpu = options.clone();
             one_gpu.backend = Backend::Cuda;
             one_gpu.cuda.devices = Some(vec![ordinal]);
+            one_gpu.cuda.pinned_rows_bytes = pinned_rows;
             one_gpu.create()
         })
         .collect()
@@ -60,7 +69,7 @@ fn cuda_committers(options: &BackendOptions) -> Result<Vec<Arc<dyn GpuCommitter>
 
 /// The CUDA backend is not compiled in: its error, as [`BackendOptions::create`] gives it.
 #[cfg(not(feature = "cuda"))]
-fn cuda_committers(options: &BackendOptions) -> Result<Vec<Arc<dyn GpuCommitter>>> {
+fn cuda_committers(options: &BackendOptions, _: u64) -> Result<Vec<Arc<dyn GpuCommitter>>> {
     let cuda = BackendOptions { backend: Backend::Cuda, ..options.clone() };
     Ok(vec![cuda.create()?])
 }
