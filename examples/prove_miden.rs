@@ -92,6 +92,10 @@ struct Args {
     /// Workers per slot: proofs in flight on each GPU [default: the pool's, 2].
     #[arg(long, value_name = "K", requires = "pool_jobs", value_parser = clap::value_parser!(u16).range(1..))]
     pool_workers_per_slot: Option<u16>,
+    /// Each slot's own host threads: `split` (the host's cores divided between the slots) or a
+    /// count [default: none, every slot's proofs share the process's rayon pool].
+    #[arg(long, value_name = "THREADS", requires = "pool_jobs", value_parser = parse_slot_threads)]
+    pool_threads_per_slot: Option<SlotThreads>,
     /// How the program is executed before each proof, comma-separated (`reference,parallel`:
     /// each backend proves once with each); a pool runs every device set with each.
     #[arg(long, value_delimiter = ',', default_value = "parallel")]
@@ -128,6 +132,23 @@ enum Workload {
     /// `hperm`, `hmerge`, memory stores and loads in a loop: hasher and memory chiplets
     /// (`HASH_MEMORY`).
     HashMem,
+}
+
+/// `--pool-threads-per-slot`.
+#[derive(Debug, Clone, Copy)]
+enum SlotThreads {
+    Split,
+    Count(usize),
+}
+
+fn parse_slot_threads(text: &str) -> Result<SlotThreads, String> {
+    match text {
+        "split" => Ok(SlotThreads::Split),
+        count => match count.parse() {
+            Ok(0) | Err(_) => Err(format!("`{text}` is not `split` or a thread count")),
+            Ok(count) => Ok(SlotThreads::Count(count)),
+        },
+    }
 }
 
 fn parse_hash(name: &str) -> Result<HashFunction, String> {
@@ -323,6 +344,11 @@ fn run_pool(
         let mut pool_options = PoolOptions::new(BackendOptions { backend, ..from_env.clone() });
         pool_options.cpu_slots = set.len();
         pool_options.pinned_rows_bytes = args.pinned_rows_gib.map(|gib| gib << 30);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        pool_options.threads_per_slot = args.pool_threads_per_slot.map(|threads| match threads {
+            SlotThreads::Split => (cores / set.len()).max(1),
+            SlotThreads::Count(count) => count,
+        });
         #[cfg(feature = "cuda")]
         {
             pool_options.backend.cuda.devices = Some(set.clone());
@@ -367,12 +393,30 @@ fn run_pool(
             Some(bytes) => format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20)),
             None => "not reported".into(),
         };
+        // the same proof alone on the first slot's committer, outside the pool
+        let alone = match pool.committers().first() {
+            Some(committer) => {
+                Some(prove(program, iterations, options, committer.clone(), execution)?)
+            },
+            None => None,
+        };
         pool.shutdown();
 
+        let mut equal = 0;
         for (job, proved) in proofs.into_iter().enumerate() {
             let label = format!("{} job {job}", run.devices);
             match proved {
                 Ok((outputs, proof)) => {
+                    if let Some((alone_outputs, alone)) = &alone {
+                        let agreement = compare_proofs(alone.stark_proof(), proof.stark_proof());
+                        if outputs != *alone_outputs || !agreement.is_match() {
+                            failures.push(format!(
+                                "{label}: differs from the proof alone: {agreement}"
+                            ));
+                        } else {
+                            equal += 1;
+                        }
+                    }
                     if let Err(e) = miden_verifier::verify(
                         ProgramInfo::from(program.clone()),
                         stack_inputs(iterations),
@@ -386,7 +430,8 @@ fn run_pool(
             }
         }
         println!(
-            "{}: {jobs} proofs in {:.1?} ({} slots, {} workers; peak resident memory {peak})",
+            "{}: {jobs} proofs in {:.1?} ({} slots, {} workers; peak resident memory {peak}); \
+             {equal} agree with the proof alone",
             run.devices, run.wall, run.slots, run.workers
         );
         runs.push(run);

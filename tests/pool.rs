@@ -45,6 +45,7 @@ fn main() {
         .on_host(tests![
             cpu_pool_proves_mixed_jobs_as_alone,
             concurrent_jobs_spread_over_the_slots,
+            slots_with_their_own_threads_prove_on_them,
             failing_jobs_fail_alone,
             full_queue_refuses_and_submit_waits,
             shutdown_finishes_queued_jobs,
@@ -352,6 +353,40 @@ fn concurrent_jobs_spread_over_the_slots() {
     assert_eq!(slots, BTreeSet::from([0, 1]), "both jobs ran on one slot");
 }
 
+/// With `threads_per_slot`, a job's host work runs on its slot's own rayon threads, and a
+/// Winterfell job proved there agrees with the proof alone.
+fn slots_with_their_own_threads_prove_on_them() {
+    let options = PoolOptions {
+        cpu_slots: 2,
+        workers: Some(2),
+        threads_per_slot: Some(3),
+        ..PoolOptions::new(BackendOptions::new(Backend::Cpu))
+    };
+    let pool = ProverPool::new(&options).expect("CPU pool");
+    let probes: Vec<_> = (0..4)
+        .map(|_| {
+            pool.submit(|job| {
+                let name = thread::current().name().unwrap_or_default().to_string();
+                Ok((job.slot(), rayon::current_num_threads(), name))
+            })
+        })
+        .collect();
+    for probe in probes {
+        let (slot, threads, name) = probe.wait().expect("probe job");
+        assert_eq!(threads, 3, "slot {slot}'s job ran on {threads} threads");
+        assert!(name.starts_with(&format!("prover-slot-{slot}-")), "slot {slot}: thread {name}");
+    }
+    let case = FIB_CASES[0];
+    let proof = pool
+        .prove_winterfell(FibProver::<Rpo256>::new(case.options()), case.trace())
+        .wait()
+        .expect("prove_winterfell job");
+    let alone = Proof::from_bytes(&case.prove(None)).expect("proof");
+    let agreement = compare_proofs(&alone, &proof);
+    assert!(agreement.is_match(), "{agreement}");
+    assert!(case.verifies(&proof.to_bytes()), "the proof does not verify");
+}
+
 /// A job that blocks its worker until `gate` receives, after telling `started` it runs.
 fn gated_job(pool: &ProverPool) -> (JobHandle<usize>, mpsc::Sender<()>) {
     let (open, gate) = mpsc::channel();
@@ -502,6 +537,7 @@ fn options_out_of_range_are_typed_errors() {
         (PoolOptions { workers: Some(0), ..cpu() }, "workers"),
         (PoolOptions { queue_capacity: Some(0), ..cpu() }, "queue_capacity"),
         (PoolOptions { cpu_slots: 0, ..cpu() }, "cpu_slots"),
+        (PoolOptions { threads_per_slot: Some(0), ..cpu() }, "threads_per_slot"),
     ] {
         match ProverPool::new(&options) {
             Err(PoolError::InvalidOption { option, value: 0, .. }) => assert_eq!(option, name),

@@ -114,6 +114,11 @@ pub struct PoolOptions {
     /// without a limit); `Some(0)`: rows are copied out of pinned staging into ordinary memory.
     /// No effect on other backends.
     pub pinned_rows_bytes: Option<u64>,
+    /// Host threads of each slot's proofs: `None` (the default), they share the process's rayon
+    /// thread pool; `Some(n)`, each slot proves on a rayon pool of `n` threads of its own (at
+    /// least 1), so that one slot's host phases do not take the cores another slot's proofs
+    /// are waiting for.
+    pub threads_per_slot: Option<usize>,
 }
 
 /// The default share of the pool's host memory limit that CUDA slots keep registered for LDE
@@ -136,6 +141,7 @@ impl PoolOptions {
             cpu_slots: 1,
             host_memory_limit: None,
             pinned_rows_bytes: None,
+            threads_per_slot: None,
         }
     }
 
@@ -145,6 +151,7 @@ impl PoolOptions {
             ("workers", self.workers),
             ("queue_capacity", self.queue_capacity),
             ("cpu_slots", Some(self.cpu_slots)),
+            ("threads_per_slot", self.threads_per_slot),
         ];
         match counts.into_iter().find(|(_, value)| *value == Some(0)) {
             Some((option, _)) => {
@@ -197,7 +204,7 @@ impl ProverPool {
         let pinned_rows = options.pinned_rows_bytes.unwrap_or_else(|| {
             host_limit().map_or(0, |limit| (limit as f64 * PINNED_ROWS_SHARE) as u64)
         });
-        let slots = Slots::new(open_committers(options, pinned_rows)?);
+        let slots = Slots::new(open_committers(options, pinned_rows)?, options.threads_per_slot)?;
         let workers = options.workers.unwrap_or(WORKERS_PER_SLOT * slots.len());
         let queue = JobQueue::new(options.queue_capacity.unwrap_or(workers));
         // taken once the committers hold what they hold from the start, less the row memory
@@ -374,7 +381,8 @@ fn work(shared: &Shared) {
 /// Runs `job` on the least loaded slot, in its span (a child of `parent`), catching a panic.
 fn run_job<T, F>(id: u64, job: F, parent: &Span, shared: &Shared) -> Result<T, PoolError>
 where
-    F: FnOnce(&JobContext) -> Result<T, PoolError>,
+    F: FnOnce(&JobContext) -> Result<T, PoolError> + Send,
+    T: Send,
 {
     let lease = shared.slots.lease();
     let context = JobContext {
@@ -384,19 +392,26 @@ where
         host: shared.host.clone(),
     };
     let (slot, device) = (context.slot, lease.device());
-    let _span = info_span!(parent: parent, "pool.job", job = id, slot, device).entered();
-    let start = Instant::now();
-    // the job owns its state, and the committer's locks ignore poisoning: nothing a panic
-    // leaves half-done is seen again
-    let result = catch_unwind(AssertUnwindSafe(|| job(&context))).unwrap_or_else(|payload| {
-        Err(PoolError::Panicked { job: id, message: panic_message(payload.as_ref()) })
-    });
-    let elapsed_ms = start.elapsed().as_millis() as u64;
-    match &result {
-        Ok(_) => info!(elapsed_ms, "job done"),
-        Err(error) => warn!(elapsed_ms, %error, "job failed"),
+    let span = info_span!(parent: parent, "pool.job", job = id, slot, device);
+    let run = || {
+        let _span = span.entered();
+        let start = Instant::now();
+        // the job owns its state, and the committer's locks ignore poisoning: nothing a panic
+        // leaves half-done is seen again
+        let result = catch_unwind(AssertUnwindSafe(|| job(&context))).unwrap_or_else(|payload| {
+            Err(PoolError::Panicked { job: id, message: panic_message(payload.as_ref()) })
+        });
+        let elapsed_ms = start.elapsed().as_millis() as u64;
+        match &result {
+            Ok(_) => info!(elapsed_ms, "job done"),
+            Err(error) => warn!(elapsed_ms, %error, "job failed"),
+        }
+        result
+    };
+    match lease.threads() {
+        Some(threads) => threads.install(run),
+        None => run(),
     }
-    result
 }
 
 /// The message of a panic: its payload when that is a string.

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tracing::info;
 
-use super::PoolOptions;
+use super::{PoolError, PoolOptions};
 use crate::{
     backend::Backend, committer::GpuCommitter, cpu::CpuCommitter, error::Result,
     options::BackendOptions,
@@ -91,6 +91,15 @@ fn check_distinct(list: &[usize]) -> Result<Vec<usize>> {
     Ok(list.to_vec())
 }
 
+/// A rayon pool of `threads` threads for slot `index`.
+fn slot_threads(index: usize, threads: usize) -> std::result::Result<rayon::ThreadPool, PoolError> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(move |i| format!("prover-slot-{index}-{i}"))
+        .build()
+        .map_err(|e| PoolError::Spawn(std::io::Error::other(e)))
+}
+
 // LEASES
 // ================================================================================================
 
@@ -104,18 +113,27 @@ struct Slot {
     committer: Arc<dyn GpuCommitter>,
     /// The device's name, for every job's span.
     device: String,
+    /// The slot's own host threads, where it has them.
+    threads: Option<rayon::ThreadPool>,
 }
 
 impl Slots {
     /// Slots over `committers` (at least one: [`open_committers`] of checked options gives
-    /// one or more), none running a job.
-    pub(super) fn new(committers: Vec<Arc<dyn GpuCommitter>>) -> Self {
+    /// one or more), none running a job; each with a rayon pool of `threads_per_slot` threads
+    /// where that is set ([`PoolError::Spawn`] if one cannot start).
+    pub(super) fn new(
+        committers: Vec<Arc<dyn GpuCommitter>>,
+        threads_per_slot: Option<usize>,
+    ) -> std::result::Result<Self, PoolError> {
         let running = Mutex::new(vec![0; committers.len()]);
-        let slots = committers
-            .into_iter()
-            .map(|committer| Slot { device: committer.device_name(), committer })
-            .collect();
-        Self { slots, running }
+        let slots = (committers.into_iter().enumerate())
+            .map(|(index, committer)| {
+                let threads = threads_per_slot.map(|threads| slot_threads(index, threads));
+                let threads = threads.transpose()?;
+                Ok(Slot { device: committer.device_name(), committer, threads })
+            })
+            .collect::<std::result::Result<_, PoolError>>()?;
+        Ok(Self { slots, running })
     }
 
     /// The backend of the committers (all of one backend).
@@ -154,6 +172,11 @@ impl Lease<'_> {
 
     pub(super) fn committer(&self) -> &Arc<dyn GpuCommitter> {
         &self.slots.slots[self.index].committer
+    }
+
+    /// The slot's own host threads, where it has them.
+    pub(super) fn threads(&self) -> Option<&rayon::ThreadPool> {
+        self.slots.slots[self.index].threads.as_ref()
     }
 
     pub(super) fn device(&self) -> &str {
