@@ -317,7 +317,8 @@ impl ProverPool {
     }
 
     /// The host memory the running jobs may reserve together ([`PoolOptions::host_memory_limit`],
-    /// or what was available when the pool started); `None`: no limit.
+    /// or what was available when the pool started, less the CUDA slots' row memory,
+    /// [`PoolOptions::pinned_rows_bytes`]); `None`: no limit.
     pub fn host_memory_limit(&self) -> Option<u64> {
         self.shared.host.limit()
     }
