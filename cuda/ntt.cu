@@ -241,3 +241,20 @@ extern "C" __global__ void __launch_bounds__(256)
     u64* base = out + (segment << log_n) + first;
     for (u32 e = threadIdx.x; e < size; e += blockDim.x) base[e] = tile[e];
 }
+
+// ROWS ACROSS GPUS
+// ================================================================================================
+
+// Copies `rows` rows of `width` words: row r from src + r * src_pitch to dst + r * dst_pitch.
+// `src` may lie on a peer GPU whose memory this one reads directly (NVLink or PCIe peer access):
+// one launch moves what would be a copy per row.
+extern "C" __global__ void copy_rows(u64* dst, const u64* src, u64 dst_pitch, u64 src_pitch,
+                                     u64 width, u64 rows) {
+    const u64 total = width * rows;
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < total; i += stride) {
+        const u64 r = i / width;
+        const u64 c = i - r * width;
+        dst[r * dst_pitch + c] = src[r * src_pitch + c];
+    }
+}

@@ -273,6 +273,27 @@ pub(super) struct DeviceSliceMut<'a, T> {
     _elements: PhantomData<&'a mut [T]>,
 }
 
+/// A range that a kernel of another GPU may read directly: its GPU's memory is open to that
+/// GPU (peer access), or it is that GPU's own. Made by `Gpu::readable`.
+#[derive(Clone, Copy)]
+pub(super) struct PeerSlice<'a, T>(DeviceSlice<'a, T>);
+
+impl<'a, T: DeviceElement> PeerSlice<'a, T> {
+    /// `slice`, to be read by kernels of a GPU that may access its memory.
+    ///
+    /// # Safety
+    /// Every GPU that launches a kernel with it must have peer access to `slice`'s GPU enabled
+    /// (or be that GPU).
+    pub(super) unsafe fn readable(slice: DeviceSlice<'a, T>) -> Self {
+        Self(slice)
+    }
+
+    /// The device address of the first element (a unified address, valid on the peers).
+    pub(super) fn device_ptr(&self) -> sys::CUdeviceptr {
+        self.0.device_ptr()
+    }
+}
+
 /// `range` within `len` elements, or [`GpuError::Device`] naming it.
 fn bounds(range: impl RangeBounds<usize>, len: usize) -> DriverResult<Range<usize>> {
     let start = match range.start_bound() {

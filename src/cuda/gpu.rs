@@ -7,7 +7,10 @@ use cudarc::driver::{sys, CudaContext};
 use miden_crypto::Felt;
 
 use super::{
-    buffer::{Allocator, DeviceBuffer, DeviceElement, DeviceSlice, DeviceSliceMut, Gauge, Scratch},
+    buffer::{
+        Allocator, DeviceBuffer, DeviceElement, DeviceSlice, DeviceSliceMut, Gauge, PeerSlice,
+        Scratch,
+    },
     driver::{bind, check, DriverResult, Event, Stream},
     health::Health,
     kernels::sig,
@@ -40,6 +43,7 @@ pub(super) struct Kernels {
     pub fri_to_slots: Kernel<sig::FriToSlots>,
     fri_fold: [Kernel<sig::FriFold>; 3],
     pub gather_words: Kernel<sig::GatherWords>,
+    pub copy_rows: Kernel<sig::CopyRows>,
     deep_combine: [Kernel<sig::DeepCombine>; 3],
     deep_evaluate: [Kernel<sig::DeepEvaluate>; 3],
 }
@@ -89,6 +93,7 @@ impl Kernels {
             fri_to_slots: k(module, "fri_to_slots", sync)?,
             fri_fold: by_degree(module, "fri_fold", sync)?,
             gather_words: k(module, "gather_words", sync)?,
+            copy_rows: k(module, "copy_rows", sync)?,
             deep_combine: by_degree(module, "deep_combine", sync)?,
             deep_evaluate: by_degree(module, "deep_evaluate", sync)?,
         })
@@ -293,6 +298,8 @@ pub(super) struct Gpu {
     /// The health its committer's GPUs share.
     pub health: Arc<Health>,
     pub kernels: Kernels,
+    /// The other GPUs whose memory this one's kernels may read (peer access enabled).
+    peers: Vec<Arc<CudaContext>>,
     /// How the host vectors this GPU's downloads fill are reserved.
     pub host: HostOptions,
     _module: Module,
@@ -321,6 +328,7 @@ impl Gpu {
             copy: Stream::new(&ctx, health)?,
             health: health.clone(),
             kernels,
+            peers: Vec::new(),
             host: options.host,
             _module: module,
             alloc: Allocator {
@@ -339,9 +347,21 @@ impl Gpu {
         Ok((gpu, state))
     }
 
+    /// `slice` as a range this GPU's kernels may read: its own, or a peer's whose memory it
+    /// reaches directly; `None` otherwise (a copy must move it).
+    pub(super) fn readable<'a, T: DeviceElement>(
+        &self,
+        slice: DeviceSlice<'a, T>,
+    ) -> Option<PeerSlice<'a, T>> {
+        let reachable = Arc::ptr_eq(slice.ctx(), &self.ctx)
+            || self.peers.iter().any(|peer| Arc::ptr_eq(peer, slice.ctx()));
+        // SAFETY: the slice is this GPU's, or its GPU's memory is open to this one.
+        reachable.then(|| unsafe { PeerSlice::readable(slice) })
+    }
+
     /// Lets this GPU's kernels and copies reach `peer`'s memory directly when the hardware
     /// allows (NVLink or PCIe peer-to-peer); copies fall back to staging through the host.
-    pub(super) fn enable_peer_access(&self, peer: &Gpu) -> DriverResult<()> {
+    pub(super) fn enable_peer_access(&mut self, peer: &Gpu) -> DriverResult<()> {
         let mut can = 0;
         check(
             unsafe {
@@ -357,6 +377,7 @@ impl Gpu {
                 | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {},
                 other => check(other.result(), "cuCtxEnablePeerAccess")?,
             }
+            self.peers.push(peer.ctx.clone());
         }
         Ok(())
     }

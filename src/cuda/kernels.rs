@@ -21,7 +21,7 @@ use miden_crypto::Felt;
 #[cfg(test)]
 use super::launch::Param;
 use super::{
-    buffer::{DeviceElement, DeviceSlice, DeviceSliceMut},
+    buffer::{DeviceElement, DeviceSlice, DeviceSliceMut, PeerSlice},
     driver::{DriverResult, Stream},
     launch::{Kernel, Signature},
 };
@@ -91,6 +91,16 @@ impl<T: DeviceElement> KernelArg for DeviceSliceMut<'_, T> {
     type Raw = sys::CUdeviceptr;
     fn into_raw(self, ctx: &Arc<CudaContext>) -> DriverResult<sys::CUdeviceptr> {
         on_gpu(self.device_ptr(), self.ctx(), ctx)
+    }
+}
+
+/// A range of this GPU or of a peer it may read (see [`PeerSlice`]).
+impl<T: DeviceElement> KernelArg for PeerSlice<'_, T> {
+    #[cfg(test)]
+    const PARAM: Param = Param::ConstPtr(T::CUDA_WORD);
+    type Raw = sys::CUdeviceptr;
+    fn into_raw(self, _: &Arc<CudaContext>) -> DriverResult<sys::CUdeviceptr> {
+        Ok(self.device_ptr())
     }
 }
 
@@ -303,6 +313,17 @@ kernel_signatures! {
         folding: u32,
         consts: DeviceSlice<'_, u64>,
         next_rows: u64,
+    );
+
+    /// `copy_rows` (ntt.cu): `rows` rows of `width` words from `src` (this GPU's or a peer's),
+    /// row `r` at `r · src_pitch`, into `dst` at `r · dst_pitch`.
+    CopyRows => fn copy_rows["copy_rows"](
+        dst: DeviceSliceMut<'_, Felt>,
+        src: PeerSlice<'_, Felt>,
+        dst_pitch: u64,
+        src_pitch: u64,
+        width: u64,
+        rows: u64,
     );
 
     /// `gather_words` (fri.cu): `count` words of `src` at `indices`, in order.

@@ -182,10 +182,20 @@ impl CudaCommitter {
             gpus.push(gpu);
             states.push(state);
         }
-        for a in &gpus {
-            for b in &gpus {
-                if a.ordinal != b.ordinal {
-                    a.enable_peer_access(b)?;
+        for a in 0..gpus.len() {
+            for b in 0..gpus.len() {
+                if a != b {
+                    let (gpu, peer) = match a < b {
+                        true => {
+                            let (low, high) = gpus.split_at_mut(b);
+                            (&mut low[a], &high[0])
+                        },
+                        false => {
+                            let (low, high) = gpus.split_at_mut(a);
+                            (&mut high[0], &low[b])
+                        },
+                    };
+                    gpu.enable_peer_access(peer)?;
                 }
             }
         }

@@ -78,7 +78,7 @@ pub(super) const KERNEL_FILES: [(&str, &str); 4] =
     [("ntt.cu", NTT), ("hash.cu", HASH), ("fri.cu", FRI), ("deep.cu", DEEP)];
 
 /// Every kernel the backend launches.
-pub const KERNELS: [&str; 35] = [
+pub const KERNELS: [&str; 36] = [
     "ntt_pass",
     "scale_coefficients",
     "coset_ntt_first_pass",
@@ -108,6 +108,7 @@ pub const KERNELS: [&str; 35] = [
     "fri_fold_quadratic",
     "fri_fold_cubic",
     "gather_words",
+    "copy_rows",
     "deep_combine_base",
     "deep_combine_quadratic",
     "deep_combine_cubic",
