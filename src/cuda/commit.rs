@@ -321,10 +321,10 @@ fn gather(
         gpu.compute.wait(&lde_done[h])?;
         let lde = lde.current()?;
         let rows = share.cols.len() * cosets;
+        if rows == 0 || t.is_empty() {
+            continue;
+        }
         if let Some(src) = gpu.readable(lde.slice(t.start..)?) {
-            if rows == 0 || t.is_empty() {
-                continue;
-            }
             // source row (local column, coset) r at r·n; slab row (column, coset) at its index
             // times t.len()
             let dst = slab.slice_mut(share.cols.start * cosets * t.len()..)?;
