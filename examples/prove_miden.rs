@@ -204,8 +204,8 @@ fn run(args: &Args, times: &SpanTimes) -> Result<(), String> {
     #[allow(unused_mut)]
     let mut from_env = BackendOptions::from_env().map_err(|e| e.to_string())?;
     #[cfg(feature = "cuda")]
-    {
-        from_env.cuda.pinned_rows_bytes = args.pinned_rows_gib.unwrap_or(0) << 30;
+    if let Some(gib) = args.pinned_rows_gib {
+        from_env.cuda.pinned_rows_bytes = gib << 30;
     }
     if let Some(jobs) = args.pool_jobs {
         return run_pool(args, jobs as usize, &program, iterations, &options, from_env);

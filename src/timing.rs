@@ -188,21 +188,31 @@ impl RunTimes {
     /// The time of `row` in a table of `rows`: the sum of its spans, or for the remainder row
     /// (no spans) the total less every other row.
     pub fn row(&self, row: &Row, rows: &[Row]) -> Duration {
-        let sum = |row: &Row| row.spans.iter().map(|name| self.span(name)).sum::<Duration>();
-        if row.spans.is_empty() {
-            self.total.saturating_sub(rows.iter().map(sum).sum())
-        } else {
-            sum(row)
-        }
+        row_share(row, rows, self.total, |name| self.span(name), Duration::saturating_sub)
     }
 
     /// The process CPU time of `row` in a table of `rows`, as [`Self::row`] counts wall-clock
     /// time; `None` without a process CPU clock.
     pub fn cpu_row(&self, row: &Row, rows: &[Row]) -> Option<CpuTime> {
         let span = |name: &str| self.cpu_spans.get(name).copied().unwrap_or_default();
-        let sum = |row: &Row| row.spans.iter().map(|name| span(name)).sum::<CpuTime>();
-        let total = self.cpu?;
-        Some(if row.spans.is_empty() { total.since(rows.iter().map(sum).sum()) } else { sum(row) })
+        Some(row_share(row, rows, self.cpu?, span, |total, rest| total.since(rest)))
+    }
+}
+
+/// `row`'s part of a run's `total` in a table of `rows`: the sum of its spans' `time`s, or for
+/// the remainder row (no spans) the total `less` every other row.
+fn row_share<T: Copy + std::iter::Sum>(
+    row: &Row,
+    rows: &[Row],
+    total: T,
+    time: impl Fn(&str) -> T,
+    less: impl Fn(T, T) -> T,
+) -> T {
+    let sum = |row: &Row| row.spans.iter().map(|name| time(name)).sum::<T>();
+    if row.spans.is_empty() {
+        less(total, rows.iter().map(sum).sum())
+    } else {
+        sum(row)
     }
 }
 

@@ -359,9 +359,27 @@ impl Gpu {
         reachable.then(|| unsafe { PeerSlice::readable(slice) })
     }
 
+    /// Lets each of `gpus` reach the others' memory directly where the hardware allows (NVLink
+    /// or PCIe peer-to-peer), and records the peers each one reaches ([`Self::readable`]);
+    /// elsewhere copies stage through the host.
+    pub(super) fn connect_peers(gpus: &mut [Gpu]) -> DriverResult<()> {
+        let mut reached = Vec::new();
+        for (a, gpu) in gpus.iter().enumerate() {
+            for peer in gpus.iter().filter(|peer| peer.ordinal != gpu.ordinal) {
+                if gpu.enable_peer_access(peer)? {
+                    reached.push((a, peer.ctx.clone()));
+                }
+            }
+        }
+        for (a, peer) in reached {
+            gpus[a].peers.push(peer);
+        }
+        Ok(())
+    }
+
     /// Lets this GPU's kernels and copies reach `peer`'s memory directly when the hardware
-    /// allows (NVLink or PCIe peer-to-peer); copies fall back to staging through the host.
-    pub(super) fn enable_peer_access(&mut self, peer: &Gpu) -> DriverResult<()> {
+    /// allows; whether it does.
+    fn enable_peer_access(&self, peer: &Gpu) -> DriverResult<bool> {
         let mut can = 0;
         check(
             unsafe {
@@ -370,16 +388,16 @@ impl Gpu {
             },
             "cuDeviceCanAccessPeer",
         )?;
-        if can == 1 {
-            bind(&self.ctx)?;
-            match unsafe { sys::cuCtxEnablePeerAccess(peer.ctx.cu_ctx(), 0) } {
-                sys::CUresult::CUDA_SUCCESS
-                | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {},
-                other => check(other.result(), "cuCtxEnablePeerAccess")?,
-            }
-            self.peers.push(peer.ctx.clone());
+        if can != 1 {
+            return Ok(false);
         }
-        Ok(())
+        bind(&self.ctx)?;
+        match unsafe { sys::cuCtxEnablePeerAccess(peer.ctx.cu_ctx(), 0) } {
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
+                Ok(true)
+            },
+            other => check(other.result(), "cuCtxEnablePeerAccess").map(|()| true),
+        }
     }
 
     /// Uploads `values` into a new device buffer of their length (synchronously: small tables

@@ -182,23 +182,7 @@ impl CudaCommitter {
             gpus.push(gpu);
             states.push(state);
         }
-        for a in 0..gpus.len() {
-            for b in 0..gpus.len() {
-                if a != b {
-                    let (gpu, peer) = match a < b {
-                        true => {
-                            let (low, high) = gpus.split_at_mut(b);
-                            (&mut low[a], &high[0])
-                        },
-                        false => {
-                            let (low, high) = gpus.split_at_mut(a);
-                            (&mut high[0], &low[b])
-                        },
-                    };
-                    gpu.enable_peer_access(peer)?;
-                }
-            }
-        }
+        Gpu::connect_peers(&mut gpus)?;
         let resident_bytes = gpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
         let host_work = HostWork {
             options: options.host,
