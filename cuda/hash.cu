@@ -498,3 +498,31 @@ MERKLE_LEVEL_KERNEL(merkle_level_blake3_192, b3_merkle_parent<6>, 1)
 MERKLE_TOP_KERNEL(merkle_top_blake3_192, b3_merkle_parent<6>, 1)
 MERKLE_LEVEL_KERNEL(merkle_level_blake3_256, b3_merkle_parent<8>, 1)
 MERKLE_TOP_KERNEL(merkle_top_blake3_256, b3_merkle_parent<8>, 1)
+
+// PROOF OF WORK
+// ================================================================================================
+
+/// `BaseElement::new`'s factor: the Montgomery form of `n` is `n · R2 · 2^-64`.
+#define GL_R2 0xFFFFFFFE00000001ull
+
+/// Tries the nonces `start + i` (i < count, each below p) on a sponge coin's `state` as
+/// miden-crypto's `check_leading_zeros` does: the nonce's element added to state[4], the
+/// permutation, and the trailing zeros of state[4]'s integer (`mont_to_int`, which is the same
+/// for every word of an element); the smallest nonce with at least `factor` goes to `found`.
+#define GRIND_KERNEL(NAME, HASH)                                                                  \
+    extern "C" __global__ void __launch_bounds__(HASH_BLOCK)                                      \
+        NAME(u64* found, const u64* state, u64 start, u64 count, u32 factor) {                   \
+        const u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x;                                \
+        if (i >= count) return;                                                                  \
+        u64 s[STATE_WIDTH];                                                                      \
+        for (int k = 0; k < STATE_WIDTH; k++) s[k] = state[k];                                   \
+        const u64 nonce = start + i;                                                             \
+        s[4] = gl_add(s[4], gl_mul(nonce, GL_R2));                                               \
+        permute<HASH>(s);                                                                        \
+        const u64 value = gl_canonical(gl_mul(s[4], 1));                                         \
+        const u32 zeros = value == 0 ? 64 : __ffsll((long long)value) - 1;                       \
+        if (zeros >= factor) atomicMin(found, nonce);                                            \
+    }
+
+GRIND_KERNEL(grind_rpo, HASH_RPO)
+GRIND_KERNEL(grind_rpx, HASH_RPX)

@@ -20,6 +20,7 @@ use crate::{
     domain::lde_domain_len,
     error::{GpuError, Result},
     fri::{FoldingChannel, FriLayers, FriRequest},
+    grind::GrindRequest,
     hash::{Digest, HashFunction},
     host::{self, HostBuffer},
     resident::ResidentPolys,
@@ -324,6 +325,16 @@ pub trait GpuCommitter: Send + Sync {
     ) -> Result<FriLayers> {
         let _ = (request, channel);
         Err(GpuError::Unsupported { backend: self.backend(), operation: "FRI layer commitments" })
+    }
+
+    /// The first proof-of-work nonce the request's coin accepts (see [`crate::grind`]): the
+    /// nonce [`crate::grind::first_nonce_on_host`] finds.
+    ///
+    /// A backend without grinding kernels returns [`GpuError::Unsupported`]; the prover then
+    /// grinds on the host.
+    fn grind(&self, request: &GrindRequest) -> Result<u64> {
+        let _ = request;
+        Err(GpuError::Unsupported { backend: self.backend(), operation: "grinding" })
     }
 
     /// Device memory this committer holds now, in bytes, where the backend can tell (soak tests

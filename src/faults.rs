@@ -15,6 +15,7 @@ use crate::{
     deep::{CombineRequest, EvaluateRequest},
     error::{GpuError, Result},
     fri::{FoldingChannel, FriLayers, FriRequest, KeptLayers, LayerOpening},
+    grind::GrindRequest,
     hash::{Digest, HashFunction},
 };
 
@@ -205,6 +206,11 @@ impl GpuCommitter for FaultyCommitter {
         self.inner.build_tree(leaves, hash)
     }
 
+    fn grind(&self, request: &GrindRequest) -> Result<u64> {
+        self.check()?;
+        self.inner.grind(request)
+    }
+
     fn commit_fri(
         &self,
         request: &FriRequest<'_>,
@@ -302,5 +308,9 @@ impl GpuCommitter for WrongRootCommitter {
         channel: &mut FoldingChannel<'_>,
     ) -> Result<FriLayers> {
         self.inner.commit_fri(request, channel)
+    }
+
+    fn grind(&self, request: &GrindRequest) -> Result<u64> {
+        self.inner.grind(request)
     }
 }

@@ -49,6 +49,7 @@ mod error;
 #[cfg(feature = "tools")]
 pub mod faults;
 pub mod fri;
+pub mod grind;
 mod hash;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod health;

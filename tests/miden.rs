@@ -190,6 +190,32 @@ fn u32_advice_program_matches_miden_prover() {
     verify(&program, N, outputs, proof).expect("proof verifies");
 }
 
+/// With RPO and RPX the backend grinds and returns the first nonce, as `miden_prover` on one
+/// thread does: the proof is the same on any number of threads (with Winterfell's concurrent
+/// grinding, several threads keep whichever nonce one of them finds first).
+#[test]
+fn proofs_with_sponge_coins_are_the_same_on_any_number_of_threads() {
+    let program = assemble(programs::FIBONACCI);
+    for hash_fn in [HashFunction::Rpo256, HashFunction::Rpx256] {
+        let (_, one_thread) = prove_both(&program, 100, options(hash_fn, 96));
+        for threads in [2, 5] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+            let (_, proof) = pool.install(|| {
+                miden::prove(
+                    &program,
+                    inputs(100),
+                    AdviceInputs::default(),
+                    &mut DefaultHost::default(),
+                    options(hash_fn, 96),
+                    backend_under_test(),
+                )
+                .expect("miden_gpu proves")
+            });
+            assert!(proof.to_bytes() == one_thread.to_bytes(), "{hash_fn:?}, {threads} threads");
+        }
+    }
+}
+
 // TAMPERING
 // ================================================================================================
 

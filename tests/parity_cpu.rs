@@ -16,6 +16,13 @@ fn cpu_backend_matches_winterfell() {
     common::run_parity_suite(&CpuCommitter::new(), 0xC0FFEE, 60, &HashFunction::ALL);
 }
 
+/// The CPU backend's proof-of-work search (the GPU backends' oracle) against miden-crypto's
+/// coins.
+#[test]
+fn cpu_grinding_matches_the_coins() {
+    common::check_grind(&CpuCommitter::new(), 0x6A1D, 12, 0..=12);
+}
+
 // HARNESS SELF-TEST
 // ================================================================================================
 

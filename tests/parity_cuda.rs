@@ -41,6 +41,7 @@ fn main() {
             cuda_backend_matches_winterfell,
             cuda_prover_matches_winterfell,
             cuda_fri_layers_match_cpu,
+            cuda_grinding_matches_the_coins,
             cuda_field_arithmetic_matches_felt,
             cuda_multi_chunk_commitment_matches_cpu,
             tuning_options_keep_the_results,
@@ -105,6 +106,13 @@ fn cuda_fri_layers_match_cpu() {
     let _gpu = gpu_shared();
     let c = committer();
     common::check_fri(&c, &common::random_fri_cases(0xF01D, 60, 12), 0xF01D);
+}
+
+/// The proof-of-work search against miden-crypto's coins, with factors whose batches miss now
+/// and then (so later batches run), up to the 16 bits of Miden's 96-bit options.
+fn cuda_grinding_matches_the_coins() {
+    let _gpu = gpu_shared();
+    common::check_grind(&committer(), 0x6A1E, 16, 0..=16);
 }
 
 // FIELD ARITHMETIC

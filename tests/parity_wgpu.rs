@@ -54,7 +54,8 @@ fn main() {
             wgpu_rescue_on_one_invocation_matches_winterfell,
             wgpu_stage_times,
             wgpu_fri_matches_winterfell,
-            wgpu_fri_matches_winterfell_with_small_chunks
+            wgpu_fri_matches_winterfell_with_small_chunks,
+            wgpu_grinding_matches_the_coins
         ])
         .on_device_when_asked(tests![wgpu_w1_timing])
         .run()
@@ -369,4 +370,11 @@ fn wgpu_w1_timing() {
     assert_eq!(gpu_result.root(), cpu.root(), "roots differ");
     assert!(gpu_result.polys == cpu.polys, "polynomials differ");
     assert!(gpu_result.lde.data == cpu.lde.data, "LDE rows differ");
+}
+
+/// The proof-of-work search against miden-crypto's coins, in the preferred and the portable
+/// arithmetic, with factors whose batches miss now and then (so later dispatches run).
+fn wgpu_grinding_matches_the_coins() {
+    common::check_grind(&committer(None), 0x6A1F, 6, 0..=11);
+    common::check_grind(&committer(Some(Arithmetic::U32)), 0x6A20, 4, 0..=11);
 }

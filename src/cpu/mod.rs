@@ -23,6 +23,7 @@ use crate::{
     },
     error::Result,
     fri::{FoldingChannel, FriLayers, FriRequest},
+    grind::{first_nonce_on_host, GrindRequest},
     hash::{Digest, HashFunction},
     host::{reserve_host, HostOptions},
 };
@@ -101,6 +102,11 @@ impl GpuCommitter for CpuCommitter {
     ) -> Result<FriLayers> {
         info_span!("cpu.fri", layers = request.num_layers)
             .in_scope(|| fri::commit_fri(request, channel))
+    }
+
+    fn grind(&self, request: &GrindRequest) -> Result<u64> {
+        info_span!("cpu.grind", factor = request.grinding_factor)
+            .in_scope(|| first_nonce_on_host(request))
     }
 }
 

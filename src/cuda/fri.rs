@@ -17,7 +17,7 @@ use winter_math::{FieldElement, StarkField};
 use super::{
     assemble::download_vec,
     buffer::{DeviceBuffer, DeviceSlice},
-    driver::{bind, DriverResult, Event},
+    driver::Event,
     gpu::{Gpu, GpuState, TwiddleKey},
     hashing::{hash_rows, merkle_levels, RowsOf},
     kernels::{self, Grid},
@@ -369,21 +369,9 @@ pub(super) fn gather_to_host(
         offset += indices.len();
         tables.push(table);
     }
-    let words = copy_to_host(gpu, out.slice(..total)?)?;
+    let words = gpu.download_table(out.slice(..total)?)?;
     drop(tables);
     Ok(words)
-}
-
-/// The words of `src`, once the compute stream's work is done.
-fn copy_to_host(gpu: &Gpu, src: DeviceSlice<'_, u64>) -> DriverResult<Vec<u64>> {
-    bind(&gpu.ctx)?;
-    let mut out = vec![0u64; src.len()];
-    if !out.is_empty() {
-        // SAFETY: `out` holds `src.len()` words and outlives the copy (we synchronize below).
-        unsafe { gpu.compute.copy_dtoh(out.as_mut_ptr(), src)? };
-    }
-    gpu.compute.synchronize()?;
-    Ok(out)
 }
 
 /// Blocks of [`FRI_BLOCK`] threads for one thread per item.

@@ -43,6 +43,7 @@ pub(super) struct Kernels {
     pub fri_to_slots: Kernel<sig::FriToSlots>,
     fri_fold: [Kernel<sig::FriFold>; 3],
     pub gather_words: Kernel<sig::GatherWords>,
+    grind: [Kernel<sig::Grind>; 2],
     pub copy_rows: Kernel<sig::CopyRows>,
     deep_combine: [Kernel<sig::DeepCombine>; 3],
     deep_evaluate: [Kernel<sig::DeepEvaluate>; 3],
@@ -93,6 +94,7 @@ impl Kernels {
             fri_to_slots: k(module, "fri_to_slots", sync)?,
             fri_fold: by_degree(module, "fri_fold", sync)?,
             gather_words: k(module, "gather_words", sync)?,
+            grind: [k(module, "grind_rpo", sync)?, k(module, "grind_rpx", sync)?],
             copy_rows: k(module, "copy_rows", sync)?,
             deep_combine: by_degree(module, "deep_combine", sync)?,
             deep_evaluate: by_degree(module, "deep_evaluate", sync)?,
@@ -132,6 +134,15 @@ impl Kernels {
     /// The Merkle level kernel for `hash` (one of [`HASHES`]).
     pub(super) fn merkle_level(&self, hash: HashFunction) -> &Kernel<sig::MerkleLevel> {
         &self.hashes[&hash].merkle_level
+    }
+
+    /// The proof-of-work kernel of `hash`'s sponge coin (RPO or RPX).
+    pub(super) fn grind(&self, hash: HashFunction) -> Option<&Kernel<sig::Grind>> {
+        match hash {
+            HashFunction::Rpo256 => Some(&self.grind[0]),
+            HashFunction::Rpx256 => Some(&self.grind[1]),
+            _ => None,
+        }
     }
 
     /// The kernel building the top levels of a tree in one block, for `hash`.
@@ -424,6 +435,19 @@ impl Gpu {
         // before returning).
         unsafe { self.compute.copy_htod(dst, values.as_ptr())? };
         self.compute.synchronize()
+    }
+
+    /// The words of `src`, once the compute stream's work is done (small results only: the
+    /// copy does not go through the pinned ring).
+    pub(super) fn download_table(&self, src: DeviceSlice<'_, u64>) -> DriverResult<Vec<u64>> {
+        bind(&self.ctx)?;
+        let mut out = vec![0u64; src.len()];
+        if !out.is_empty() {
+            // SAFETY: `out` holds `src.len()` words and outlives the copy (we synchronize below).
+            unsafe { self.compute.copy_dtoh(out.as_mut_ptr(), src)? };
+        }
+        self.compute.synchronize()?;
+        Ok(out)
     }
 
     /// A timing event recorded now on the compute stream.

@@ -326,6 +326,16 @@ kernel_signatures! {
         rows: u64,
     );
 
+    /// `grind_*` (hash.cu): the nonces `start .. start + count` on a sponge coin's `state`; the
+    /// smallest accepted one into `found` where it is smaller.
+    Grind => fn grind["grind_rpo", "grind_rpx"](
+        found: DeviceSliceMut<'_, u64>,
+        state: DeviceSlice<'_, u64>,
+        start: u64,
+        count: u64,
+        factor: u32,
+    );
+
     /// `gather_words` (fri.cu): `count` words of `src` at `indices`, in order.
     GatherWords => fn gather_words["gather_words"](
         out: DeviceSliceMut<'_, u64>,

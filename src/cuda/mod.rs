@@ -41,7 +41,8 @@
 //! - `kept_rows`: LDE rows kept on the GPUs after a commitment, read at the query positions;
 //! - `deep`: the DEEP evaluations and combination over resident polynomials;
 //! - `fri`: the FRI commit phase (DEEP evaluation, layer commitments and folding) on the first GPU;
-//! - `standalone`: the trait's single stages (`hash_rows`, `build_tree`) on the first GPU;
+//! - `standalone`: the trait's single stages (`hash_rows`, `build_tree`, `grind`) on the first
+//!   GPU;
 //! - `timeline`: stage times from events.
 
 mod assemble;
@@ -101,6 +102,7 @@ use crate::{
     deep::{CombineRequest, EvaluateRequest},
     error::{GpuError, Result},
     fri::{FoldingChannel, FriLayers, FriRequest},
+    grind::GrindRequest,
     hash::{blake3_tables::check_row_width, Digest, HashFunction},
     host::default_prefault_threads,
     resident::ResidentPolys,
@@ -464,6 +466,13 @@ impl GpuCommitter for CudaCommitter {
         self.call(|states| {
             standalone::build_tree(&self.gpus[0], &mut states[0], leaves, hash, limit)
         })
+    }
+
+    /// On the first GPU, in launches of twice the expected count of nonces (at most 2^24).
+    fn grind(&self, request: &GrindRequest) -> Result<u64> {
+        request.validate()?;
+        let _span = tracing::info_span!("cuda.grind", factor = request.grinding_factor).entered();
+        self.call(|_| standalone::grind(&self.gpus[0], request))
     }
 
     fn commit_fri(

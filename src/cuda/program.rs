@@ -78,7 +78,7 @@ pub(super) const KERNEL_FILES: [(&str, &str); 4] =
     [("ntt.cu", NTT), ("hash.cu", HASH), ("fri.cu", FRI), ("deep.cu", DEEP)];
 
 /// Every kernel the backend launches.
-pub const KERNELS: [&str; 36] = [
+pub const KERNELS: [&str; 38] = [
     "ntt_pass",
     "scale_coefficients",
     "coset_ntt_first_pass",
@@ -102,6 +102,8 @@ pub const KERNELS: [&str; 36] = [
     "merkle_top_poseidon2",
     "merkle_top_blake3_192",
     "merkle_top_blake3_256",
+    "grind_rpo",
+    "grind_rpx",
     "fri_spread",
     "fri_to_slots",
     "fri_fold_base",

@@ -1,22 +1,28 @@
-//! The trait's single stages on the first GPU: [`GpuCommitter::hash_rows`] over host rows and
-//! [`GpuCommitter::build_tree`] over host leaves.
+//! The trait's single stages on the first GPU: [`GpuCommitter::hash_rows`] over host rows,
+//! [`GpuCommitter::build_tree`] over host leaves, and [`GpuCommitter::grind`].
 //!
-//! Each uploads its input through the pinned ring, runs the same kernels as the commitment
-//! (one hashing launch over every row, or every Merkle level) and downloads the digests.
+//! The first two upload their input through the pinned ring, run the same kernels as the
+//! commitment (one hashing launch over every row, or every Merkle level) and download the
+//! digests. Grinding launches batches of nonces until one is accepted.
 //!
 //! [`GpuCommitter::hash_rows`]: crate::committer::GpuCommitter::hash_rows
 //! [`GpuCommitter::build_tree`]: crate::committer::GpuCommitter::build_tree
+//! [`GpuCommitter::grind`]: crate::committer::GpuCommitter::grind
 
 use super::{
     assemble::download_vec,
     gpu::{Gpu, GpuState},
     hashing::{hash_rows as enqueue_hash_rows, merkle_levels, RowsOf},
+    kernels::{self, Grid},
     memory,
     plan::partition_size,
+    program::HASH_BLOCK,
 };
 use crate::{
+    backend::Backend,
     committer::{LdeRows, RowHashing},
-    error::{to_u32, Result},
+    error::{to_u32, GpuError, Result},
+    grind::{batch_len, no_nonce, GrindRequest, MAX_NONCE},
     hash::{Digest, HashFunction},
 };
 
@@ -94,4 +100,44 @@ pub(super) fn build_tree(
     let mut nodes = download_vec(gpu, &mut state.ring, device_nodes.slice(..n)?, &done)?;
     nodes[0] = Digest::ZERO;
     Ok(nodes)
+}
+
+/// Nonces of one grinding launch: at least a wave of blocks, at most about 80 ms of RPO.
+const GRIND_BATCH: (u64, u64) = (1 << 12, 1 << 24);
+
+/// The first nonce `request` (validated) accepts, on `gpu`: batches in order, each launch
+/// keeping its smallest accepted nonce, until one has any ([`batch_len`]).
+pub(super) fn grind(gpu: &Gpu, request: &GrindRequest) -> Result<u64> {
+    let kernel = gpu.kernels.grind(request.hash).ok_or(GpuError::Unsupported {
+        backend: Backend::Cuda,
+        operation: "grinding with this hash",
+    })?;
+    let state: Vec<u64> = request.state.iter().map(|x| x.inner()).collect();
+    let state = gpu.upload_table(&state)?;
+    let mut found = gpu.upload_table(&[u64::MAX])?;
+    let batch = batch_len(request.grinding_factor, GRIND_BATCH.0, GRIND_BATCH.1);
+    let mut start = 1;
+    while start < MAX_NONCE {
+        let count = batch.min(MAX_NONCE - start);
+        let blocks = to_u32(count.div_ceil(HASH_BLOCK as u64), "blocks of a grinding launch")?;
+        // SAFETY: `found` holds one word and `state` twelve, as the kernel reads them.
+        unsafe {
+            kernels::grind(
+                kernel,
+                &gpu.compute,
+                Grid { blocks, threads_per_block: HASH_BLOCK },
+                found.as_slice_mut(),
+                state.as_slice(),
+                start,
+                count,
+                request.grinding_factor,
+            )?;
+        }
+        let nonce = gpu.download_table(found.as_slice())?[0];
+        if nonce != u64::MAX {
+            return Ok(nonce);
+        }
+        start += count;
+    }
+    Err(no_nonce())
 }

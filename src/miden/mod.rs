@@ -298,7 +298,7 @@ fn prove_trace<H, R>(
 ) -> Result<Proof, ProveError>
 where
     H: GpuHasher,
-    R: RandomCoin<BaseField = Felt, Hasher = H> + Send,
+    R: RandomCoin<BaseField = Felt, Hasher = H> + Send + 'static,
 {
     let prover = ExecutionProver::<H, R>::new(options, stack_inputs, stack_outputs);
     // The whole execution proof is checked with Miden's own verifier above this (as

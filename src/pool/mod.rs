@@ -271,6 +271,7 @@ impl ProverPool {
     where
         P: Prover<BaseField = Felt> + Send + 'static,
         P::HashFn: GpuHasher,
+        P::RandomCoin: 'static,
         P::Trace: Send + 'static,
         <P::Air as Air>::PublicInputs: Send,
     {

@@ -1,7 +1,9 @@
 //! The Fiat–Shamir transcript of a proof, as winter-prover 0.13's private `ProverChannel` keeps
 //! it: the same public-coin seed, the same reseeding and drawing order, the same proof fields.
 
-use std::marker::PhantomData;
+use std::{any::Any, marker::PhantomData};
+
+use miden_crypto::rand::{RpoRandomCoin, RpxRandomCoin};
 
 use winter_air::{
     proof::{merge_ood_evaluations, Commitments, Context, OodFrame, Proof, Queries},
@@ -11,6 +13,8 @@ use winter_air::{
 use winter_crypto::{ElementHasher, RandomCoin};
 use winter_fri::FriProof;
 use winter_math::{FieldElement, ToElements};
+
+use crate::{grind::GrindRequest, hash::HashFunction};
 
 // CHANNEL
 // ================================================================================================
@@ -118,9 +122,32 @@ where
             .expect("failed to draw DEEP composition coefficients")
     }
 
-    /// Finds the proof-of-work nonce: the first one, or with `concurrent` any one, as
-    /// winter-prover does under the same feature.
-    pub fn grind_query_seed(&mut self) {
+    /// The proof-of-work search as a backend takes it, where the coin is one of miden-crypto's
+    /// sponge coins (`RpoRandomCoin`, `RpxRandomCoin`); `None` for any other coin.
+    pub fn grind_request(&self) -> Option<GrindRequest>
+    where
+        R: 'static,
+    {
+        let coin: &dyn Any = &self.public_coin;
+        let (hash, state) = if let Some(coin) = coin.downcast_ref::<RpoRandomCoin>() {
+            (HashFunction::Rpo256, coin.clone().into_parts().0)
+        } else if let Some(coin) = coin.downcast_ref::<RpxRandomCoin>() {
+            (HashFunction::Rpx256, coin.clone().into_parts().0)
+        } else {
+            return None;
+        };
+        let grinding_factor = self.context.options().grinding_factor();
+        Some(GrindRequest { hash, state, grinding_factor })
+    }
+
+    /// Sets the proof-of-work nonce: `found` (a backend's search of [`Self::grind_request`],
+    /// the first nonce) or else winter-prover's search, the first one or with `concurrent` any
+    /// one.
+    pub fn grind_query_seed(&mut self, found: Option<u64>) {
+        if let Some(nonce) = found {
+            self.pow_nonce = nonce;
+            return;
+        }
         let grinding_factor = self.context.options().grinding_factor();
         let coin = &self.public_coin;
         #[cfg(not(feature = "concurrent"))]

@@ -63,6 +63,7 @@ impl<P> GpuProver<P>
 where
     P: Prover<BaseField = Felt>,
     P::HashFn: GpuHasher,
+    P::RandomCoin: 'static,
 {
     /// Wraps `inner`, committing on `backend` with its default options (see
     /// [`Backend::create`]). A backend failure during a proof falls back to the CPU with a
@@ -138,6 +139,7 @@ impl<P> Prover for GpuProver<P>
 where
     P: Prover<BaseField = Felt>,
     P::HashFn: GpuHasher,
+    P::RandomCoin: 'static,
 {
     type BaseField = Felt;
     type Air = P::Air;

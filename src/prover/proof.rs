@@ -88,6 +88,7 @@ impl<P> GpuProver<P>
 where
     P: Prover<BaseField = Felt>,
     P::HashFn: GpuHasher,
+    P::RandomCoin: 'static,
 {
     /// `Prover::prove`: the proof on the prover's backend, verified before it is returned when
     /// the self-check is on. A proof that does not verify is made again on the CPU with a
@@ -280,7 +281,10 @@ where
 
         // 7 ----- query positions ----------------------------------------------------------------
         let query_positions = info_span!(spans::QUERY_POSITIONS).in_scope(|| {
-            channel.grind_query_seed();
+            let found = channel.grind_request().and_then(|request| {
+                self.on_backend(setup, "grinding", |committer| committer.grind(&request))
+            });
+            channel.grind_query_seed(found);
             channel.get_query_positions()
         });
 

@@ -14,6 +14,7 @@
 //! - `commit`, `fri`, `standalone`: the orchestration of a whole commitment, of the FRI commit
 //!   phase (and the openings of the layers it keeps), and of the per-stage calls;
 //! - `deep`: polynomials kept after a commitment and the DEEP composition over them;
+//! - `grind`: the proof-of-work search;
 //! - `params_layout` (tests only): each kernel's parameter struct checked against its WGSL twin.
 //!
 //! A commitment uploads the evaluations once and keeps everything on the device until the
@@ -34,6 +35,7 @@ use crate::{
     deep::{CombineRequest, EvaluateRequest},
     error::Result,
     fri::{FoldingChannel, FriLayers, FriRequest},
+    grind::GrindRequest,
     hash::{blake3_tables::check_row_width, Digest, HashFunction, RescueLanes},
     host::HostOptions,
     resident::ResidentPolys,
@@ -50,6 +52,7 @@ mod deep;
 mod download;
 mod fold;
 mod fri;
+mod grind;
 mod hash;
 mod lde;
 mod merkle;
@@ -317,6 +320,13 @@ impl GpuCommitter for WgpuCommitter {
     ) -> Result<FriLayers> {
         let shape = request.validate()?;
         self.run(|engine| fri::commit_fri(engine, request, shape, channel))
+    }
+
+    /// In dispatches of twice the expected count of nonces (at most 2^22).
+    fn grind(&self, request: &GrindRequest) -> Result<u64> {
+        request.validate()?;
+        let _span = info_span!("wgpu.grind", factor = request.grinding_factor).entered();
+        self.run(|engine| grind::grind(engine, request))
     }
 
     /// Buffer memory allocated on this device, as wgpu-hal counts it (its `counters` feature):

@@ -108,6 +108,7 @@ fn rust_layouts() -> Vec<ParamsLayout> {
         super::merkle::params_layouts(),
         super::fold::params_layouts(),
         super::deep::params_layouts(),
+        super::grind::params_layouts(),
     ]
     .into_iter()
     .flatten()

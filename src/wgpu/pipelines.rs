@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::shaders::{Arithmetic, Module, HASHES, QUAD_HASHES};
-use crate::hash::HashFunction;
+use crate::{grind::GRIND_HASHES, hash::HashFunction};
 
 /// Bytes of every kernel's parameter block (the largest WGSL parameter struct, rounded up).
 pub(super) const PARAMS_BYTES: u64 = 128;
@@ -52,6 +52,8 @@ pub(super) enum Kernel {
     DeepCombine,
     /// Blocks of one column at the DEEP composition's out-of-domain points.
     DeepEvaluate,
+    /// A batch of proof-of-work nonces on a sponge coin (RPO, RPX).
+    Grind(HashFunction),
 }
 
 impl Kernel {
@@ -73,6 +75,7 @@ impl Kernel {
             Kernel::DeepCombine,
             Kernel::DeepEvaluate,
         ]);
+        kernels.extend(GRIND_HASHES.map(Kernel::Grind));
         if quads {
             kernels.extend(QUAD_HASHES.map(Kernel::HashRowsQuad));
             kernels.extend(QUAD_HASHES.map(Kernel::MergeNodesQuad));
@@ -98,6 +101,7 @@ impl Kernel {
             Kernel::MergeNodes(hash) | Kernel::MergeNodesQuad(hash) => Module::Merkle(hash),
             Kernel::FriRows | Kernel::FriFold => Module::Fri,
             Kernel::DeepCombine | Kernel::DeepEvaluate => Module::Deep,
+            Kernel::Grind(hash) => Module::Grind(hash),
         }
     }
 
@@ -117,6 +121,7 @@ impl Kernel {
             Kernel::FriFold => "fri_fold",
             Kernel::DeepCombine => "deep_combine",
             Kernel::DeepEvaluate => "deep_evaluate",
+            Kernel::Grind(_) => "grind",
         }
     }
 
@@ -133,6 +138,7 @@ impl Kernel {
             Kernel::HashRowsQuad(_) => &[Read, ReadWrite, ReadWrite, ReadWrite],
             Kernel::MergeNodes(_) | Kernel::MergeNodesQuad(_) => &[Read, Read, ReadWrite],
             Kernel::DeepCombine | Kernel::DeepEvaluate => &[Read, Read, Read, ReadWrite],
+            Kernel::Grind(_) => &[ReadWrite],
         }
     }
 
@@ -143,6 +149,7 @@ impl Kernel {
             | Kernel::MergeNodes(hash)
             | Kernel::HashRowsQuad(hash)
             | Kernel::MergeNodesQuad(hash)
+            | Kernel::Grind(hash)
                 if hash.is_algebraic() =>
             {
                 Some(hash)

@@ -6,9 +6,12 @@ use std::fmt::Write;
 
 use miden_crypto::hash::poseidon2::Poseidon2;
 
-use crate::hash::{
-    blake3_tables::{self, CV_STACK},
-    HashFunction,
+use crate::{
+    grind::GRIND_HASHES,
+    hash::{
+        blake3_tables::{self, CV_STACK},
+        HashFunction,
+    },
 };
 
 /// The hash functions the WGSL kernels implement.
@@ -48,6 +51,7 @@ const HASH_ROWS_QUAD: &str = include_str!("../../wgsl/hash_rows_quad.wgsl");
 const MERKLE_QUAD: &str = include_str!("../../wgsl/merkle_quad.wgsl");
 const FRI: &str = include_str!("../../wgsl/fri.wgsl");
 const DEEP: &str = include_str!("../../wgsl/deep.wgsl");
+const GRIND: &str = include_str!("../../wgsl/grind.wgsl");
 
 // MODULES
 // ================================================================================================
@@ -81,6 +85,8 @@ pub(super) enum Module {
     Fri,
     /// `deep_combine`, `deep_evaluate`.
     Deep,
+    /// `grind` of a sponge coin's hash function (RPO, RPX).
+    Grind(HashFunction),
 }
 
 impl Module {
@@ -90,6 +96,7 @@ impl Module {
         modules.extend(HASHES.map(Module::HashRows));
         modules.extend(HASHES.map(Module::Merkle));
         modules.extend([Module::Fri, Module::Deep]);
+        modules.extend(GRIND_HASHES.map(Module::Grind));
         modules
     }
 
@@ -104,6 +111,7 @@ impl Module {
             Module::Merkle(hash) => format!("merkle_{}", hash.ident()),
             Module::Fri => "fri".into(),
             Module::Deep => "deep".into(),
+            Module::Grind(hash) => format!("grind_{}", hash.ident()),
         }
     }
 
@@ -142,6 +150,9 @@ impl Module {
             },
             Module::Fri => [&field[..], &[POWERS, EXT3, EXT, FRI]].concat(),
             Module::Deep => [&field[..], &[EXT3, EXT, DEEP]].concat(),
+            Module::Grind(hash) => {
+                return [field.join("\n"), hash_core(hash), GRIND.into()].join("\n")
+            },
         };
         parts.join("\n")
     }

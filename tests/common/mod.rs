@@ -952,3 +952,50 @@ fn check_proof<H: GpuHasher>(
         assert!(!verify(&tampered), "{label}: proof with byte {at} flipped was accepted");
     }
 }
+
+// PROOF OF WORK
+// ================================================================================================
+
+/// Whether miden-crypto's coin of `hash` with sponge state `state` accepts `nonce`.
+fn coin_accepts(hash: HashFunction, state: [Felt; 12], nonce: u64, factor: u32) -> bool {
+    use miden_crypto::rand::{RpoRandomCoin, RpxRandomCoin};
+    use winter_crypto::RandomCoin;
+    let zeros = match hash {
+        HashFunction::Rpo256 => RpoRandomCoin::from_parts(state, 4).check_leading_zeros(nonce),
+        _ => RpxRandomCoin::from_parts(state, 4).check_leading_zeros(nonce),
+    };
+    zeros >= factor
+}
+
+/// The proof-of-work search on `committer` against miden-crypto's coins tried nonce by nonce
+/// from 1: `count` random sponge states per hash (raw words, so non-canonical ones too; every
+/// third with a non-canonical word where the nonce is added), factors in `factors`; then the
+/// requests a backend must refuse.
+pub fn check_grind(
+    committer: &dyn GpuCommitter,
+    seed: u64,
+    count: usize,
+    factors: std::ops::RangeInclusive<u32>,
+) {
+    use miden_gpu::grind::{GrindRequest, GRIND_HASHES};
+    let mut rng = StdRng::seed_from_u64(seed);
+    for i in 0..count {
+        for hash in GRIND_HASHES {
+            let mut state: [Felt; 12] = std::array::from_fn(|_| Felt::from_mont(rng.random()));
+            if i % 3 == 0 {
+                let above_p = Felt::MODULUS + rng.random_range(0..u64::from(u32::MAX));
+                state[4] = Felt::from_mont(above_p);
+            }
+            let factor = rng.random_range(factors.clone());
+            let want = (1..).find(|&n| coin_accepts(hash, state, n, factor)).expect("a nonce");
+            let request = GrindRequest { hash, state, grinding_factor: factor };
+            let got = committer.grind(&request).unwrap_or_else(|e| panic!("{hash}: {e}"));
+            assert_eq!(got, want, "{hash}, factor {factor}, case {i}");
+        }
+    }
+    let state = std::array::from_fn(|_| random_felt(&mut rng));
+    let blake = GrindRequest { hash: HashFunction::Blake3_256, state, grinding_factor: 4 };
+    assert!(matches!(committer.grind(&blake), Err(GpuError::UnsupportedHasher(_))));
+    let huge = GrindRequest { hash: HashFunction::Rpo256, state, grinding_factor: 65 };
+    assert!(matches!(committer.grind(&huge), Err(GpuError::InvalidGrinding(_))));
+}
