@@ -146,7 +146,7 @@ mod tests {
         // the state of a coin that has absorbed a seed, as a prover's coin holds it
         let seed = [Felt::ONE, Felt::new(2), Felt::new(3), Felt::new(4)];
         let coin = RpoRandomCoin::new(seed.into());
-        let (state, _) = coin.clone().into_parts();
+        let (state, _) = coin.into_parts();
         let request = GrindRequest { hash: HashFunction::Rpo256, state, grinding_factor: 8 };
         for nonce in 1..200 {
             assert_eq!(request.accepts(nonce), coin.check_leading_zeros(nonce) >= 8);

@@ -130,9 +130,9 @@ where
     {
         let coin: &dyn Any = &self.public_coin;
         let (hash, state) = if let Some(coin) = coin.downcast_ref::<RpoRandomCoin>() {
-            (HashFunction::Rpo256, coin.clone().into_parts().0)
+            (HashFunction::Rpo256, coin.into_parts().0)
         } else if let Some(coin) = coin.downcast_ref::<RpxRandomCoin>() {
-            (HashFunction::Rpx256, coin.clone().into_parts().0)
+            (HashFunction::Rpx256, coin.into_parts().0)
         } else {
             return None;
         };
