@@ -93,3 +93,37 @@ fn harness_catches_every_kind_of_difference() {
         }
     }
 }
+
+/// The CPU backend's commitments of wide, short LDEs on 32 threads equal those on one.
+#[test]
+fn cpu_commitments_do_not_depend_on_thread_counts() {
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let many = rayon::ThreadPoolBuilder::new().num_threads(32).build().unwrap();
+    let found = many.install(|| {
+        struct OnOneThread(rayon::ThreadPool);
+        impl GpuCommitter for OnOneThread {
+            fn backend(&self) -> Backend {
+                Backend::Cpu
+            }
+            fn device_name(&self) -> String {
+                "CPU on one thread".into()
+            }
+            fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
+                self.0.install(|| CpuCommitter::new().commit(request))
+            }
+            fn hash_rows(
+                &self,
+                l: &LdeRows,
+                h: RowHashing,
+                f: HashFunction,
+            ) -> Result<Vec<Digest>> {
+                self.0.install(|| CpuCommitter::new().hash_rows(l, h, f))
+            }
+            fn build_tree(&self, leaves: &[Digest], f: HashFunction) -> Result<Vec<Digest>> {
+                self.0.install(|| CpuCommitter::new().build_tree(leaves, f))
+            }
+        }
+        common::wide_short_lde_differences(&OnOneThread(one), 0x51DE)
+    });
+    assert!(found.is_empty(), "{} shapes differ:\n{}", found.len(), found.join("\n"));
+}

@@ -49,6 +49,7 @@ fn main() {
             invalid_options_are_rejected,
             invalid_device_lists_are_rejected,
             gpu_sets_agree,
+            wide_short_ldes_agree,
             memory_cap_streams_the_lde_in_coset_groups,
             memory_cap_counts_the_twiddle_tables,
             memory_cap_holds_in_every_stage
@@ -395,6 +396,29 @@ fn gpu_sets_agree() {
             }
         }
     }
+}
+
+/// Rows wider than the LDE is long (200 to 330 columns, 16 to 128 LDE rows) on every GPU set.
+fn wide_short_ldes_agree() {
+    let _gpu = gpu_shared();
+    let devices = committer().devices();
+    let mut sets = vec![vec![devices[0]]];
+    if devices.len() >= 2 {
+        sets.push(devices[..2].to_vec());
+    }
+    let mut found = Vec::new();
+    for set in &sets {
+        for sync_each_launch in [false, true] {
+            let options = CudaOptions { sync_each_launch, ..CudaOptions::default() };
+            let c = committer_on(set, options).expect("committer on a device subset");
+            let mut differences = common::wide_short_lde_differences(&c, 0x51DE);
+            differences.extend(common::wide_short_case_failures(&c, 0x51E0));
+            found.extend(
+                differences.into_iter().map(|d| format!("devices {set:?} {sync_each_launch}: {d}")),
+            );
+        }
+    }
+    assert!(found.is_empty(), "{} shapes differ:\n{}", found.len(), found.join("\n"));
 }
 
 // MEMORY CAP

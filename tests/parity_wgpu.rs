@@ -55,7 +55,8 @@ fn main() {
             wgpu_stage_times,
             wgpu_fri_matches_winterfell,
             wgpu_fri_matches_winterfell_with_small_chunks,
-            wgpu_grinding_matches_the_coins
+            wgpu_grinding_matches_the_coins,
+            wgpu_wide_short_ldes_agree
         ])
         .on_device_when_asked(tests![wgpu_w1_timing])
         .run()
@@ -377,4 +378,17 @@ fn wgpu_w1_timing() {
 fn wgpu_grinding_matches_the_coins() {
     common::check_grind(&committer(None), 0x6A1F, 6, 0..=11);
     common::check_grind(&committer(Some(Arithmetic::U32)), 0x6A20, 4, 0..=11);
+}
+
+/// Rows wider than the LDE is long (200 to 330 columns, 16 to 128 LDE rows), in both
+/// arithmetics.
+fn wgpu_wide_short_ldes_agree() {
+    let mut found = Vec::new();
+    for arithmetic in [None, Some(Arithmetic::U32)] {
+        let c = committer(arithmetic);
+        let mut differences = common::wide_short_lde_differences(&c, 0x51DF);
+        differences.extend(common::wide_short_case_failures(&c, 0x51E1));
+        found.extend(differences.into_iter().map(|d| format!("{arithmetic:?}: {d}")));
+    }
+    assert!(found.is_empty(), "{} shapes differ:\n{}", found.len(), found.join("\n"));
 }

@@ -9,11 +9,8 @@ mod fri;
 use miden_crypto::Felt;
 use rayon::prelude::*;
 use tracing::info_span;
-use winter_math::{fft, StarkField};
-use winter_prover::{
-    matrix::{ColMatrix, RowMatrix},
-    StarkDomain,
-};
+use winter_math::{fft, FieldElement, StarkField};
+use winter_prover::matrix::{build_segments, get_evaluation_offsets, ColMatrix};
 
 use crate::{
     backend::Backend,
@@ -113,8 +110,11 @@ impl GpuCommitter for CpuCommitter {
 // STAGES
 // ================================================================================================
 
-/// Evaluates the polynomials over the LDE domain into `RowMatrix` layout, with Winterfell's own
-/// `RowMatrix::evaluate_polys_over`.
+/// Evaluates the polynomials over the LDE domain into `RowMatrix` layout: Winterfell's segments
+/// (`build_segments`, as `RowMatrix::evaluate_polys_over` makes them), transposed here.
+/// winter-prover 0.13's own transposition splits the rows into `2 · next_pow2(threads)` batches
+/// of `rows / batches` rows, so on more threads than half the LDE's rows (32 and more threads
+/// for an LDE of 32 rows, once it has 1024 words) it leaves every row uninitialized.
 fn extend(
     polys: Vec<Vec<Felt>>,
     shape: &Shape,
@@ -122,13 +122,16 @@ fn extend(
     host: &HostOptions,
 ) -> Result<LdeRows> {
     let mut data = reserve_host::<Felt>(shape.lde_len * shape.row_width, host)?;
-    let domain = StarkDomain::from_twiddles(
-        fft::get_twiddles::<Felt>(shape.poly_len),
-        blowup,
-        Felt::GENERATOR,
-    );
-    let matrix = RowMatrix::evaluate_polys_over::<SEGMENT_WIDTH>(&ColMatrix::new(polys), &domain);
-    data.extend_from_slice(matrix.data());
+    let twiddles = fft::get_twiddles::<Felt>(shape.poly_len);
+    let offsets = get_evaluation_offsets::<Felt>(shape.poly_len, blowup, Felt::GENERATOR);
+    let segments =
+        build_segments::<Felt, SEGMENT_WIDTH>(&ColMatrix::new(polys), &twiddles, &offsets);
+    data.resize(shape.lde_len * shape.row_width, Felt::ZERO);
+    data.par_chunks_mut(shape.row_width).enumerate().for_each(|(r, row)| {
+        for (words, segment) in row.chunks_exact_mut(SEGMENT_WIDTH).zip(&segments) {
+            words.copy_from_slice(&segment[r]);
+        }
+    });
     Ok(LdeRows { data: data.into(), row_width: shape.row_width, num_cols: shape.num_cols })
 }
 

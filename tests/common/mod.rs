@@ -223,6 +223,16 @@ fn reference_nodes<H: GpuHasher>(leaves: &[Digest]) -> Vec<Digest> {
     build_merkle_nodes::<H>(&leaves).iter().map(H::to_digest).collect()
 }
 
+/// Runs `work` (Winterfell's row matrices of an LDE of `lde_rows` rows) on as many threads as
+/// winter-prover 0.13 handles: it transposes a row matrix in `2 · next_pow2(threads)` batches of
+/// `rows / batches` rows, so on more threads than half the rows (and 1024 words or more) it
+/// leaves every row uninitialized.
+pub fn on_winterfell_threads<T: Send>(lde_rows: usize, work: impl FnOnce() -> T + Send) -> T {
+    let threads = rayon::current_num_threads().min((lde_rows / 2).max(1));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("rayon pool");
+    pool.install(work)
+}
+
 fn check_typed<E, H>(committer: &dyn GpuCommitter, case: &Case, seed: u64)
 where
     E: FieldElement<BaseField = Felt>,
@@ -247,12 +257,14 @@ where
             case.hash,
         )
         .unwrap_or_else(|e| panic!("{case:?}: commit_composition failed: {e}"));
-        let (commitment, poly) = DefaultConstraintCommitment::<E, H, MerkleTree<H>>::new(
-            CompositionPolyTrace::new(evaluations.clone()),
-            case.cols,
-            &domain,
-            partitions,
-        );
+        let (commitment, poly) = on_winterfell_threads(domain.lde_domain_size(), || {
+            DefaultConstraintCommitment::<E, H, MerkleTree<H>>::new(
+                CompositionPolyTrace::new(evaluations.clone()),
+                case.cols,
+                &domain,
+                partitions,
+            )
+        });
         (got, poly.data().clone(), Some(commitment.commitment()))
     } else {
         let trace =
@@ -266,16 +278,21 @@ where
                         trace.columns().map(|c| E::slice_as_base_elements(c).to_vec()).collect(),
                     );
                     let info = TraceInfo::new(case.cols, n);
-                    let (lde, _) = DefaultTraceLde::<Felt, H, MerkleTree<H>>::new(
-                        &info, &base, &domain, partitions,
-                    );
-                    lde.get_main_trace_commitment()
+                    on_winterfell_threads(domain.lde_domain_size(), || {
+                        let (lde, _) = DefaultTraceLde::<Felt, H, MerkleTree<H>>::new(
+                            &info, &base, &domain, partitions,
+                        );
+                        lde.get_main_trace_commitment()
+                    })
                 });
         (got, trace.interpolate_columns(), root)
     };
 
-    let lde = RowMatrix::evaluate_polys_over::<8>(&polys, &domain);
-    let tree: MerkleTree<H> = lde.commit_to_rows::<H, MerkleTree<H>>(partitions);
+    let (lde, tree) = on_winterfell_threads(domain.lde_domain_size(), || {
+        let lde = RowMatrix::evaluate_polys_over::<8>(&polys, &domain);
+        let tree: MerkleTree<H> = lde.commit_to_rows::<H, MerkleTree<H>>(partitions);
+        (lde, tree)
+    });
     compare(case, &got, &polys, &lde, &tree);
     if let Some(root) = reference_root {
         assert!(
@@ -998,4 +1015,98 @@ pub fn check_grind(
     assert!(matches!(committer.grind(&blake), Err(GpuError::UnsupportedHasher(_))));
     let huge = GrindRequest { hash: HashFunction::Rpo256, state, grinding_factor: 65 };
     assert!(matches!(committer.grind(&huge), Err(GpuError::InvalidGrinding(_))));
+}
+
+// WIDE, SHORT LDES
+// ================================================================================================
+
+/// How `got` differs from `want` (polynomials, LDE elements, leaves, nodes), as one line per
+/// kind of difference; empty where they agree.
+pub fn commitment_differences(got: &Commitment, want: &Commitment) -> Vec<String> {
+    let mut out = Vec::new();
+    let bad_polys = got.polys.iter().zip(&want.polys).filter(|(g, w)| g != w).count();
+    if got.polys.len() != want.polys.len() || bad_polys > 0 {
+        out.push(format!("{bad_polys} of {} polynomials", want.polys.len()));
+    }
+    let (w, rw) = (&want.lde.data, want.lde.row_width);
+    let bad: Vec<usize> =
+        (0..w.len().min(got.lde.data.len())).filter(|&i| got.lde.data[i] != w[i]).collect();
+    if got.lde.data.len() != w.len() || !bad.is_empty() {
+        let rows: std::collections::BTreeSet<usize> = bad.iter().map(|i| i / rw).collect();
+        let cols: std::collections::BTreeSet<usize> = bad.iter().map(|i| i % rw).collect();
+        out.push(format!(
+            "{} LDE elements in rows {:?}.. and columns {:?}..{:?}",
+            bad.len(),
+            rows.iter().take(4).collect::<Vec<_>>(),
+            cols.first(),
+            cols.last()
+        ));
+    }
+    if first_difference(&got.leaves, &want.leaves).is_some() {
+        out.push("leaves".into());
+    }
+    if got.nodes.get(1) != want.nodes.get(1) {
+        out.push("root".into());
+    }
+    out
+}
+
+/// Commitments of 200 to 330 base columns over LDEs of 16 to 128 rows (the shapes where rows are
+/// wider than the LDE is long), each against the CPU's; the differences found, labelled.
+pub fn wide_short_lde_differences(committer: &dyn GpuCommitter, seed: u64) -> Vec<String> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut found = Vec::new();
+    for (log_rows, blowup) in [(1, 16), (2, 8), (3, 4), (4, 2), (3, 8), (5, 4), (2, 4)] {
+        for cols in [200, 247, 249, 250, 256, 257, 324, 330] {
+            let columns: Vec<Vec<Felt>> = (0..cols)
+                .map(|_| (0..1usize << log_rows).map(|_| random_felt(&mut rng)).collect())
+                .collect();
+            let refs: Vec<&[Felt]> = columns.iter().map(|c| c.as_slice()).collect();
+            let request = CommitRequest {
+                input: PolyInput::Trace { columns: &refs },
+                blowup,
+                row_hashing: RowHashing::WholeRow,
+                hash: HashFunction::Rpo256,
+            };
+            let want = CpuCommitter::new().commit(&request).expect("CPU commitment");
+            let label = format!("2^{log_rows} rows x {cols} columns, blowup {blowup}");
+            match committer.commit(&request) {
+                Ok(got) => {
+                    let differences = commitment_differences(&got, &want);
+                    if !differences.is_empty() {
+                        found.push(format!("{label}: {}", differences.join("; ")));
+                    }
+                },
+                Err(error) => found.push(format!("{label}: {error}")),
+            }
+        }
+    }
+    found
+}
+
+/// Extension-field segments of the same kind (the shapes the fuzz found): each through
+/// [`check_case`], the failures' messages collected.
+pub fn wide_short_case_failures(committer: &dyn GpuCommitter, seed: u64) -> Vec<String> {
+    let cases = [
+        (4, 125, 2, 2, 1, HashFunction::Rpo256),
+        (3, 83, 4, 3, 1, HashFunction::Rpo256),
+        (1, 83, 16, 3, 1, HashFunction::Rpo256),
+        (2, 125, 8, 2, 1, HashFunction::Rpo256),
+        (1, 108, 16, 3, 1, HashFunction::Rpx256),
+        (4, 160, 2, 2, 4, HashFunction::Poseidon2),
+        (3, 60, 8, 3, 1, HashFunction::Blake3_256),
+    ];
+    let mut found = Vec::new();
+    for (i, (log_rows, cols, blowup, extension, partitions, hash)) in cases.into_iter().enumerate()
+    {
+        let case = Case { log_rows, cols, blowup, extension, partitions, hash, composition: false };
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            check_case(committer, &case, seed + i as u64)
+        }));
+        if let Err(panic) = outcome {
+            let text = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+            found.push(text);
+        }
+    }
+    found
 }
