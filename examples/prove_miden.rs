@@ -38,7 +38,7 @@ use miden_gpu::{
     compare_proofs,
     miden::{self as gpu_miden, programs, Execution, MidenProveOptions},
     timing::{self, RunTimes, SpanTimes},
-    Backend, BackendOptions, GpuCommitter, PoolOptions, ProverPool,
+    Backend, BackendOptions, GpuCommitter, PoolOptions, ProofMatch, ProverPool,
 };
 use miden_processor::{AdviceInputs, DefaultHost, Program, StackInputs, StackOutputs};
 use miden_prover::{ExecutionProof, HashFunction, ProvingOptions};
@@ -402,7 +402,7 @@ fn run_pool(
         };
         pool.shutdown();
 
-        let mut equal = 0;
+        let (mut identical, mut renonced) = (0, 0);
         for (job, proved) in proofs.into_iter().enumerate() {
             let label = format!("{} job {job}", run.devices);
             match proved {
@@ -413,8 +413,10 @@ fn run_pool(
                             failures.push(format!(
                                 "{label}: differs from the proof alone: {agreement}"
                             ));
+                        } else if agreement == ProofMatch::Identical {
+                            identical += 1;
                         } else {
-                            equal += 1;
+                            renonced += 1;
                         }
                     }
                     if let Err(e) = miden_verifier::verify(
@@ -431,7 +433,7 @@ fn run_pool(
         }
         println!(
             "{}: {jobs} proofs in {:.1?} ({} slots, {} workers; peak resident memory {peak}); \
-             {equal} agree with the proof alone",
+             {identical} identical to the proof alone, {renonced} with another grinding nonce",
             run.devices, run.wall, run.slots, run.workers
         );
         runs.push(run);
