@@ -10,9 +10,10 @@
 //! many threads or GPUs made it.
 //!
 //! The search is a few ten thousand permutations for the usual factors (16 at 96 bits of
-//! security), a millisecond on a GPU against a tenth of a second of every host core.
+//! security): a millisecond or two on a GPU, most of a core-second on the host.
 
 use miden_crypto::{
+    hash::{rpo::Rpo256, rpx::Rpx256},
     rand::{RpoRandomCoin, RpxRandomCoin},
     Felt,
 };
@@ -28,11 +29,15 @@ use crate::{
 // ================================================================================================
 
 /// Words of a coin's sponge state.
-pub const STATE_WIDTH: usize = 12;
+pub const STATE_WIDTH: usize = Rpo256::STATE_WIDTH;
 
 /// The state index the nonce is added to and the accepted value is read from (the first rate
 /// element of RPO and RPX).
-pub const NONCE_INDEX: usize = 4;
+pub const NONCE_INDEX: usize = Rpo256::RATE_RANGE.start;
+
+// RPX's coin has the same state and rate as RPO's.
+const _: () =
+    assert!(Rpx256::STATE_WIDTH == STATE_WIDTH && Rpx256::RATE_RANGE.start == NONCE_INDEX);
 
 /// The hash functions whose coins a backend grinds: those of miden-crypto's sponge coins.
 pub const GRIND_HASHES: [HashFunction; 2] = [HashFunction::Rpo256, HashFunction::Rpx256];
@@ -90,6 +95,24 @@ pub fn batch_len(grinding_factor: u32, min: u64, max: u64) -> u64 {
     1u64.checked_shl(grinding_factor + 1).unwrap_or(u64::MAX).clamp(min, max)
 }
 
+/// The first accepted nonce of a search over the nonces from 1 on in batches of `batch`:
+/// `try_batch(start, count)` gives the smallest accepted nonce of `start .. start + count`, if
+/// any. Every backend searches this way; [`GpuError::InvalidGrinding`] past [`MAX_NONCE`].
+pub(crate) fn first_in_batches(
+    batch: u64,
+    mut try_batch: impl FnMut(u64, u64) -> Result<Option<u64>>,
+) -> Result<u64> {
+    let mut start = 1;
+    while start < MAX_NONCE {
+        let count = batch.min(MAX_NONCE - start);
+        if let Some(nonce) = try_batch(start, count)? {
+            return Ok(nonce);
+        }
+        start += count;
+    }
+    Err(GpuError::InvalidGrinding(format!("no proof-of-work nonce below {MAX_NONCE}")))
+}
+
 // HOST SEARCH
 // ================================================================================================
 
@@ -101,20 +124,9 @@ const HOST_BATCH: u64 = 1 << 12;
 /// [`GpuError::InvalidGrinding`] if no nonce below [`MAX_NONCE`] is accepted.
 pub fn first_nonce_on_host(request: &GrindRequest) -> Result<u64> {
     request.validate()?;
-    let mut start = 1;
-    while start < MAX_NONCE {
-        let end = (start + HOST_BATCH).min(MAX_NONCE);
-        if let Some(nonce) = (start..end).into_par_iter().find_first(|&n| request.accepts(n)) {
-            return Ok(nonce);
-        }
-        start = end;
-    }
-    Err(no_nonce())
-}
-
-/// The error of a search that reached [`MAX_NONCE`].
-pub(crate) fn no_nonce() -> GpuError {
-    GpuError::InvalidGrinding(format!("no proof-of-work nonce below {MAX_NONCE}"))
+    first_in_batches(HOST_BATCH, |start, count| {
+        Ok((start..start + count).into_par_iter().find_first(|&n| request.accepts(n)))
+    })
 }
 
 #[cfg(test)]

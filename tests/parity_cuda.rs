@@ -177,23 +177,8 @@ fn random_columns(rng: &mut StdRng, cols: usize, rows: usize) -> Vec<Vec<Felt>> 
 }
 
 fn assert_same(got: &miden_gpu::Commitment, want: &miden_gpu::Commitment, what: &str) {
-    use common::first_difference;
-    assert_eq!(got.polys.len(), want.polys.len(), "{what}: number of polynomials");
-    for (j, (g, w)) in got.polys.iter().zip(&want.polys).enumerate() {
-        if let Some(i) = first_difference(g, w) {
-            panic!("{what}: polynomial {j} coefficient {i} differs");
-        }
-    }
-    assert_eq!(got.lde.row_width, want.lde.row_width, "{what}: row width");
-    if let Some(i) = first_difference(&got.lde.data, &want.lde.data) {
-        panic!("{what}: LDE element {i} (row {}) differs", i / want.lde.row_width);
-    }
-    if let Some(i) = first_difference(&got.leaves, &want.leaves) {
-        panic!("{what}: leaf {i} differs");
-    }
-    if let Some(i) = first_difference(&got.nodes[1..], &want.nodes[1..]) {
-        panic!("{what}: node {} differs", i + 1);
-    }
+    let differences = common::commitment_differences(got, want);
+    assert!(differences.is_empty(), "{what}: {}", differences.join("; "));
 }
 
 /// Several hash chunks and pinned-ring rounds: 2^18 rows x 19 columns, blowup 8 (2M LDE rows).

@@ -22,7 +22,7 @@ use crate::{
     backend::Backend,
     committer::{LdeRows, RowHashing},
     error::{to_u32, GpuError, Result},
-    grind::{batch_len, no_nonce, GrindRequest, MAX_NONCE},
+    grind::{batch_len, first_in_batches, GrindRequest},
     hash::{Digest, HashFunction},
 };
 
@@ -116,9 +116,7 @@ pub(super) fn grind(gpu: &Gpu, request: &GrindRequest) -> Result<u64> {
     let state = gpu.upload_table(&state)?;
     let mut found = gpu.upload_table(&[u64::MAX])?;
     let batch = batch_len(request.grinding_factor, GRIND_BATCH.0, GRIND_BATCH.1);
-    let mut start = 1;
-    while start < MAX_NONCE {
-        let count = batch.min(MAX_NONCE - start);
+    first_in_batches(batch, |start, count| {
         let blocks = to_u32(count.div_ceil(HASH_BLOCK as u64), "blocks of a grinding launch")?;
         // SAFETY: `found` holds one word and `state` twelve, as the kernel reads them.
         unsafe {
@@ -134,10 +132,6 @@ pub(super) fn grind(gpu: &Gpu, request: &GrindRequest) -> Result<u64> {
             )?;
         }
         let nonce = gpu.download_table(found.as_slice())?[0];
-        if nonce != u64::MAX {
-            return Ok(nonce);
-        }
-        start += count;
-    }
-    Err(no_nonce())
+        Ok((nonce != u64::MAX).then_some(nonce))
+    })
 }

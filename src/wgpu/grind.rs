@@ -5,7 +5,7 @@ use bytemuck::{Pod, Zeroable};
 use super::{batch::Batch, context::device_error, pipelines::Kernel, Engine};
 use crate::{
     error::Result,
-    grind::{batch_len, no_nonce, GrindRequest, MAX_NONCE},
+    grind::{batch_len, first_in_batches, GrindRequest},
 };
 
 /// `GrindParams` of grind.wgsl.
@@ -58,9 +58,7 @@ pub(super) fn grind(engine: &Engine<'_>, request: &GrindRequest) -> Result<u64> 
     let found = buffer("miden-gpu grind found", U::STORAGE | U::COPY_SRC | U::COPY_DST);
     let readback = buffer("miden-gpu grind readback", U::MAP_READ | U::COPY_DST);
     let batch = batch_len(request.grinding_factor, BATCH.0, BATCH.1);
-    let mut start = 1;
-    while start < MAX_NONCE {
-        let count = batch.min(MAX_NONCE - start);
+    first_in_batches(batch, |start, count| {
         ctx.queue.write_buffer(&found, 0, &u32::MAX.to_le_bytes());
         let params = GrindParams {
             state,
@@ -83,10 +81,6 @@ pub(super) fn grind(engine: &Engine<'_>, request: &GrindRequest) -> Result<u64> 
             u32::from_le_bytes(view[..4].try_into().expect("4 bytes"))
         };
         readback.unmap();
-        if offset != u32::MAX {
-            return Ok(start + u64::from(offset));
-        }
-        start += count;
-    }
-    Err(no_nonce())
+        Ok((offset != u32::MAX).then(|| start + u64::from(offset)))
+    })
 }

@@ -978,8 +978,9 @@ fn coin_accepts(hash: HashFunction, state: [Felt; 12], nonce: u64, factor: u32) 
     use miden_crypto::rand::{RpoRandomCoin, RpxRandomCoin};
     use winter_crypto::RandomCoin;
     let zeros = match hash {
-        HashFunction::Rpo256 => RpoRandomCoin::from_parts(state, 4).check_leading_zeros(nonce),
-        _ => RpxRandomCoin::from_parts(state, 4).check_leading_zeros(nonce),
+        HashFunction::Rpo256 => RpoRandomCoin::from_parts(state, Rpo256::RATE_RANGE.start)
+            .check_leading_zeros(nonce),
+        _ => RpxRandomCoin::from_parts(state, Rpx256::RATE_RANGE.start).check_leading_zeros(nonce),
     };
     zeros >= factor
 }
@@ -1020,13 +1021,16 @@ pub fn check_grind(
 // WIDE, SHORT LDES
 // ================================================================================================
 
-/// How `got` differs from `want` (polynomials, LDE elements, leaves, nodes), as one line per
-/// kind of difference; empty where they agree.
+/// How `got` differs from `want` (polynomials, row width, LDE elements, the first differing leaf
+/// and node), as one line per kind of difference; empty where they agree.
 pub fn commitment_differences(got: &Commitment, want: &Commitment) -> Vec<String> {
     let mut out = Vec::new();
     let bad_polys = got.polys.iter().zip(&want.polys).filter(|(g, w)| g != w).count();
     if got.polys.len() != want.polys.len() || bad_polys > 0 {
         out.push(format!("{bad_polys} of {} polynomials", want.polys.len()));
+    }
+    if got.lde.row_width != want.lde.row_width {
+        out.push(format!("row width {} against {}", got.lde.row_width, want.lde.row_width));
     }
     let (w, rw) = (&want.lde.data, want.lde.row_width);
     let bad: Vec<usize> =
@@ -1042,11 +1046,11 @@ pub fn commitment_differences(got: &Commitment, want: &Commitment) -> Vec<String
             cols.last()
         ));
     }
-    if first_difference(&got.leaves, &want.leaves).is_some() {
-        out.push("leaves".into());
+    if let Some(i) = first_difference(&got.leaves, &want.leaves) {
+        out.push(format!("leaf {i}"));
     }
-    if got.nodes.get(1) != want.nodes.get(1) {
-        out.push("root".into());
+    if let Some(i) = first_difference(got.nodes.get(1..).unwrap_or(&[]), &want.nodes[1..]) {
+        out.push(format!("node {}", i + 1));
     }
     out
 }
