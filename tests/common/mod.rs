@@ -978,8 +978,9 @@ fn coin_accepts(hash: HashFunction, state: [Felt; 12], nonce: u64, factor: u32) 
     use miden_crypto::rand::{RpoRandomCoin, RpxRandomCoin};
     use winter_crypto::RandomCoin;
     let zeros = match hash {
-        HashFunction::Rpo256 => RpoRandomCoin::from_parts(state, Rpo256::RATE_RANGE.start)
-            .check_leading_zeros(nonce),
+        HashFunction::Rpo256 => {
+            RpoRandomCoin::from_parts(state, Rpo256::RATE_RANGE.start).check_leading_zeros(nonce)
+        },
         _ => RpxRandomCoin::from_parts(state, Rpx256::RATE_RANGE.start).check_leading_zeros(nonce),
     };
     zeros >= factor
