@@ -26,9 +26,10 @@ pub struct StageTimes {
     /// hashing.
     pub rows_ms: Option<f32>,
     /// Wall time of the upload, the interpolation and the first pass's LDE, which overlap, where
-    /// the backend times it.
+    /// the backend times it (with several CUDA GPUs, the first pass's gathering overlaps them
+    /// too and is part of it).
     pub upload_lde_ms: Option<f32>,
     /// Gathering all columns of this device's rows from the other devices, where several split
-    /// a commitment.
+    /// a commitment (the time the device spent on it, wherever it overlapped other stages).
     pub exchange_ms: Option<f32>,
 }

@@ -4,7 +4,8 @@
 //! (uneven splits allowed); the LDE rows are divided into contiguous, power-of-two aligned
 //! blocks for hashing and the Merkle subtrees. With several GPUs each one gathers all columns of
 //! its own rows from every GPU's LDE (a kernel reading its peers' memory, over NVLink where
-//! the GPUs have it; about 1/G of the LDE per GPU)
+//! the GPUs have it; about 1/G of the LDE per GPU), column group by column group as the LDE of
+//! each group ends, while the host still uploads the later groups,
 //! and then hashes only its rows, so every GPU hashes 1/G of the rows with the whole
 //! permutation in registers, and downloads its rows, leaves and subtrees over its own PCIe
 //! link. The top levels above the subtrees (at most a few hundred nodes) are merged on the
@@ -104,13 +105,19 @@ pub(super) fn commit(
     }
 
     // 1. upload, interpolate, and the first pass's LDE, column group by column group, the GPUs
-    //    taking turns so that all of them start early
+    //    taking turns so that all of them start early; with several GPUs each one gathers a
+    //    group's rows from every GPU as soon as that group's LDE is done, while the host still
+    //    stages the later groups (the upload, not the GPUs, sets the pace of this step)
     let coset_tables = plan.coset_tables(cosets);
     let mut timelines = Vec::with_capacity(g_count);
     let mut uploads = Vec::with_capacity(g_count);
     for ((gpu, state), share) in gpus.iter().zip(states.iter_mut()).zip(&shares) {
         timelines.push(Timeline::new(gpu)?);
         uploads.push(Upload::new(gpu, state, &plan, share, &passes, &coset_tables)?);
+        if g_count > 1 {
+            let slab_len = shape.num_cols * (share.t.len() << passes.log_cosets);
+            state.buffers.slab.get(&gpu.alloc, slab_len)?;
+        }
     }
     {
         let _span = tracing::info_span!("cuda.upload_and_lde", gpus = g_count).entered();
@@ -118,6 +125,19 @@ pub(super) fn commit(
         for round in 0..rounds {
             for (g, (gpu, state)) in gpus.iter().zip(states.iter_mut()).enumerate() {
                 uploads[g].enqueue_group(gpu, state, &plan, &passes, round, &mut timelines[g])?;
+            }
+            if g_count == 1 {
+                continue;
+            }
+            for me in 0..g_count {
+                for (source, upload) in uploads.iter().enumerate() {
+                    if let Some((cols, _)) = upload.groups.get(round) {
+                        let from =
+                            Source { gpu: source, cols: cols.clone(), ready: &upload.lde_ready };
+                        gather(gpus, states, me, from, &shares, &plan, &passes)?;
+                    }
+                }
+                timelines[me].mark(gpus[me], Stage::Exchange)?;
             }
         }
     }
@@ -136,11 +156,9 @@ pub(super) fn commit(
     // joined on drop, before the vectors are freed
     let _prefault = prefault(&host.large_spare_bytes(), host_work.prefault_threads);
     let mut interpolated = Vec::with_capacity(g_count);
-    let mut lde_done = Vec::with_capacity(g_count);
-    for ((gpu, upload), timeline) in gpus.iter().zip(uploads).zip(&mut timelines) {
+    for (upload, timeline) in uploads.into_iter().zip(&mut timelines) {
         timeline.first_lde_done();
         interpolated.push(upload.polys_ready);
-        lde_done.push(gpu.completion()?);
     }
 
     // 2. per pass: LDE (the first one is enqueued), gather, hash; the last pass builds the
@@ -148,6 +166,8 @@ pub(super) fn commit(
     let mut tree_done = Vec::with_capacity(g_count);
     let mut early_levels = Vec::with_capacity(g_count);
     let mut previous: Option<Vec<HashedChunks>> = None;
+    // each GPU's LDE of the pass (after the first), then what each GPU gathered
+    let mut lde_done: Vec<Event> = Vec::with_capacity(g_count);
     for pass in 0..passes.count {
         if pass > 0 {
             let gathered = std::mem::take(&mut lde_done);
@@ -175,10 +195,12 @@ pub(super) fn commit(
         let mut gathered = Vec::with_capacity(g_count);
         for (g, (gpu, share)) in gpus.iter().zip(&shares).enumerate() {
             let _span = tracing::info_span!("cuda.enqueue_hash", gpu = gpu.ordinal, pass).entered();
-            if g_count > 1 {
-                let slab_len = shape.num_cols * (share.t.len() << passes.log_cosets);
-                states[g].buffers.slab.get(&gpu.alloc, slab_len)?;
-                gather(gpus, states, g, &shares, &lde_done, &plan, &passes)?;
+            // the first pass's rows were gathered group by group
+            if g_count > 1 && pass > 0 {
+                for (source, (ready, share)) in lde_done.iter().zip(&shares).enumerate() {
+                    let from = Source { gpu: source, cols: 0..share.cols.len(), ready };
+                    gather(gpus, states, g, from, &shares, &plan, &passes)?;
+                }
             }
             let state = &mut *states[g];
             timelines[g].mark(gpu, Stage::Exchange)?;
@@ -291,25 +313,38 @@ fn copy_grid(words: usize) -> Grid {
     Grid { blocks, threads_per_block: COPY_BLOCK }
 }
 
-/// Copies every column of GPU `me`'s rows over the pass's cosets from every GPU's LDE into its
-/// slab (several GPUs, the slab sized): for each source GPU, once its LDE is done, the rows'
-/// t-range of each (column, coset), which is contiguous in the coset-major layout. Where GPU
-/// `me` reads the source's memory directly, one `copy_rows` launch moves them all (W1 on 4 x
-/// H100: 7-10 ms a GPU, against 17-19 ms for a copy each); otherwise one peer copy per
+/// Columns of one GPU's LDE that another GPU gathers rows from: local columns `cols` of GPU
+/// `gpu`, readable once `ready` has passed.
+struct Source<'a> {
+    gpu: usize,
+    cols: Range<usize>,
+    ready: &'a Event,
+}
+
+/// Copies GPU `me`'s rows over the pass's cosets of the columns `from` names into `me`'s slab
+/// (several GPUs, the slab sized), once `from.ready` has passed: the rows' t-range of each
+/// (column, coset), which is contiguous in the coset-major layout. Where GPU `me` reads the
+/// source's memory directly, one `copy_rows` launch moves them all (W1 on 4 x H100: 7-10 ms a
+/// GPU for every column, against 17-19 ms for a copy each); otherwise one peer copy per
 /// (column, coset).
-#[allow(clippy::too_many_arguments)]
 fn gather(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
     me: usize,
+    from: Source<'_>,
     shares: &[Share],
-    lde_done: &[Event],
     plan: &Plan<'_>,
     passes: &Passes,
 ) -> DriverResult<()> {
     let (n, cosets) = (plan.shape.poly_len, passes.cosets);
     let t = &shares[me].t;
     let gpu = gpus[me];
+    let first_col = shares[from.gpu].cols.start + from.cols.start;
+    let rows = from.cols.len() * cosets;
+    gpu.compute.wait(from.ready)?;
+    if rows == 0 || t.is_empty() {
+        return Ok(());
+    }
     let (ldes, mut slabs): (Vec<&Scratch<_>>, Vec<&mut Scratch<_>>) = states
         .iter_mut()
         .map(|state| {
@@ -317,48 +352,40 @@ fn gather(
             (&buffers.lde, &mut buffers.slab)
         })
         .unzip();
+    let lde = ldes[from.gpu].current()?;
     let slab = slabs[me].current_mut()?;
-    for (h, (lde, share)) in ldes.iter().zip(shares).enumerate() {
-        gpu.compute.wait(&lde_done[h])?;
-        let lde = lde.current()?;
-        let rows = share.cols.len() * cosets;
-        if rows == 0 || t.is_empty() {
-            continue;
+    let first_row = from.cols.start * cosets * n;
+    if let Some(src) = gpu.readable(lde.slice(first_row + t.start..)?) {
+        // source row (local column, coset) r at r·n; slab row (column, coset) at its index
+        // times t.len()
+        let dst = slab.slice_mut(first_col * cosets * t.len()..)?;
+        let width = t.len() as u64;
+        let grid = copy_grid(rows * t.len());
+        // SAFETY: `rows` rows of `width` words fit both ranges: the source's last row starts
+        // at (rows - 1)·n + t.start past `first_row`, within its LDE of (local columns ·
+        // cosets) rows of n; the slab holds every column's rows. Both stay allocated until the
+        // compute stream has passed the copy (the slab's hashing and the next pass wait on it).
+        unsafe {
+            kernels::copy_rows(
+                &gpu.kernels.copy_rows,
+                &gpu.compute,
+                grid,
+                dst,
+                src,
+                width,
+                n as u64,
+                width,
+                rows as u64,
+            )?;
         }
-        if let Some(src) = gpu.readable(lde.slice(t.start..)?) {
-            // source row (local column, coset) r at r·n; slab row (column, coset) at its index
-            // times t.len()
-            let dst = slab.slice_mut(share.cols.start * cosets * t.len()..)?;
-            let width = t.len() as u64;
-            let grid = copy_grid(rows * t.len());
-            // SAFETY: `rows` rows of `width` words fit both ranges: the source's last row starts
-            // at (rows - 1)·n + t.start, within its LDE of (local columns · cosets) rows of n;
-            // the slab holds every column's rows. Both stay allocated until the compute stream
-            // has passed the copy (the slab's hashing and the next pass wait on it).
-            unsafe {
-                kernels::copy_rows(
-                    &gpu.kernels.copy_rows,
-                    &gpu.compute,
-                    grid,
-                    dst,
-                    src,
-                    width,
-                    n as u64,
-                    width,
-                    rows as u64,
-                )?;
-            }
-            continue;
-        }
-        for (local, c) in share.cols.clone().enumerate() {
-            for k in 0..cosets {
-                let src = ((local * cosets + k) * n) + t.start;
-                let dst = (c * cosets + k) * t.len();
-                gpu.compute.copy_peer(
-                    slab.slice_mut(dst..dst + t.len())?,
-                    lde.slice(src..src + t.len())?,
-                )?;
-            }
+        return Ok(());
+    }
+    for (local, c) in from.cols.clone().zip(first_col..) {
+        for k in 0..cosets {
+            let src = ((local * cosets + k) * n) + t.start;
+            let dst = (c * cosets + k) * t.len();
+            gpu.compute
+                .copy_peer(slab.slice_mut(dst..dst + t.len())?, lde.slice(src..src + t.len())?)?;
         }
     }
     Ok(())

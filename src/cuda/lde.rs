@@ -41,6 +41,9 @@ pub(super) struct Upload {
     first_source: usize,
     /// Recorded after each group's polynomials: the last recording is the one waited on.
     pub(super) polys_ready: Event,
+    /// Recorded after each group's LDE: the other GPUs gather a group's rows once it is done,
+    /// waiting on it before the next group records it again.
+    pub(super) lde_ready: Event,
 }
 
 impl Upload {
@@ -84,7 +87,12 @@ impl Upload {
                 })
                 .collect(),
         };
-        Ok(Self { groups, first_source: sources.start, polys_ready: gpu.event()? })
+        Ok(Self {
+            groups,
+            first_source: sources.start,
+            polys_ready: gpu.event()?,
+            lde_ready: gpu.event()?,
+        })
     }
 
     /// Uploads group `index` (if this GPU has it), interpolates it and extends it over the
@@ -136,6 +144,7 @@ impl Upload {
         self.polys_ready.record(&gpu.compute)?;
         coset_lde(gpu, state, plan, passes, 0, group)?;
         timeline.mark(gpu, Stage::Lde)?;
+        self.lde_ready.record(&gpu.compute)?;
         Ok(())
     }
 }
