@@ -1,12 +1,23 @@
-//! Copies of large buffers on the host (into and out of pinned staging memory) with all cores
-//! and streaming stores.
+//! Copies of large buffers on the host (into and out of pinned staging memory) on a pool of
+//! copy threads, with streaming stores.
 //!
 //! A GPU backend moves gigabytes between its staging buffers and the caller's memory, and those
 //! copies, not the GPUs, can bound a commitment. An ordinary store first reads the line it
 //! writes into the cache; a streaming (non-temporal) store writes the line whole, so a copy
 //! makes two passes over memory instead of three, and leaves the cache to the other threads.
+//!
+//! The copies run on threads of their own ([`copy_pool`]), not on the caller's rayon pool: a
+//! prover's CPU phases (Miden's constraint evaluation, another proof's trace) keep that pool's
+//! threads in long tasks, behind which a copy's pieces, and so the GPUs, would wait; and a copy
+//! in pieces of a few megabytes kept every thread of a large pool spinning between pieces.
+
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
+
+/// Threads of the copy pool, at most: memory bandwidth, which a few threads of streaming
+/// copies reach, bounds a copy, not cores.
+const COPY_THREADS: usize = 16;
 
 /// Bytes per parallel task, at most.
 const TASK_BYTES: usize = 1 << 20;
@@ -21,23 +32,49 @@ fn task_bytes(len: usize, threads: usize) -> usize {
     len.div_ceil(2 * threads).next_multiple_of(4096).clamp(MIN_TASK_BYTES, TASK_BYTES)
 }
 
-/// Copies `len` bytes from `src` to `dst` with all cores.
+/// The process's copy threads (as many as the host has cores, up to [`COPY_THREADS`]), started
+/// by the first copy; `None` where they could not be started, and copies run on the caller's
+/// pool.
+fn copy_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(cores.min(COPY_THREADS))
+            .thread_name(|i| format!("miden-gpu-copy-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
+/// Runs `copy` on the copy threads.
+fn on_copy_pool(copy: impl FnOnce() + Send) {
+    match copy_pool() {
+        Some(pool) => pool.install(copy),
+        None => copy(),
+    }
+}
+
+/// Copies `len` bytes from `src` to `dst` on the copy threads.
 ///
 /// # Safety
 /// Both ranges must be valid for `len` bytes and must not overlap.
 pub(crate) unsafe fn par_copy(dst: *mut u8, src: *const u8, len: usize) {
     let (to, from) = (dst as usize, src as usize);
-    let task_len = task_bytes(len, rayon::current_num_threads());
-    (0..len.div_ceil(task_len)).into_par_iter().for_each(|task| {
-        let at = task * task_len;
-        // SAFETY: bytes at..at + n of both ranges (see the function's contract).
-        unsafe {
-            stream_copy((to + at) as *mut u8, (from + at) as *const u8, task_len.min(len - at))
-        }
+    on_copy_pool(|| {
+        let task_len = task_bytes(len, rayon::current_num_threads());
+        (0..len.div_ceil(task_len)).into_par_iter().for_each(|task| {
+            let at = task * task_len;
+            // SAFETY: bytes at..at + n of both ranges (see the function's contract).
+            unsafe {
+                stream_copy((to + at) as *mut u8, (from + at) as *const u8, task_len.min(len - at))
+            }
+        });
     });
 }
 
-/// Copies `src` into `dst` (of the same length) with all cores, as [`par_copy`].
+/// Copies `src` into `dst` (of the same length) on the copy threads, as [`par_copy`].
 #[cfg(feature = "wgpu")]
 pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "copy between slices of different lengths");
@@ -46,7 +83,7 @@ pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
 }
 
 /// Copies `count` runs of `run` bytes, consecutive at `src`, to `dst`, `dst + stride`, ...,
-/// with all cores.
+/// on the copy threads.
 ///
 /// # Safety
 /// `src` must be valid for `run · count` bytes, every destination run writable, and no
@@ -61,9 +98,11 @@ pub(crate) unsafe fn par_scatter(
 ) {
     let (to, from) = (dst as usize, src as usize);
     let runs_per_task = (TASK_BYTES / run.max(1)).max(1);
-    (0..count).into_par_iter().with_min_len(runs_per_task).for_each(|i| {
-        // SAFETY: run i of the source and of the destination (see the function's contract).
-        unsafe { stream_copy((to + i * stride) as *mut u8, (from + i * run) as *const u8, run) }
+    on_copy_pool(|| {
+        (0..count).into_par_iter().with_min_len(runs_per_task).for_each(|i| {
+            // SAFETY: run i of the source and of the destination (see the function's contract).
+            unsafe { stream_copy((to + i * stride) as *mut u8, (from + i * run) as *const u8, run) }
+        });
     });
 }
 
