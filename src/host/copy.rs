@@ -183,6 +183,31 @@ mod tests {
         }
     }
 
+    #[test]
+    fn copies_run_on_the_copy_threads_whatever_pool_calls_them() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let caller = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        for outside in [true, false] {
+            let names = std::sync::Mutex::new(std::collections::BTreeSet::new());
+            let copy = || {
+                on_copy_pool(|| {
+                    assert_eq!(rayon::current_num_threads(), cores.min(COPY_THREADS));
+                    (0..64).into_par_iter().for_each(|_| {
+                        let name = std::thread::current().name().unwrap_or("").to_owned();
+                        names.lock().unwrap().insert(name);
+                    });
+                })
+            };
+            if outside {
+                copy();
+            } else {
+                caller.install(copy);
+            }
+            let names = names.into_inner().unwrap();
+            assert!(names.iter().all(|n| n.starts_with("miden-gpu-copy-")), "{names:?}");
+        }
+    }
+
     #[cfg(feature = "wgpu")]
     #[test]
     fn copy_bytes_copies_slices() {
