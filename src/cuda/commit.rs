@@ -197,13 +197,13 @@ pub(super) fn commit(
             let _span = tracing::info_span!("cuda.enqueue_hash", gpu = gpu.ordinal, pass).entered();
             // the first pass's rows were gathered group by group
             if g_count > 1 && pass > 0 {
-                for (source, (ready, share)) in lde_done.iter().zip(&shares).enumerate() {
-                    let from = Source { gpu: source, cols: 0..share.cols.len(), ready };
+                for (source, (ready, from_share)) in lde_done.iter().zip(&shares).enumerate() {
+                    let from = Source { gpu: source, cols: 0..from_share.cols.len(), ready };
                     gather(gpus, states, g, from, &shares, &plan, &passes)?;
                 }
+                timelines[g].mark(gpu, Stage::Exchange)?;
             }
             let state = &mut *states[g];
-            timelines[g].mark(gpu, Stage::Exchange)?;
             gathered.push(gpu.completion()?);
             hashed.push(enqueue_hash(
                 gpu,

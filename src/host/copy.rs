@@ -6,10 +6,10 @@
 //! writes into the cache; a streaming (non-temporal) store writes the line whole, so a copy
 //! makes two passes over memory instead of three, and leaves the cache to the other threads.
 //!
-//! The copies run on threads of their own ([`copy_pool`]), not on the caller's rayon pool: a
-//! prover's CPU phases (Miden's constraint evaluation, another proof's trace) keep that pool's
-//! threads in long tasks, behind which a copy's pieces, and so the GPUs, would wait; and a copy
-//! in pieces of a few megabytes kept every thread of a large pool spinning between pieces.
+//! The copies run on threads of their own ([`copy_pool`]), not on the caller's rayon pool, so
+//! that they do not queue behind the caller's tasks (a prover's constraint evaluation, another
+//! proof in a pool). On the caller's pool a copy in pieces of a few megabytes also kept every
+//! thread of a 64-core pool busy between pieces: 1.8 core-seconds for a 32 ms upload.
 
 use std::sync::OnceLock;
 
@@ -74,12 +74,19 @@ pub(crate) unsafe fn par_copy(dst: *mut u8, src: *const u8, len: usize) {
     });
 }
 
-/// Copies `src` into `dst` (of the same length) on the copy threads, as [`par_copy`].
+/// Copies each `src` into its `dst` (of the same length) on the copy threads, the pairs side by
+/// side and each as [`par_copy`].
 #[cfg(feature = "wgpu")]
-pub(crate) fn copy_bytes(dst: &mut [u8], src: &[u8]) {
-    assert_eq!(dst.len(), src.len(), "copy between slices of different lengths");
-    // SAFETY: two slices of `src.len()` bytes; a `&mut` slice overlaps no other slice.
-    unsafe { par_copy(dst.as_mut_ptr(), src.as_ptr(), src.len()) }
+pub(crate) fn copy_slices(pairs: Vec<(&mut [u8], &[u8])>) {
+    for (dst, src) in &pairs {
+        assert_eq!(dst.len(), src.len(), "copy between slices of different lengths");
+    }
+    on_copy_pool(|| {
+        pairs.into_par_iter().for_each(|(dst, src)| {
+            // SAFETY: two slices of `src.len()` bytes; a `&mut` slice overlaps no other slice.
+            unsafe { par_copy(dst.as_mut_ptr(), src.as_ptr(), src.len()) }
+        })
+    });
 }
 
 /// Copies `count` runs of `run` bytes, consecutive at `src`, to `dst`, `dst + stride`, ...,
@@ -210,11 +217,21 @@ mod tests {
 
     #[cfg(feature = "wgpu")]
     #[test]
-    fn copy_bytes_copies_slices() {
-        let src = pattern(3 << 20, 5);
-        let mut dst = vec![0u8; src.len()];
-        copy_bytes(&mut dst, &src);
-        assert_eq!(dst, src);
+    fn copy_slices_copies_every_pair() {
+        let sources: Vec<Vec<u8>> = [3 << 20, 0, 4097, 1 << 20]
+            .iter()
+            .zip(5..)
+            .map(|(&len, seed)| pattern(len, seed))
+            .collect();
+        let mut targets: Vec<Vec<u8>> = sources.iter().map(|s| vec![0u8; s.len()]).collect();
+        copy_slices(
+            targets
+                .iter_mut()
+                .zip(&sources)
+                .map(|(d, s)| (d.as_mut_slice(), s.as_slice()))
+                .collect(),
+        );
+        assert_eq!(targets, sources);
     }
 
     #[cfg(feature = "cuda")]

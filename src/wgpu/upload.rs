@@ -2,15 +2,13 @@
 //! (pooled, so that their pinned host memory is reused across calls), and copies from them into
 //! the device arrays are recorded in a batch (ordered before the work recorded after them).
 
-use rayon::prelude::*;
-
 use super::{
     batch::Batch,
     buffers::{Chunked, PooledBuffer},
     context::device_error,
     Engine,
 };
-use crate::{error::Result, host::copy_bytes};
+use crate::{error::Result, host::copy_slices};
 
 /// One host slice to write into an array, from record `first` on.
 pub(super) struct Write<'a> {
@@ -92,7 +90,7 @@ pub(super) fn upload(
                 targets.push((head, segment.bytes));
                 rest = tail;
             }
-            targets.into_par_iter().for_each(|(dst, src)| copy_bytes(dst, src));
+            copy_slices(targets);
         }
         staging.unmap();
         let mut offset = 0;
