@@ -27,6 +27,10 @@
 //! cargo run --release --features cuda,miden --example prove_miden -- \
 //!     --program fib --cycles-log 20 --backend cuda --pool-jobs 8 --pool-devices '0;0,1'
 //! ```
+//!
+//! `--span-events` logs each span's opening and closing with its time and fields: with
+//! `RUST_LOG=info,miden_gpu=debug`, a timeline of every job's stages (`pool.job{job slot}`) and
+//! of each CUDA committer call's hold on its device (`cuda.turn_held`).
 
 miden_gpu::use_jemalloc!();
 
@@ -43,7 +47,9 @@ use miden_gpu::{
 use miden_processor::{AdviceInputs, DefaultHost, Program, StackInputs, StackOutputs};
 use miden_prover::{ExecutionProof, HashFunction, ProvingOptions};
 use miden_verifier::ProgramInfo;
-use tracing_subscriber::{layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer};
+use tracing_subscriber::{
+    fmt::format::FmtSpan, layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer,
+};
 
 // ARGUMENTS
 // ================================================================================================
@@ -106,6 +112,10 @@ struct Args {
     /// default for a pool].
     #[arg(long, value_name = "GIB")]
     pinned_rows_gib: Option<u64>,
+    /// Log a line when each span RUST_LOG lets through opens and closes, with its time and
+    /// fields (a timeline of the proofs' stages: `RUST_LOG=miden_gpu=debug`).
+    #[arg(long)]
+    span_events: bool,
 }
 
 /// Device sets of `--pool-devices`, each a list of CUDA ordinals.
@@ -172,9 +182,15 @@ fn main() -> ExitCode {
     // span totals for the timing tables, and log lines as RUST_LOG says
     let times = SpanTimes::new();
     let log_filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let span_events = match args.span_events {
+        true => FmtSpan::NEW | FmtSpan::CLOSE,
+        false => FmtSpan::NONE,
+    };
     tracing_subscriber::registry()
         .with(times.clone())
-        .with(tracing_subscriber::fmt::layer().with_filter(log_filter))
+        .with(
+            tracing_subscriber::fmt::layer().with_span_events(span_events).with_filter(log_filter),
+        )
         .init();
 
     match run(&args, &times) {

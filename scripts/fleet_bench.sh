@@ -14,7 +14,8 @@
 #   MIDEN_GPU_BIN    target/release/miden-gpu              cargo build --release --features cuda,miden,service --bin miden-gpu
 #   FLEET_BENCH_BIN  target/release/examples/fleet_bench   cargo build --release --features cuda,miden,service --example fleet_bench
 #   NATS_SERVER      nats-server (Debian's package; on a machine without network, unpacked with dpkg -x)
-# EXECUTION=parallel gives the workers `--execution parallel` (their default is reference).
+# EXECUTION=parallel gives the workers `--execution parallel` (their default is reference);
+# WORKERS_PER_GPU=K gives each worker `--workers` K per GPU it serves (default: the pool's).
 # A quick check on the CPU:
 #   BACKEND=cpu CYCLES_LOG=12 JOBS=8 scripts/fleet_bench.sh
 set -uo pipefail
@@ -80,12 +81,15 @@ stop_server() {
 # start_worker <config> <name> <metrics port> [devices]: a worker, started once it serves.
 start_worker() {
   local log="$LOG/$1-$2.log"
+  local gpus=1 workers=()
+  [ -z "${4:-}" ] && gpus=$(echo "$GPU_A,$GPU_B" | tr ',' '\n' | wc -l)
+  [ -n "${WORKERS_PER_GPU:-}" ] && workers=(--workers $((WORKERS_PER_GPU * gpus)))
   if [ -n "${4:-}" ]; then
     env MIDEN_GPU_DEVICES="$4" RUST_LOG=miden_gpu=info "$BIN" serve --nats "nats://127.0.0.1:$PORT" \
-      --backend "$BACKEND" --name "$2" --metrics "127.0.0.1:$3" ${EXECUTION:+--execution $EXECUTION} >"$log" 2>&1 &
+      --backend "$BACKEND" --name "$2" --metrics "127.0.0.1:$3" ${EXECUTION:+--execution $EXECUTION} "${workers[@]}" >"$log" 2>&1 &
   else
     env -u MIDEN_GPU_DEVICES RUST_LOG=miden_gpu=info "$BIN" serve --nats "nats://127.0.0.1:$PORT" \
-      --backend "$BACKEND" --name "$2" --metrics "127.0.0.1:$3" ${EXECUTION:+--execution $EXECUTION} >"$log" 2>&1 &
+      --backend "$BACKEND" --name "$2" --metrics "127.0.0.1:$3" ${EXECUTION:+--execution $EXECUTION} "${workers[@]}" >"$log" 2>&1 &
   fi
   local pid=$!
   worker_pids+=("$pid")

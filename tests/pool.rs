@@ -31,7 +31,7 @@ use miden_crypto::hash::{rpo::Rpo256, rpx::Rpx256};
 use miden_gpu::{
     compare_proofs,
     faults::{Fault, FaultyCommitter},
-    pool::{JobHandle, PoolError},
+    pool::{JobHandle, PoolError, WORKERS_PER_SLOT},
     Backend, BackendOptions, GpuCommitter, GpuError, GpuHasher, GpuProver, HashFunction,
     PoolOptions, ProverPool,
 };
@@ -45,6 +45,7 @@ fn main() {
         .on_host(tests![
             cpu_pool_proves_mixed_jobs_as_alone,
             concurrent_jobs_spread_over_the_slots,
+            start_turns_are_held_one_per_slot,
             slots_with_their_own_threads_prove_on_them,
             failing_jobs_fail_alone,
             full_queue_refuses_and_submit_waits,
@@ -197,7 +198,10 @@ fn cpu_pool_proves_mixed_jobs_as_alone() {
 fn wgpu_pool_proves_mixed_jobs_as_alone() {
     let pool =
         ProverPool::new(&PoolOptions::new(BackendOptions::new(Backend::Wgpu))).expect("wgpu pool");
-    assert_eq!((pool.backend(), pool.slots(), pool.workers()), (Backend::Wgpu, 1, 2));
+    assert_eq!(
+        (pool.backend(), pool.slots(), pool.workers()),
+        (Backend::Wgpu, 1, WORKERS_PER_SLOT)
+    );
     check_mixed_jobs(pool);
 }
 
@@ -329,7 +333,7 @@ mod miden_jobs {
 // SCHEDULING
 // ================================================================================================
 
-/// Two jobs that can only finish together run at once, on the two slots.
+/// Two jobs that can only finish together run at once, bound to the two slots.
 fn concurrent_jobs_spread_over_the_slots() {
     let pool = cpu_pool(2, Some(2), None);
     assert_eq!((pool.slots(), pool.workers(), pool.queue_capacity()), (2, 2, 2));
@@ -338,12 +342,13 @@ fn concurrent_jobs_spread_over_the_slots() {
         .map(|_| {
             let arrived = arrived.clone();
             pool.submit(move |job| {
+                let slot = job.slot();
                 arrived.fetch_add(1, Ordering::SeqCst);
                 let deadline = Instant::now() + Duration::from_secs(30);
                 while arrived.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
                     thread::sleep(Duration::from_millis(1));
                 }
-                Ok((job.slot(), arrived.load(Ordering::SeqCst)))
+                Ok((slot, arrived.load(Ordering::SeqCst)))
             })
         })
         .collect();
@@ -351,6 +356,33 @@ fn concurrent_jobs_spread_over_the_slots() {
     assert!(results.iter().all(|&(_, arrived)| arrived == 2), "the jobs did not run together");
     let slots: BTreeSet<_> = results.iter().map(|&(slot, _)| slot).collect();
     assert_eq!(slots, BTreeSet::from([0, 1]), "both jobs ran on one slot");
+}
+
+/// As many jobs hold a start turn at once as the pool has slots, in the order they ask; a job
+/// gets its slot when it asks for it, after its turn: of six jobs on two slots, two hold a
+/// turn at once, and each slot serves three.
+fn start_turns_are_held_one_per_slot() {
+    let pool = cpu_pool(2, Some(6), None);
+    let holding = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let jobs: Vec<_> = (0..6)
+        .map(|_| {
+            let (holding, most) = (holding.clone(), most.clone());
+            pool.submit(move |job| {
+                let turn = job.start_turn();
+                most.fetch_max(holding.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                thread::sleep(Duration::from_millis(50));
+                holding.fetch_sub(1, Ordering::SeqCst);
+                drop(turn);
+                let slot = job.slot();
+                thread::sleep(Duration::from_millis(200));
+                Ok(slot)
+            })
+        })
+        .collect();
+    let slots: Vec<_> = jobs.into_iter().map(|job| job.wait().expect("job")).collect();
+    assert_eq!(most.load(Ordering::SeqCst), 2, "jobs holding a start turn at once");
+    assert_eq!(slots.iter().filter(|&&slot| slot == 0).count(), 3, "slots of the jobs: {slots:?}");
 }
 
 /// With `threads_per_slot`, a job's host work runs on its slot's own rayon threads, and a
@@ -545,7 +577,11 @@ fn options_out_of_range_are_typed_errors() {
         }
     }
     let defaults = cpu_pool(3, None, None);
-    assert_eq!((defaults.slots(), defaults.workers(), defaults.queue_capacity()), (3, 6, 6));
+    let workers = 3 * WORKERS_PER_SLOT;
+    assert_eq!(
+        (defaults.slots(), defaults.workers(), defaults.queue_capacity()),
+        (3, workers, workers)
+    );
     assert_eq!(defaults.committers().len(), 3);
 
     let cuda = BackendOptions::new(Backend::Cuda);

@@ -126,41 +126,32 @@ pub fn prove_with_options(
     checks: &MidenProveOptions,
 ) -> Result<(StackOutputs, ExecutionProof), ProveError> {
     let inputs = (stack_inputs, advice_inputs);
-    prove_admitted(
-        program,
-        inputs,
-        host,
-        options,
-        committer,
-        checks,
-        |_, _| Ok::<_, ProveError>(()),
-    )
+    let admit = |_: &TraceInfo, _: &ProofOptions| Ok::<_, ProveError>(((), committer));
+    prove_admitted(program, inputs, host, options, checks, admit)
 }
 
-/// [`prove_with_options`], asking `admit` for the trace's shape and proof options once the
-/// program has executed and before its proof starts (the pool reserves host memory there); what
-/// `admit` returns is held until the proof is checked, and its error ends the call.
+/// [`prove_with_options`], asking `admit` for the committer once the program has executed and
+/// before its proof starts, given the trace's shape and the proof options (the pool reserves
+/// host memory and chooses the job's GPU there); what `admit` returns beside the committer is
+/// held until the proof is checked, and its error ends the call.
 #[instrument("prove_program", skip_all)]
 pub(crate) fn prove_admitted<G, E: From<ProveError>>(
     program: &Program,
     (stack_inputs, advice_inputs): (StackInputs, AdviceInputs),
     host: &mut impl SyncHost,
     options: ProvingOptions,
-    committer: Arc<dyn GpuCommitter>,
     checks: &MidenProveOptions,
-    admit: impl FnOnce(&TraceInfo, &ProofOptions) -> Result<G, E>,
+    admit: impl FnOnce(&TraceInfo, &ProofOptions) -> Result<(G, Arc<dyn GpuCommitter>), E>,
 ) -> Result<(StackOutputs, ExecutionProof), E> {
     check_proving_options(&options)?;
     let fallback_advice = (checks.self_check && checks.cpu_fallback).then(|| advice_inputs.clone());
-    let backend = committer.backend();
     let inputs = stack_inputs.clone();
     let execution = checks.execution;
-    let (outputs, proof, _admitted) = execute_and_prove(
+    let (outputs, proof, (_admitted, backend)) = execute_and_prove(
         program,
         (inputs, advice_inputs, execution),
         host,
         options.clone(),
-        committer,
         admit,
     )?;
     if !checks.self_check {
@@ -176,15 +167,9 @@ pub(crate) fn prove_admitted<G, E: From<ProveError>>(
     warn!(%backend, reason = %failure, "the proof does not verify; proving again on the CPU backend");
     let cpu: Arc<dyn GpuCommitter> = Arc::new(CpuCommitter::new());
     let inputs = stack_inputs.clone();
-    let admitted = |_: &TraceInfo, _: &ProofOptions| Ok::<_, E>(());
-    let (cpu_outputs, cpu_proof, ()) = execute_and_prove(
-        program,
-        (inputs, advice_inputs, execution),
-        host,
-        options,
-        cpu,
-        admitted,
-    )?;
+    let admitted = |_: &TraceInfo, _: &ProofOptions| Ok::<_, E>(((), cpu));
+    let (cpu_outputs, cpu_proof, _) =
+        execute_and_prove(program, (inputs, advice_inputs, execution), host, options, admitted)?;
     if cpu_outputs != outputs {
         return Err(ProveError::NondeterministicExecution.into());
     }
@@ -194,15 +179,15 @@ pub(crate) fn prove_admitted<G, E: From<ProveError>>(
 }
 
 /// Executes `program` as `execution` says, asks `admit` (see [`prove_admitted`]) and proves the
-/// trace on `committer`, without checks; returns what `admit` returned beside the results.
+/// trace on the committer it gives, without checks; returns what `admit` returned beside the
+/// committer, and the committer's backend, with the results.
 fn execute_and_prove<G, E: From<ProveError>>(
     program: &Program,
     (stack_inputs, advice_inputs, execution): (StackInputs, AdviceInputs, Execution),
     host: &mut impl SyncHost,
     options: ProvingOptions,
-    committer: Arc<dyn GpuCommitter>,
-    admit: impl FnOnce(&TraceInfo, &ProofOptions) -> Result<G, E>,
-) -> Result<(StackOutputs, ExecutionProof, G), E> {
+    admit: impl FnOnce(&TraceInfo, &ProofOptions) -> Result<(G, Arc<dyn GpuCommitter>), E>,
+) -> Result<(StackOutputs, ExecutionProof, (G, Backend)), E> {
     let hash_fn = options.hash_fn();
 
     let now = Instant::now();
@@ -226,7 +211,8 @@ fn execute_and_prove<G, E: From<ProveError>>(
         "generated execution trace"
     );
 
-    let admitted = admit(trace.info(), &ProofOptions::from(options.clone()))?;
+    let (admitted, committer) = admit(trace.info(), &ProofOptions::from(options.clone()))?;
+    let backend = committer.backend();
     let stack_outputs = trace.execution().stack_outputs().clone();
     let precompile_requests = trace.take_precompile_requests();
 
@@ -249,7 +235,11 @@ fn execute_and_prove<G, E: From<ProveError>>(
         ),
     }?;
 
-    Ok((stack_outputs, ExecutionProof::new(proof, hash_fn, precompile_requests), admitted))
+    Ok((
+        stack_outputs,
+        ExecutionProof::new(proof, hash_fn, precompile_requests),
+        (admitted, backend),
+    ))
 }
 
 /// Verifies `proof` of `program` as `miden verify` does (`miden_verifier`, with the precompile

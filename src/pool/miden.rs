@@ -10,7 +10,9 @@ impl ProverPool {
     /// Queues the execution of `program` with `host` and its proof on the job's committer
     /// (as [`crate::miden::prove_with_committer`], the proof checked), its estimated host memory
     /// ([`proof_host_bytes`], and the copy of the main segment that the default parallel
-    /// execution holds) reserved between the execution and the proof; the job's result is
+    /// execution holds) reserved between the execution and the proof. The program executes
+    /// during a start turn ([`super::JobContext::start_turn`]), and the job's slot is chosen
+    /// once it has executed, when its proof starts; the job's result is
     /// the stack outputs and the proof, its error [`super::PoolError::Miden`] (or
     /// [`super::PoolError::OutOfMemory`]).
     pub fn prove_miden<H>(
@@ -42,21 +44,25 @@ impl ProverPool {
         H: SyncHost + Send + 'static,
     {
         self.submit(move |job| {
+            // held while the program executes: the job's slot is chosen after it
+            let start_turn = job.start_turn();
             prove_admitted(
                 &program,
                 (stack_inputs, advice_inputs),
                 &mut host,
                 options,
-                job.committer().clone(),
                 &checks,
                 |trace, options| {
+                    drop(start_turn);
                     // after the parallel execution, `MidenTrace` holds a corrected copy of the
                     // main segment beside the execution trace's own
                     let copy = match checks.execution {
                         Execution::Parallel => main_segment_bytes(trace),
                         Execution::Reference => 0,
                     };
-                    job.reserve_host(proof_host_bytes(trace, options).saturating_add(copy))
+                    let reserved =
+                        job.reserve_host(proof_host_bytes(trace, options).saturating_add(copy))?;
+                    Ok((reserved, job.committer().clone()))
                 },
             )
         })

@@ -8,14 +8,18 @@
 //!
 //! ## Scheduling policy
 //! - **Workers.** [`PoolOptions::workers`] threads (default [`WORKERS_PER_SLOT`] per slot) each
-//!   take the oldest queued job and run it to its end on the slot that has the fewest jobs
-//!   running when it starts (the first such slot on a tie), so the slots share the work evenly
-//!   and a slot that finishes sooner takes more.
-//! - **Two proofs per GPU.** A committer serializes its calls (one commitment on its device at
-//!   a time), and a proof alternates between commitments and host phases (trace generation or
-//!   execution, constraint evaluation, DEEP and FRI queries, grinding). With two proofs per
-//!   slot, one proof's commitment runs on the GPU while the other is in a host phase. A third
-//!   would mostly wait for the device while holding its LDE rows in host memory.
+//!   take the oldest queued job and run it to its end. A job is bound to a slot when it first
+//!   asks for its committer ([`JobContext::committer`]), a Miden job once its program has
+//!   executed: to the slot with the fewest jobs bound at that moment (the first such slot on a
+//!   tie), so the slots share the work evenly and a slot that finishes sooner takes more.
+//! - **Three proofs per GPU, started one execution apart.** A committer serializes its calls (one
+//!   commitment on its device at a time), and a proof alternates between commitments and host
+//!   phases (trace generation or execution, the auxiliary trace, constraint evaluation, DEEP and
+//!   FRI queries). With two proofs per slot the device idles whenever both are in host phases;
+//!   a third fills most of those gaps. Jobs that start together would still meet at the devices
+//!   together, so Miden jobs execute as many at a time as there are slots, in the order they
+//!   started ([`JobContext::start_turn`]): the next executes while the one before it commits its
+//!   trace.
 //! - **Backpressure.** Jobs wait in a bounded FIFO queue ([`PoolOptions::queue_capacity`],
 //!   default one per worker): [`ProverPool::submit`] waits for room, [`ProverPool::try_submit`]
 //!   refuses at once and gives the job back ([`QueueFull`]).
@@ -42,14 +46,14 @@ use std::{
     panic::{catch_unwind, AssertUnwindSafe},
     sync::{
         atomic::{AtomicU64, Ordering},
-        mpsc, Arc,
+        mpsc, Arc, OnceLock,
     },
     thread::{self, JoinHandle},
     time::Instant,
 };
 
 use miden_crypto::Felt;
-use tracing::{debug, info, info_span, warn, Span};
+use tracing::{debug, field::Empty, info, info_span, warn, Span};
 use winter_air::Air;
 use winter_prover::{Proof, Prover, Trace};
 
@@ -75,14 +79,15 @@ use memory::main_segment_bytes;
 use memory::HostBudget;
 pub use memory::{proof_host_bytes, HostReservation};
 use queue::JobQueue;
-use slots::{open_committers, Slots};
+pub use slots::Turn;
+use slots::{open_committers, Lease, Slots};
 
 // OPTIONS
 // ================================================================================================
 
-/// The default number of workers per slot: one proof in a commitment on the device while
-/// another is in a host phase (see the module's scheduling policy).
-pub const WORKERS_PER_SLOT: usize = 2;
+/// The default number of workers per slot: proofs in host phases beside the one committing on
+/// the device (see the module's scheduling policy).
+pub const WORKERS_PER_SLOT: usize = 3;
 
 /// How a [`ProverPool`] is built: its backend, its slots and how many jobs it takes at once.
 #[derive(Debug, Clone, PartialEq)]
@@ -184,7 +189,7 @@ pub struct ProverPool {
 /// What the workers share with the pool.
 struct Shared {
     queue: JobQueue<Task>,
-    slots: Slots,
+    slots: Arc<Slots>,
     host: Arc<HostBudget>,
 }
 
@@ -205,6 +210,7 @@ impl ProverPool {
             host_limit().map_or(0, |limit| (limit as f64 * PINNED_ROWS_SHARE) as u64)
         });
         let slots = Slots::new(open_committers(options, pinned_rows)?, options.threads_per_slot)?;
+        let slots = Arc::new(slots);
         let workers = options.workers.unwrap_or(WORKERS_PER_SLOT * slots.len());
         let queue = JobQueue::new(options.queue_capacity.unwrap_or(workers));
         // taken once the committers hold what they hold from the start, less the row memory
@@ -380,21 +386,21 @@ fn work(shared: &Shared) {
     }
 }
 
-/// Runs `job` on the least loaded slot, in its span (a child of `parent`), catching a panic.
+/// Runs `job` in its span (a child of `parent`), catching a panic; it is bound to a slot when
+/// it first asks for one, or at once where the slots have threads of their own (it runs on them).
 fn run_job<T, F>(id: u64, job: F, parent: &Span, shared: &Shared) -> Result<T, PoolError>
 where
     F: FnOnce(&JobContext) -> Result<T, PoolError> + Send,
     T: Send,
 {
-    let lease = shared.slots.lease();
+    let span = info_span!(parent: parent, "pool.job", job = id, slot = Empty, device = Empty);
     let context = JobContext {
         id,
-        slot: lease.index(),
-        committer: lease.committer().clone(),
+        slots: shared.slots.clone(),
+        lease: OnceLock::new(),
         host: shared.host.clone(),
+        span: span.clone(),
     };
-    let (slot, device) = (context.slot, lease.device());
-    let span = info_span!(parent: parent, "pool.job", job = id, slot, device);
     let run = || {
         let _span = span.entered();
         let start = Instant::now();
@@ -410,9 +416,9 @@ where
         }
         result
     };
-    match lease.threads() {
-        Some(threads) => threads.install(run),
-        None => run(),
+    match shared.slots.have_threads() {
+        true => context.lease().threads().expect("the slots have threads").install(run),
+        false => run(),
     }
 }
 
@@ -428,12 +434,15 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 // JOBS
 // ================================================================================================
 
-/// What a job is given: its id, its slot, the slot's committer and the pool's host memory.
+/// What a job is given: its id, its slot and the slot's committer (chosen when first asked
+/// for), the pool's host memory and its start turns.
 pub struct JobContext {
     id: u64,
-    slot: usize,
-    committer: Arc<dyn GpuCommitter>,
+    slots: Arc<Slots>,
+    /// The job's slot, once it has asked for one.
+    lease: OnceLock<Lease>,
     host: Arc<HostBudget>,
+    span: Span,
 }
 
 impl JobContext {
@@ -442,16 +451,29 @@ impl JobContext {
         self.id
     }
 
-    /// The index of the job's slot ([`ProverPool::committers`]).
+    /// The index of the job's slot ([`ProverPool::committers`]). A job is bound to its slot when
+    /// it first asks for it or for its committer, to the slot with the fewest jobs bound at that
+    /// moment (see the module's scheduling policy).
     pub fn slot(&self) -> usize {
-        self.slot
+        self.lease().index()
     }
 
     /// The slot's committer, to give to [`GpuProver::with_committer`] or
-    /// `miden::prove_with_committer`. Other jobs may use it at the same time: it serializes
-    /// their calls.
+    /// `miden::prove_with_committer` (binding the job to its slot, as [`Self::slot`]). Other jobs
+    /// may use it at the same time: it serializes their calls.
     pub fn committer(&self) -> &Arc<dyn GpuCommitter> {
-        &self.committer
+        self.lease().committer()
+    }
+
+    /// The job's slot, chosen at the first call.
+    fn lease(&self) -> &Lease {
+        self.lease.get_or_init(|| {
+            let lease = self.slots.lease();
+            self.span.record("slot", lease.index());
+            self.span.record("device", lease.device());
+            debug!(job = self.id, slot = lease.index(), "job bound to its slot");
+            lease
+        })
     }
 
     /// Reserves `bytes` of the pool's host memory for this job until the reservation is
@@ -463,6 +485,15 @@ impl JobContext {
     /// [`PoolError::OutOfMemory`] if `bytes` is more than the pool's whole host memory limit.
     pub fn reserve_host(&self, bytes: u64) -> Result<HostReservation, PoolError> {
         self.host.reserve(self.id, bytes)
+    }
+
+    /// Waits for a start turn, until the returned [`Turn`] drops: as many jobs hold one at once
+    /// as the pool has slots, in the order they ask. A job holds it while it prepares its proof,
+    /// before it asks for its slot (`prove_miden` while the program executes), so that jobs
+    /// reach the devices one preparation apart instead of together (see the module's
+    /// scheduling policy).
+    pub fn start_turn(&self) -> Turn {
+        self.slots.start_turns().take()
     }
 }
 

@@ -1,7 +1,8 @@
 //! The pool's slots: one committer each (one per CUDA GPU, one wgpu adapter, or CPU
-//! committers), and the count of jobs running on each, so a job starts on the least loaded.
+//! committers), the count of jobs bound to each, so a job is bound to the least loaded, and
+//! the start turns, one per slot, which jobs take in the order they ask.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use tracing::info;
 
@@ -107,6 +108,7 @@ fn slot_threads(index: usize, threads: usize) -> std::result::Result<rayon::Thre
 pub(super) struct Slots {
     slots: Vec<Slot>,
     running: Mutex<Vec<usize>>,
+    start_turns: Arc<TurnQueue>,
 }
 
 struct Slot {
@@ -132,8 +134,9 @@ impl Slots {
                 let threads = threads.transpose()?;
                 Ok(Slot { device: committer.device_name(), committer, threads })
             })
-            .collect::<std::result::Result<_, PoolError>>()?;
-        Ok(Self { slots, running })
+            .collect::<std::result::Result<Vec<_>, PoolError>>()?;
+        let start_turns = Arc::new(TurnQueue::new(slots.len()));
+        Ok(Self { slots, running, start_turns })
     }
 
     /// The backend of the committers (all of one backend).
@@ -149,23 +152,33 @@ impl Slots {
         self.slots.iter().map(|slot| &slot.committer)
     }
 
-    /// The slot running the fewest jobs (the first of those on a tie), counted as running one
-    /// more until the lease is dropped.
-    pub(super) fn lease(&self) -> Lease<'_> {
+    /// Whether the slots have host threads of their own.
+    pub(super) fn have_threads(&self) -> bool {
+        self.slots.iter().any(|slot| slot.threads.is_some())
+    }
+
+    /// The start turns: as many at once as there are slots.
+    pub(super) fn start_turns(&self) -> &Arc<TurnQueue> {
+        &self.start_turns
+    }
+
+    /// The slot with the fewest jobs bound to it (the first of those on a tie), counted with
+    /// one more until the lease is dropped.
+    pub(super) fn lease(self: &Arc<Self>) -> Lease {
         let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
         let index = (0..running.len()).min_by_key(|&i| running[i]).unwrap_or(0);
         running[index] += 1;
-        Lease { slots: self, index }
+        Lease { slots: self.clone(), index }
     }
 }
 
 /// One job's use of a slot.
-pub(super) struct Lease<'a> {
-    slots: &'a Slots,
+pub(super) struct Lease {
+    slots: Arc<Slots>,
     index: usize,
 }
 
-impl Lease<'_> {
+impl Lease {
     pub(super) fn index(&self) -> usize {
         self.index
     }
@@ -184,9 +197,85 @@ impl Lease<'_> {
     }
 }
 
-impl Drop for Lease<'_> {
+impl Drop for Lease {
     fn drop(&mut self) {
         let mut running = self.slots.running.lock().unwrap_or_else(PoisonError::into_inner);
         running[self.index] -= 1;
+    }
+}
+
+// TURNS
+// ================================================================================================
+
+/// Turns that up to `holders` threads hold at once, given in the order they were asked for (a
+/// ticket lock of several holders).
+pub(super) struct TurnQueue {
+    holders: u64,
+    /// The next ticket to give out and the number of turns given back.
+    tickets: Mutex<(u64, u64)>,
+    next: Condvar,
+}
+
+impl TurnQueue {
+    /// Turns for up to `holders` at once (at least 1).
+    pub(super) fn new(holders: usize) -> Self {
+        Self { holders: holders.max(1) as u64, tickets: Mutex::new((0, 0)), next: Condvar::new() }
+    }
+
+    /// Waits for a turn, after everyone who asked before; it ends when the guard drops.
+    pub(super) fn take(self: &Arc<Self>) -> Turn {
+        let mut tickets = self.tickets.lock().unwrap_or_else(PoisonError::into_inner);
+        let ticket = tickets.0;
+        tickets.0 += 1;
+        while ticket >= tickets.1 + self.holders {
+            tickets = self.next.wait(tickets).unwrap_or_else(PoisonError::into_inner);
+        }
+        Turn { queue: self.clone() }
+    }
+}
+
+/// A held turn of a [`TurnQueue`], passed on to the next in line when dropped.
+#[must_use = "the turn ends when this is dropped"]
+pub struct Turn {
+    queue: Arc<TurnQueue>,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        let mut tickets = self.queue.tickets.lock().unwrap_or_else(PoisonError::into_inner);
+        tickets.1 += 1;
+        drop(tickets);
+        self.queue.next.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{sync::mpsc, thread, time::Duration};
+
+    use super::*;
+
+    #[test]
+    fn turns_are_held_one_at_a_time_in_the_order_asked() {
+        let queue = Arc::new(TurnQueue::new(1));
+        let first = queue.take();
+        let (order, seen) = mpsc::channel();
+        let waiters: Vec<_> = (0..4)
+            .map(|i| {
+                let (queue, order) = (queue.clone(), order.clone());
+                // each asks only once the one before it waits
+                thread::sleep(Duration::from_millis(20));
+                thread::spawn(move || {
+                    let _turn = queue.take();
+                    order.send(i).unwrap();
+                    thread::sleep(Duration::from_millis(5));
+                })
+            })
+            .collect();
+        thread::sleep(Duration::from_millis(50));
+        assert!(seen.try_recv().is_err(), "a turn was given while the first was held");
+        drop(first);
+        waiters.into_iter().for_each(|w| w.join().unwrap());
+        assert_eq!(seen.try_iter().collect::<Vec<_>>(), vec![0, 1, 2, 3]);
     }
 }
