@@ -48,8 +48,10 @@ fn copy_pool() -> Option<&'static rayon::ThreadPool> {
     .as_ref()
 }
 
-/// Runs `copy` on the copy threads.
-fn on_copy_pool(copy: impl FnOnce() + Send) {
+/// Runs `copy` on the copy threads (its parallel iterators on them) and returns its result: for
+/// copies and conversions of large buffers on a proof's critical path, which on the caller's
+/// pool would wait behind every task queued there (other proofs' constraint evaluations).
+pub(crate) fn on_copy_pool<T: Send>(copy: impl FnOnce() -> T + Send) -> T {
     match copy_pool() {
         Some(pool) => pool.install(copy),
         None => copy(),

@@ -22,6 +22,7 @@ use tracing::{info, info_span};
 use winter_prover::{matrix::ColMatrix, Trace};
 
 use super::trace::MidenTrace;
+use crate::host::on_copy_pool;
 use crate::prover::spans;
 
 // EXECUTION
@@ -131,16 +132,19 @@ fn execute_parallel(
 fn reference_padding(trace: &ExecutionTrace) -> ColMatrix<Felt> {
     let main = trace.main_segment();
     let rows = main.num_rows();
-    let columns = (0..PADDED_TRACE_WIDTH)
-        .into_par_iter()
-        .map(|index| {
-            let mut column = main.get_column(index).to_vec();
-            if index >= TRACE_WIDTH {
-                column[rows - NUM_RAND_ROWS..].fill(Felt::new(0));
-            }
-            column
-        })
-        .collect();
+    // a copy: on the copy threads, not behind other proofs' tasks on the caller's pool
+    let columns = on_copy_pool(|| {
+        (0..PADDED_TRACE_WIDTH)
+            .into_par_iter()
+            .map(|index| {
+                let mut column = main.get_column(index).to_vec();
+                if index >= TRACE_WIDTH {
+                    column[rows - NUM_RAND_ROWS..].fill(Felt::new(0));
+                }
+                column
+            })
+            .collect()
+    });
     ColMatrix::new(columns)
 }
 

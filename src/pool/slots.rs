@@ -234,7 +234,8 @@ impl TurnQueue {
     }
 }
 
-/// A held turn of a [`TurnQueue`], passed on to the next in line when dropped.
+/// A held start turn ([`crate::pool::JobContext::start_turn`]), passed on to the next in line
+/// when dropped.
 #[must_use = "the turn ends when this is dropped"]
 pub struct Turn {
     queue: Arc<TurnQueue>,
