@@ -30,7 +30,8 @@
 //!
 //! `--span-events` logs each span's opening and closing with its time and fields: with
 //! `RUST_LOG=info,miden_gpu=debug`, a timeline of every job's stages (`pool.job{job slot}`) and
-//! of each CUDA committer call's hold on its device (`cuda.turn_held`).
+//! of each CUDA committer call's hold on its device (`cuda.turn_held`), which
+//! `scripts/pool_timeline.py` tabulates.
 
 miden_gpu::use_jemalloc!();
 
