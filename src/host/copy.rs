@@ -11,6 +11,9 @@
 //! proof in a pool). On the caller's pool a copy in pieces of a few megabytes also kept every
 //! thread of a 64-core pool busy between pieces: 1.8 core-seconds for a 32 ms upload.
 
+// without a GPU backend only the copy pool itself is used (the prover's conversions)
+#![cfg_attr(not(any(feature = "cuda", feature = "wgpu")), allow(dead_code))]
+
 use std::sync::OnceLock;
 
 use rayon::prelude::*;

@@ -7,7 +7,6 @@
 
 mod buffer;
 mod cgroup;
-#[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod copy;
 mod interpolate;
 mod memory;
@@ -21,7 +20,8 @@ pub use buffer::HostBuffer;
 #[cfg(feature = "cuda")]
 pub(crate) use buffer::LentBlock;
 #[cfg(feature = "wgpu")]
-pub(crate) use copy::{copy_slices, on_copy_pool};
+pub(crate) use copy::copy_slices;
+pub(crate) use copy::on_copy_pool;
 #[cfg(feature = "cuda")]
 pub(crate) use copy::{par_copy, par_scatter};
 pub(crate) use interpolate::{interpolate_columns, interpolate_composition};
