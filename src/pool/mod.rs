@@ -416,9 +416,10 @@ where
         }
         result
     };
-    match shared.slots.have_threads() {
-        true => context.lease().threads().expect("the slots have threads").install(run),
-        false => run(),
+    let threads = shared.slots.have_threads().then(|| context.lease()).and_then(Lease::threads);
+    match threads {
+        Some(threads) => threads.install(run),
+        None => run(),
     }
 }
 
