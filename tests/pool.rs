@@ -358,24 +358,33 @@ fn concurrent_jobs_spread_over_the_slots() {
     assert_eq!(slots, BTreeSet::from([0, 1]), "both jobs ran on one slot");
 }
 
-/// As many jobs hold a start turn at once as the pool has slots, in the order they ask; a job
-/// gets its slot when it asks for it, after its turn: of six jobs on two slots, two hold a
-/// turn at once, and each slot serves three.
+/// As many jobs hold a start turn at once as the pool has slots; a job gets its slot when it
+/// asks for it, after its turn: of six jobs on two slots, each holding its turn until a second
+/// holder arrives and its slot until all six are bound, two hold a turn at once, and each slot
+/// serves three.
 fn start_turns_are_held_one_per_slot() {
     let pool = cpu_pool(2, Some(6), None);
     let holding = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
+    let bound = Arc::new(AtomicUsize::new(0));
+    let wait_for = |count: &AtomicUsize, at_least: usize| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while count.load(Ordering::SeqCst) < at_least && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(1));
+        }
+    };
     let jobs: Vec<_> = (0..6)
         .map(|_| {
-            let (holding, most) = (holding.clone(), most.clone());
+            let (holding, most, bound) = (holding.clone(), most.clone(), bound.clone());
             pool.submit(move |job| {
                 let turn = job.start_turn();
                 most.fetch_max(holding.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
-                thread::sleep(Duration::from_millis(50));
+                wait_for(&most, 2);
                 holding.fetch_sub(1, Ordering::SeqCst);
                 drop(turn);
                 let slot = job.slot();
-                thread::sleep(Duration::from_millis(200));
+                bound.fetch_add(1, Ordering::SeqCst);
+                wait_for(&bound, 6);
                 Ok(slot)
             })
         })

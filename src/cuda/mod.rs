@@ -269,9 +269,7 @@ impl CudaCommitter {
         by_ordinal.sort_by_key(|gpu| gpu.ordinal);
         let turns: Vec<_> = by_ordinal.iter().map(|gpu| gpu.device.turn()).collect();
         let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
-        let held = tracing::debug_span!("cuda.turn_held").entered();
-        let result = work(&mut states);
-        drop(held);
+        let result = tracing::debug_span!("cuda.turn_held").in_scope(|| work(&mut states));
         if let Err(error) = &result {
             recover(&self.gpus, &self.health, error);
         }

@@ -1,6 +1,6 @@
 //! The pool's slots: one committer each (one per CUDA GPU, one wgpu adapter, or CPU
 //! committers), the count of jobs bound to each, so a job is bound to the least loaded, and
-//! the start turns, one per slot, which jobs take in the order they ask.
+//! the pool's start turns (one holder per slot), which jobs take in the order they ask.
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
@@ -261,19 +261,25 @@ mod tests {
         let queue = Arc::new(TurnQueue::new(1));
         let first = queue.take();
         let (order, seen) = mpsc::channel();
-        let waiters: Vec<_> = (0..4)
+        let tickets_given = |queue: &TurnQueue| queue.tickets.lock().unwrap().0;
+        let waiters: Vec<_> = (0..4u64)
             .map(|i| {
                 let (queue, order) = (queue.clone(), order.clone());
-                // each asks only once the one before it waits
-                thread::sleep(Duration::from_millis(20));
-                thread::spawn(move || {
-                    let _turn = queue.take();
-                    order.send(i).unwrap();
-                    thread::sleep(Duration::from_millis(5));
-                })
+                let waiter = thread::spawn({
+                    let queue = queue.clone();
+                    move || {
+                        let _turn = queue.take();
+                        order.send(i).unwrap();
+                    }
+                });
+                // the next asks only once this one holds its ticket
+                while tickets_given(&queue) < i + 2 {
+                    thread::sleep(Duration::from_millis(1));
+                }
+                waiter
             })
             .collect();
-        thread::sleep(Duration::from_millis(50));
+        thread::sleep(Duration::from_millis(20));
         assert!(seen.try_recv().is_err(), "a turn was given while the first was held");
         drop(first);
         waiters.into_iter().for_each(|w| w.join().unwrap());

@@ -127,7 +127,7 @@ pub(crate) fn trace_segment<E: FieldElement<BaseField = Felt>>(
 ) -> Result<SegmentCommitment<E>> {
     let trace_columns: Vec<&[E]> = trace.columns().collect();
     let components: Vec<Cow<'_, [Felt]>> =
-        on_copy_pool(|| trace_columns.par_iter().flat_map_iter(|c| base_components(c)).collect());
+        trace_columns.iter().flat_map(|c| base_components(c)).collect();
     let columns: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
     let request = CommitRequest {
         input: PolyInput::Trace { columns: &columns },
