@@ -96,7 +96,7 @@ struct Args {
     /// [default: the first GPU, the first two, ... every CUDA GPU; else one slot].
     #[arg(long, value_parser = parse_device_sets, requires = "pool_jobs")]
     pool_devices: Option<DeviceSets>,
-    /// Workers per slot: proofs in flight on each GPU [default: the pool's, 2].
+    /// Workers per slot: proofs in flight on each GPU [default: the pool's, 4].
     #[arg(long, value_name = "K", requires = "pool_jobs", value_parser = clap::value_parser!(u16).range(1..))]
     pool_workers_per_slot: Option<u16>,
     /// Each slot's own host threads: `split` (the host's cores divided between the slots) or a

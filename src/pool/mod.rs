@@ -12,11 +12,12 @@
 //!   asks for its committer ([`JobContext::committer`]), a Miden job once its program has
 //!   executed: to the slot with the fewest jobs bound at that moment (the first such slot on a
 //!   tie), so the slots share the work evenly and a slot that finishes sooner takes more.
-//! - **Three proofs per GPU, started one execution apart.** A committer serializes its calls (one
+//! - **Four proofs per GPU, started one execution apart.** A committer serializes its calls (one
 //!   commitment on its device at a time), and a proof alternates between commitments and host
 //!   phases (trace generation or execution, the auxiliary trace, constraint evaluation, DEEP and
 //!   FRI queries). With two proofs per slot the device idles whenever both are in host phases;
-//!   a third fills most of those gaps. Jobs that start together would still meet at the devices
+//!   a third fills most of those gaps and a fourth the rest, once the host phases of many proofs
+//!   slow each other on a host shared by several GPUs. Jobs that start together would still meet at the devices
 //!   together, so Miden jobs execute as many at a time as there are slots, in the order they
 //!   started ([`JobContext::start_turn`]): the next executes while the one before it commits its
 //!   trace.
@@ -87,7 +88,7 @@ use slots::{open_committers, Lease, Slots};
 
 /// The default number of workers per slot: proofs in host phases beside the one committing on
 /// the device (see the module's scheduling policy).
-pub const WORKERS_PER_SLOT: usize = 3;
+pub const WORKERS_PER_SLOT: usize = 4;
 
 /// How a [`ProverPool`] is built: its backend, its slots and how many jobs it takes at once.
 #[derive(Debug, Clone, PartialEq)]

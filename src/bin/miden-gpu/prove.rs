@@ -44,7 +44,7 @@ pub struct ProveCmd {
     #[command(flatten)]
     paths: ProgramPaths,
 
-    /// Proofs in flight at once when several programs are given [default: the pool's, 3 per GPU]
+    /// Proofs in flight at once when several programs are given [default: the pool's, 4 per GPU]
     #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u32).range(1..))]
     jobs: Option<u32>,
 

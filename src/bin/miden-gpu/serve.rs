@@ -48,7 +48,7 @@ pub struct ServeCmd {
     #[arg(short = 'b', long = "backend")]
     backend: Option<Backend>,
 
-    /// Jobs proved at once [default: the pool's, three per GPU]
+    /// Jobs proved at once [default: the pool's, four per GPU]
     #[arg(long = "workers")]
     workers: Option<usize>,
 
