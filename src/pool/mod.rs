@@ -16,11 +16,11 @@
 //!   commitment on its device at a time), and a proof alternates between commitments and host
 //!   phases (trace generation or execution, the auxiliary trace, constraint evaluation, DEEP and
 //!   FRI queries). With two proofs per slot the device idles whenever both are in host phases;
-//!   a third fills most of those gaps and a fourth the rest, once the host phases of many proofs
-//!   slow each other on a host shared by several GPUs. Jobs that start together would still meet at the devices
-//!   together, so Miden jobs execute as many at a time as there are slots, in the order they
-//!   started ([`JobContext::start_turn`]): the next executes while the one before it commits its
-//!   trace.
+//!   a third fills most of those gaps and a fourth the rest, once the host phases of many
+//!   proofs slow each other on a host shared by several GPUs. Jobs that start together would
+//!   still meet at the devices together, so Miden jobs execute as many at a time as there are
+//!   slots, in the order they started ([`JobContext::start_turn`]): the next executes while the
+//!   one before it commits its trace.
 //! - **Backpressure.** Jobs wait in a bounded FIFO queue ([`PoolOptions::queue_capacity`],
 //!   default one per worker): [`ProverPool::submit`] waits for room, [`ProverPool::try_submit`]
 //!   refuses at once and gives the job back ([`QueueFull`]).
