@@ -11,11 +11,9 @@
 //! proof in a pool). On the caller's pool a copy in pieces of a few megabytes also kept every
 //! thread of a 64-core pool busy between pieces: 1.8 core-seconds for a 32 ms upload.
 
-// without a GPU backend only the copy pool itself is used (the prover's conversions)
-#![cfg_attr(not(any(feature = "cuda", feature = "wgpu")), allow(dead_code))]
-
 use std::sync::OnceLock;
 
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 use rayon::prelude::*;
 
 /// Threads of the copy pool, at most: memory bandwidth, which a few threads of streaming
@@ -23,14 +21,17 @@ use rayon::prelude::*;
 const COPY_THREADS: usize = 16;
 
 /// Bytes per parallel task, at most.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 const TASK_BYTES: usize = 1 << 20;
 
 /// Bytes per parallel task, at least.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 const MIN_TASK_BYTES: usize = 64 << 10;
 
 /// Bytes per task of a copy of `len` bytes on `threads` threads: at most [`TASK_BYTES`], and
 /// small enough for two tasks per thread where that leaves them [`MIN_TASK_BYTES`] or more (a
 /// trace column of 8 MiB in 1 MiB tasks kept only 8 of 16 threads busy).
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 fn task_bytes(len: usize, threads: usize) -> usize {
     len.div_ceil(2 * threads).next_multiple_of(4096).clamp(MIN_TASK_BYTES, TASK_BYTES)
 }
@@ -65,6 +66,7 @@ pub(crate) fn on_copy_pool<T: Send>(copy: impl FnOnce() -> T + Send) -> T {
 ///
 /// # Safety
 /// Both ranges must be valid for `len` bytes and must not overlap.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 pub(crate) unsafe fn par_copy(dst: *mut u8, src: *const u8, len: usize) {
     let (to, from) = (dst as usize, src as usize);
     on_copy_pool(|| {
@@ -123,7 +125,7 @@ pub(crate) unsafe fn par_scatter(
 ///
 /// # Safety
 /// As `ptr::copy_nonoverlapping(src, dst, len)`.
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", any(feature = "cuda", feature = "wgpu")))]
 unsafe fn stream_copy(dst: *mut u8, src: *const u8, len: usize) {
     use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
     const LINE: usize = 64;
@@ -151,12 +153,12 @@ unsafe fn stream_copy(dst: *mut u8, src: *const u8, len: usize) {
     _mm_sfence();
 }
 
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(all(not(target_arch = "x86_64"), any(feature = "cuda", feature = "wgpu")))]
 unsafe fn stream_copy(dst: *mut u8, src: *const u8, len: usize) {
     std::ptr::copy_nonoverlapping(src, dst, len);
 }
 
-#[cfg(test)]
+#[cfg(all(test, any(feature = "cuda", feature = "wgpu")))]
 mod tests {
     use super::*;
 
