@@ -84,9 +84,9 @@ struct Args {
     /// Print the device time of each stage and the kernel rates of every GPU point.
     #[arg(long)]
     stages: bool,
-    /// GiB of host memory the CUDA committers keep registered for LDE rows, written by the
-    /// GPUs directly from the second commitment of a size on (`CudaOptions::pinned_rows_bytes`;
-    /// 0: rows through pinned slots).
+    /// GiB of host memory the CUDA committers keep registered for LDE rows and trees, written
+    /// by the GPUs directly from the second commitment of a size on
+    /// (`CudaOptions::pinned_rows_bytes`; 0: results through pinned slots).
     #[arg(long, default_value_t = 0)]
     pinned_rows_gib: u64,
     /// The CUDA hashing kernels' minimum resident blocks per SM, 1 to 16

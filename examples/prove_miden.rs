@@ -107,9 +107,9 @@ struct Args {
     /// each backend proves once with each); a pool runs every device set with each.
     #[arg(long, value_delimiter = ',', default_value = "parallel")]
     execution: Vec<Execution>,
-    /// Host memory, in GiB, that CUDA committers keep registered for LDE rows, written by the
-    /// GPUs directly from the second proof of a size on (`CudaOptions::pinned_rows_bytes`; a
-    /// pool's `PoolOptions::pinned_rows_bytes`) [default: none for single proofs, the pool's
+    /// Host memory, in GiB, that CUDA committers keep registered for LDE rows and trees, written
+    /// by the GPUs directly from the second proof of a size on (`CudaOptions::pinned_rows_bytes`;
+    /// a pool's `PoolOptions::pinned_rows_bytes`) [default: none for single proofs, the pool's
     /// default for a pool].
     #[arg(long, value_name = "GIB")]
     pinned_rows_gib: Option<u64>,

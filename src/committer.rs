@@ -58,7 +58,28 @@ pub enum PolyInput<'a> {
     },
 }
 
-impl PolyInput<'_> {
+impl<'a> PolyInput<'a> {
+    /// The source slices: the trace's columns or the composition's components.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code, reason = "only the CUDA backend stages"))]
+    pub(crate) fn sources(&self) -> &'a [&'a [Felt]] {
+        match *self {
+            PolyInput::Trace { columns } => columns,
+            PolyInput::Composition { components, .. } => components,
+        }
+    }
+
+    /// The same input read from `sources` (as many slices, of the same lengths) instead.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code, reason = "only the CUDA backend stages"))]
+    pub(crate) fn with_sources<'b>(&self, sources: &'b [&'b [Felt]]) -> PolyInput<'b> {
+        debug_assert_eq!(sources.len(), self.sources().len());
+        match *self {
+            PolyInput::Trace { .. } => PolyInput::Trace { columns: sources },
+            PolyInput::Composition { column_len, num_columns, .. } => {
+                PolyInput::Composition { components: sources, column_len, num_columns }
+            },
+        }
+    }
+
     /// The polynomials' coefficients, computed on the host with Winterfell's FFT: the CPU
     /// backend's interpolation, and a GPU backend's for inputs its device cannot transform.
     pub fn interpolate_on_host(&self) -> Vec<Vec<Felt>> {
@@ -214,11 +235,11 @@ pub struct Commitment {
     /// The LDE over the LDE domain (`poly_len · blowup` rows, natural order, offset
     /// `Felt::GENERATOR`).
     pub lde: LdeRows,
-    /// Row hashes, one per LDE row: the Merkle leaves.
-    pub leaves: Vec<Digest>,
+    /// Row hashes, one per LDE row: the Merkle leaves (a vector, or memory a backend lent).
+    pub leaves: HostBuffer<Digest>,
     /// Merkle nodes in Winterfell's layout: `nodes.len() == leaves.len()`, `nodes[1]` the root,
-    /// `nodes[0]` unused (zero).
-    pub nodes: Vec<Digest>,
+    /// `nodes[0]` unused (zero) (a vector, or memory a backend lent).
+    pub nodes: HostBuffer<Digest>,
     /// The polynomials kept in the backend's memory (and not in [`Self::polys`]), when asked for
     /// with [`Keep::polys`] and the backend could keep them.
     pub resident: Option<ResidentPolys>,

@@ -135,15 +135,19 @@ fn join_blocks_in<E: FieldElement<BaseField = Felt>>(
     // x^block_len by products alone, as the host division raises its step
     let steps: Vec<E> =
         points.iter().map(|&x| (0..block_len).fold(E::ONE, |power, _| power * x)).collect();
-    let values: Vec<E> = partials
-        .par_chunks(blocks * 2)
-        .flat_map_iter(|column| {
-            let steps = &steps;
-            (0..2).map(move |p| {
-                (0..blocks).rev().fold(E::ZERO, |acc, b| acc * steps[p] + column[b * 2 + p])
+    // on the copy threads: the backend's call holds the GPU's turn, and the caller's pool may be
+    // busy with other proofs
+    let values: Vec<E> = crate::host::on_copy_pool(|| {
+        partials
+            .par_chunks(blocks * 2)
+            .flat_map_iter(|column| {
+                let steps = &steps;
+                (0..2).map(move |p| {
+                    (0..blocks).rev().fold(E::ZERO, |acc, b| acc * steps[p] + column[b * 2 + p])
+                })
             })
-        })
-        .collect();
+            .collect()
+    });
     E::slice_as_base_elements(&values).to_vec()
 }
 

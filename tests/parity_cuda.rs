@@ -253,17 +253,19 @@ fn tuning_options_keep_the_results() {
     }
 }
 
-/// LDE rows in registered host memory (`pinned_rows_bytes`), written by the DMA directly, on
-/// every GPU: the block registered by the first commitment of a size is reused by the next, the
-/// rows of a larger commitment than the cap allows take the pinned slots, and a streamed LDE
-/// (strided rows) goes through the slots into the block; every result equals the CPU's.
+/// Sources, LDE rows, leaves and nodes in registered host memory (`pinned_rows_bytes`), read
+/// and written by the DMA directly, on every GPU: the blocks registered by the first commitment
+/// of a size are reused by the next, the rows of a larger commitment than the cap allows take
+/// the pinned slots (its sources and tree still fit), and a streamed LDE (strided rows) goes
+/// through the slots into the block; every result equals the CPU's.
 fn registered_rows_match_cpu() {
     let _gpu = gpu_alone(); // the streamed case's memory cap counts every committer's buffers
     let devices = committer().devices();
-    let options = CudaOptions { pinned_rows_bytes: 64 << 20, ..CudaOptions::default() };
+    let options = CudaOptions { pinned_rows_bytes: 80 << 20, ..CudaOptions::default() };
     let mut rng = StdRng::seed_from_u64(11);
     let c = committer_on(&devices, options).expect("committer with registered rows");
-    // 2^15 x 8 rows of 23 columns (row width 24): 48 MiB of rows, in the cap; 2^16 x 8: over it
+    // 2^15 x 8 rows of 23 columns (row width 24): 6 MiB of sources, 48 MiB of rows and 16 MiB
+    // of tree, in the cap; 2^16 x 8: 96 MiB of rows, over it, 12 MiB of sources and 32 of tree
     for (log_rows, cols, lent) in [(15, 23, true), (15, 23, true), (16, 23, false), (12, 5, true)] {
         let columns = random_columns(&mut rng, cols, 1 << log_rows);
         let refs: Vec<&[Felt]> = columns.iter().map(|c| c.as_slice()).collect();
@@ -277,11 +279,12 @@ fn registered_rows_match_cpu() {
         let got = c.commit(&request).unwrap();
         let what = format!("2^{log_rows} x {cols} on {devices:?}");
         assert_eq!(got.lde.data.is_lent(), lent, "{what}: rows in a registered block");
+        assert!(got.leaves.is_lent() && got.nodes.is_lent(), "{what}: tree in registered blocks");
         assert_same(&got, &want, &what);
     }
     drop(c);
     let streamed = CudaOptions {
-        pinned_rows_bytes: 64 << 20,
+        pinned_rows_bytes: 80 << 20,
         memory_limit: Some(24 << 20),
         ..CudaOptions::default()
     };
@@ -296,6 +299,7 @@ fn registered_rows_match_cpu() {
     };
     let got = c.commit(&request).unwrap();
     assert!(got.lde.data.is_lent(), "streamed rows in a registered block");
+    assert!(got.leaves.is_lent() && got.nodes.is_lent(), "streamed: tree in registered blocks");
     assert_same(&got, &CpuCommitter::new().commit(&request).unwrap(), "streamed into a block");
 }
 

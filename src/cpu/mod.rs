@@ -74,6 +74,7 @@ impl GpuCommitter for CpuCommitter {
         let leaves = info_span!("cpu.hash_leaves", hash = %request.hash)
             .in_scope(|| hash_rows(&lde, request.row_hashing, request.hash));
         let nodes = info_span!("cpu.tree").in_scope(|| build_tree(&leaves, request.hash));
+        let (leaves, nodes) = (leaves.into(), nodes.into());
         Ok(Commitment { polys, lde, leaves, nodes, resident: None, kept_rows: None })
     }
 

@@ -4,10 +4,11 @@
 //! downloads of every GPU (polynomials by column, LDE rows by hash chunk, scattered to their
 //! strided rows when the LDE is streamed, leaves by row range, nodes by subtree level); the
 //! lengths are set once everything has landed, and the few nodes above the GPUs' subtrees are
-//! merged on the host. The LDE rows go into a block of the committer's registered memory where
-//! it lends one (`result_pool`), else into a vector like the rest.
+//! merged on the host. The large results (LDE rows, leaves, nodes) go into blocks of the
+//! committer's registered memory where it lends them (`result_pool`), else into vectors like
+//! the rest.
 
-use std::sync::Arc;
+use std::{mem::MaybeUninit, sync::Arc};
 
 use miden_crypto::Felt;
 
@@ -38,16 +39,17 @@ pub(super) struct HostResults {
     polys: Vec<Vec<Felt>>,
     /// LDE rows, row-major and padded to the row width: each pass's rows download into it
     /// ([`row_downloads`]); none where they stay on the GPUs.
-    pub(super) rows: Option<Rows>,
+    pub(super) rows: Option<Landing<Felt>>,
     /// Leaves, one per LDE row.
-    leaves: Vec<Digest>,
+    leaves: Landing<Digest>,
     /// Merkle nodes in Winterfell's layout.
-    nodes: Vec<Digest>,
+    nodes: Landing<Digest>,
 }
 
 impl HostResults {
     /// Reserves the results of a commitment of `shape` as `host` says, the polynomials only
-    /// `with_polys`, the rows only `with_rows` (in a block of `pool` where it lends one).
+    /// `with_polys`, the rows only `with_rows` (the large results in blocks of `pool` where it
+    /// lends them).
     pub(super) fn reserve(
         shape: &Shape,
         with_polys: bool,
@@ -60,25 +62,20 @@ impl HostResults {
         let poly_cols = if with_polys { shape.num_cols } else { 0 };
         let polys: Vec<Vec<Felt>> =
             (0..poly_cols).map(|_| reserve_host(n, host)).collect::<Result<_>>()?;
-        let rows_len = lde_len * shape.row_width;
-        let rows = match (with_rows, pool.take(rows_len)) {
-            (false, _) => None,
-            (true, Some(block)) => Some(Rows::Registered(block)),
-            (true, None) => Some(Rows::Staged(reserve_host(rows_len, host)?)),
+        let rows = match with_rows {
+            true => Some(Landing::reserve(lde_len * shape.row_width, host, pool)?),
+            false => None,
         };
-        let leaves: Vec<Digest> = reserve_host(lde_len, host)?;
-        let nodes: Vec<Digest> = reserve_host(lde_len, host)?;
+        let leaves = Landing::reserve(lde_len, host, pool)?;
+        let nodes = Landing::reserve(lde_len, host, pool)?;
         Ok(Self { polys, rows, leaves, nodes })
     }
 
-    /// The spare capacity of the large results (rows, leaves, nodes), for the prefault.
+    /// The spare capacity of the large results (rows, leaves, nodes) in vectors, for the
+    /// prefault (registered blocks were faulted in when they were registered).
     pub(super) fn large_spare_bytes(&mut self) -> [(usize, usize); 3] {
-        let rows = match &mut self.rows {
-            Some(Rows::Staged(rows)) => spare_bytes(rows),
-            // faulted in when it was registered, or not on the host
-            Some(Rows::Registered(_)) | None => (0, 0),
-        };
-        [rows, spare_bytes(&mut self.leaves), spare_bytes(&mut self.nodes)]
+        let rows = self.rows.as_mut().map_or((0, 0), Landing::spare_bytes);
+        [rows, self.leaves.spare_bytes(), self.nodes.spare_bytes()]
     }
 
     /// The last downloads of the GPU doing `share`: its polynomials where reserved (once
@@ -115,19 +112,19 @@ impl HostResults {
         if let Some((_, last_chunk)) = last.chunks.last() {
             let (r0, r1) = (share.t.start << plan.log_blowup, share.t.end << plan.log_blowup);
             let src = buffers.leaves.current()?.slice(r0..r1)?;
-            list.push(Download::new(src, spare(&mut self.leaves, r0, r1 - r0), Some(last_chunk))?);
+            list.push(Download::new(src, self.leaves.range(r0, r1 - r0), Some(last_chunk))?);
         }
         let nodes = buffers.nodes.current()?;
         let mine = &share.blocks;
         for (count, done) in &early.0 {
             let per_block = count / blocks;
             let (start, end) = (count + mine.start * per_block, count + mine.end * per_block);
-            let dst = spare(&mut self.nodes, start, end - start);
+            let dst = self.nodes.range(start, end - start);
             list.push(Download::new(nodes.slice(start..end)?, dst, Some(done))?);
         }
         let below = early.0.last().map_or(lde_len, |&(count, _)| count);
         for (start, end) in subtree_ranges(below, blocks, mine) {
-            let dst = spare(&mut self.nodes, start, end - start);
+            let dst = self.nodes.range(start, end - start);
             list.push(Download::new(nodes.slice(start..end)?, dst, Some(tree_done))?);
         }
         Ok(list)
@@ -140,35 +137,126 @@ impl HostResults {
     /// Every element below each length must have been written by the downloads: every column,
     /// every row and leaf, and the subtree ranges of every block.
     pub(super) unsafe fn assemble(self, plan: &Plan<'_>, blocks: usize) -> Commitment {
-        let Self { mut polys, mut rows, mut leaves, mut nodes } = self;
+        let Self { mut polys, rows, leaves, mut nodes } = self;
         let shape = &plan.shape;
         let (n, lde_len) = (shape.poly_len, shape.lde_len);
         // SAFETY: the elements below the lengths are written (the caller's promise) or are
-        // written right here before use.
+        // written right here before use: node i < blocks after its children 2i and 2i + 1.
         unsafe {
             for p in &mut polys {
                 p.set_len(n);
             }
-            if let Some(Rows::Staged(rows)) = &mut rows {
-                rows.set_len(lde_len * shape.row_width);
-            }
-            leaves.set_len(lde_len);
-            let spare_nodes = nodes.spare_capacity_mut();
-            spare_nodes[0].write(Digest::ZERO);
             for i in (1..blocks).rev() {
-                let children =
-                    [spare_nodes[2 * i].assume_init(), spare_nodes[2 * i + 1].assume_init()];
-                spare_nodes[i].write(plan.hash.merge(&children));
+                let children = [nodes.read(2 * i), nodes.read(2 * i + 1)];
+                nodes.write(i, plan.hash.merge(&children));
             }
-            nodes.set_len(lde_len);
+            nodes.write(0, Digest::ZERO);
+            let data = match rows {
+                Some(rows) => rows.finish(lde_len * shape.row_width),
+                None => Vec::new().into(),
+            };
+            let lde = LdeRows { data, row_width: shape.row_width, num_cols: shape.num_cols };
+            let (leaves, nodes) = (leaves.finish(lde_len), nodes.finish(lde_len));
+            Commitment { polys, lde, leaves, nodes, resident: None, kept_rows: None }
         }
-        let data = match rows {
-            Some(Rows::Staged(rows)) => rows.into(),
-            Some(Rows::Registered(rows)) => rows,
-            None => Vec::new().into(),
-        };
-        let lde = LdeRows { data, row_width: shape.row_width, num_cols: shape.num_cols };
-        Commitment { polys, lde, leaves, nodes, resident: None, kept_rows: None }
+    }
+}
+
+/// Where a large result lands on the host.
+pub(super) enum Landing<T: DeviceElement> {
+    /// A vector, written in its spare capacity through the pinned slots.
+    Staged(Vec<T>),
+    /// A block of registered memory, written by the DMA directly.
+    Registered(HostBuffer<T>),
+}
+
+impl<T: DeviceElement> Landing<T> {
+    /// `len` elements: a block of `pool` where it lends one, else a vector reserved as `host`
+    /// says.
+    fn reserve(len: usize, host: &HostOptions, pool: &Arc<ResultPool>) -> Result<Self> {
+        match pool.take(len) {
+            Some(block) => Ok(Self::Registered(block)),
+            None => Ok(Self::Staged(reserve_host(len, host)?)),
+        }
+    }
+
+    /// The spare capacity of a vector (nothing for a registered block).
+    fn spare_bytes(&mut self) -> (usize, usize) {
+        match self {
+            Self::Staged(vec) => spare_bytes(vec),
+            Self::Registered(_) => (0, 0),
+        }
+    }
+
+    /// The host destination of elements `start..start + len`.
+    fn range(&mut self, start: usize, len: usize) -> HostDst {
+        self.destination(start, len, len, 1)
+    }
+
+    /// The host destination of `count` runs of `run` elements, `stride` elements apart, the
+    /// first at `start`.
+    fn destination(&mut self, start: usize, run: usize, stride: usize, count: usize) -> HostDst {
+        match self {
+            Self::Staged(vec) => spare_strided(vec, start, run, stride, count),
+            Self::Registered(block) => {
+                assert!(
+                    count == 0 || start + (count - 1) * stride + run <= block.len(),
+                    "destination exceeds the block"
+                );
+                let size = size_of::<T>();
+                // SAFETY: every run lies in the block, registered until it goes back to the
+                // pool (after the commitment's downloads), and each run goes to one download.
+                unsafe {
+                    HostDst::strided(
+                        block.as_mut_ptr().add(start).cast(),
+                        run * size,
+                        stride * size,
+                        count,
+                    )
+                    .registered()
+                }
+            },
+        }
+    }
+
+    /// Element `i`, once written.
+    ///
+    /// # Safety
+    /// A download or [`Self::write`] must have written element `i`.
+    unsafe fn read(&mut self, i: usize) -> T {
+        match self {
+            // SAFETY: written (the caller's promise)
+            Self::Staged(vec) => unsafe { vec.spare_capacity_mut()[i].assume_init() },
+            Self::Registered(block) => block[i],
+        }
+    }
+
+    /// Writes element `i` (below the reserved length).
+    fn write(&mut self, i: usize, value: T) {
+        match self {
+            Self::Staged(vec) => {
+                vec.spare_capacity_mut()[i] = MaybeUninit::new(value);
+            },
+            Self::Registered(block) => block[i] = value,
+        }
+    }
+
+    /// The first `len` elements as a buffer.
+    ///
+    /// # Safety
+    /// Every element below `len` must have been written.
+    unsafe fn finish(self, len: usize) -> HostBuffer<T> {
+        match self {
+            Self::Staged(mut vec) => {
+                // SAFETY: written (the caller's promise), within the reserved capacity
+                unsafe { vec.set_len(len) };
+                vec.into()
+            },
+            Self::Registered(block) => {
+                debug_assert_eq!(block.len(), len);
+                block
+            },
+        }
     }
 }
 
@@ -203,7 +291,7 @@ pub(super) fn row_downloads<'a>(
     share: &Share,
     passes: &Passes,
     hashed: &'a HashedChunks,
-    rows: &mut Rows,
+    rows: &mut Landing<Felt>,
 ) -> DriverResult<Vec<Download<'a>>> {
     let rw = plan.shape.row_width;
     let half = buffers.rows.current()?.slice(rows_half(plan, share, passes, hashed.pass))?;
@@ -239,41 +327,6 @@ pub(super) fn download_vec<T: DeviceElement>(
     // SAFETY: the download wrote all `count` values.
     unsafe { out.set_len(count) };
     Ok(out)
-}
-
-/// The memory of the LDE rows.
-pub(super) enum Rows {
-    /// A vector, written in its spare capacity through the pinned slots.
-    Staged(Vec<Felt>),
-    /// A block of registered memory, written by the DMA directly.
-    Registered(HostBuffer<Felt>),
-}
-
-impl Rows {
-    /// The host destination of `count` runs of `run` elements, `stride` elements apart, the
-    /// first at `start`.
-    fn destination(&mut self, start: usize, run: usize, stride: usize, count: usize) -> HostDst {
-        match self {
-            Rows::Staged(rows) => spare_strided(rows, start, run, stride, count),
-            Rows::Registered(rows) => {
-                assert!(
-                    count == 0 || start + (count - 1) * stride + run <= rows.len(),
-                    "destination exceeds the rows"
-                );
-                // SAFETY: every run lies in the block, registered until it goes back to the
-                // pool (after the commitment's downloads), and each run goes to one download.
-                unsafe {
-                    HostDst::strided(
-                        rows.as_mut_ptr().add(start).cast(),
-                        run * 8,
-                        stride * 8,
-                        count,
-                    )
-                    .registered()
-                }
-            },
-        }
-    }
 }
 
 /// The host destination of `len` elements of `vec` starting at `start`, in its spare capacity.

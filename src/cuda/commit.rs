@@ -49,11 +49,11 @@ use crate::{
 };
 
 /// The host's part in a commitment: how its result vectors are reserved, how many threads
-/// fault them in while the GPUs compute, and the registered memory the rows may take.
+/// fault them in while the GPUs compute, and the registered memory the large results may take.
 pub(super) struct HostWork {
     pub options: HostOptions,
     pub prefault_threads: usize,
-    pub rows_pool: Arc<ResultPool>,
+    pub result_pool: Arc<ResultPool>,
 }
 
 // COMMITMENT
@@ -71,20 +71,24 @@ pub(super) fn column_shares(gpus: usize, shape: &Shape) -> Vec<Range<usize>> {
 }
 
 /// Commits `request` on `gpus` (with their states), within `memory_limit` bytes per GPU if given
-/// (else within each device's free memory), the host's side as `host_work` says; returns the
+/// (else within each device's free memory), the host's side as `host_work` says (the request's
+/// sources in registered memory where `sources_registered`, see `staged_sources`); returns the
 /// commitment (its polynomials left in the GPUs' `polys` buffers if `keep.polys`, else
 /// downloaded), per-GPU times, and whether the rows were left in the GPUs' `lde` buffers instead
 /// of downloaded (asked for with `keep.rows`, and possible where the LDE takes one pass).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn commit(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
     request: &CommitRequest<'_>,
+    sources_registered: bool,
     shape: Shape,
     memory_limit: Option<u64>,
     keep: Keep,
     host_work: &HostWork,
 ) -> Result<(Commitment, Vec<StageTimes>, bool)> {
-    let plan = Plan::new(request, shape);
+    let mut plan = Plan::new(request, shape);
+    plan.sources_registered = sources_registered;
     let g_count = gpus.len().min(shape.num_cols).max(1);
     let (gpus, states) = (&gpus[..g_count], &mut states[..g_count]);
     let log_b = log_blocks(g_count, plan.log_n);
@@ -149,7 +153,7 @@ pub(super) fn commit(
         !keep.polys,
         !keep_rows,
         &host_work.options,
-        &host_work.rows_pool,
+        &host_work.result_pool,
     )?;
     // the page faults of the large results happen while the GPUs compute, once the host has
     // staged the inputs (faulting beside the upload's copies slowed them many times over);

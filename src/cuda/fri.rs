@@ -31,6 +31,7 @@ use crate::{
         LayerOpening,
     },
     hash::Digest,
+    host::on_copy_pool,
 };
 
 /// Threads per block of the FRI kernels.
@@ -52,20 +53,23 @@ pub(super) fn commit_fri(
     let folding = request.folding_factor;
     let log_domain = domain_len.ilog2();
 
-    // Coefficients scaled by offset^k: the coset evaluation becomes a plain NTT.
+    // Coefficients scaled by offset^k: the coset evaluation becomes a plain NTT. On the copy
+    // threads: the call holds the GPU's turn, and the caller's pool may be busy with other proofs.
     let scaled: Vec<Felt> = info_span!("cuda.fri.scale").in_scope(|| {
-        let powers = Felt::GENERATOR;
-        request
-            .components
-            .par_iter()
-            .flat_map_iter(|c| {
-                c.iter().scan(Felt::ONE, move |p, &a| {
-                    let v = a * *p;
-                    *p *= powers;
-                    Some(v)
+        on_copy_pool(|| {
+            let powers = Felt::GENERATOR;
+            request
+                .components
+                .par_iter()
+                .flat_map_iter(|c| {
+                    c.iter().scan(Felt::ONE, move |p, &a| {
+                        let v = a * *p;
+                        *p *= powers;
+                        Some(v)
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        })
     });
 
     let words = domain_len * d;

@@ -498,6 +498,25 @@ impl Gpu {
         transfer::upload(&mut self.copy_lane(ring), dst, values)
     }
 
+    /// Enqueues the upload of `values` into `dst` (of the same length) on the copy stream, by DMA
+    /// from where they lie, with no staging; kernels wait for it through
+    /// [`Gpu::wait_for_uploads`].
+    ///
+    /// # Safety
+    /// `values` must lie in memory registered with the driver and stay valid and unchanged until
+    /// the copy stream has passed the copy.
+    pub(super) unsafe fn upload_registered<T: DeviceElement>(
+        &self,
+        dst: DeviceSliceMut<'_, T>,
+        values: &[T],
+    ) -> DriverResult<()> {
+        transfer::check_lengths(dst.len(), values.len())?;
+        bind(&self.ctx)?;
+        // SAFETY: `values` holds `dst.len()` elements, valid and unchanged until the copy ends
+        // (the caller's promise).
+        unsafe { self.copy.copy_htod(dst, values.as_ptr()) }
+    }
+
     /// Makes later work on the compute stream wait for every upload enqueued so far on the copy
     /// stream; returns the event waited on, which the caller keeps while it enqueues that work.
     pub(super) fn wait_for_uploads(&self) -> DriverResult<Event> {

@@ -114,7 +114,14 @@ impl Upload {
         let source = state.buffers.source.current_mut()?;
         for i in group_sources.clone() {
             let column = plan.sources[self.first_source + i];
-            gpu.upload(&mut state.ring, source.slice_mut(i * m..(i + 1) * m)?, column)?;
+            let dst = source.slice_mut(i * m..(i + 1) * m)?;
+            if plan.sources_registered {
+                // SAFETY: the caller of the commitment holds the block of registered memory the
+                // sources lie in, unchanged, until the call has ended (every transfer done).
+                unsafe { gpu.upload_registered(dst, column)? };
+            } else {
+                gpu.upload(&mut state.ring, dst, column)?;
+            }
         }
         let _uploaded = gpu.wait_for_uploads()?;
         timeline.mark(gpu, Stage::Wait)?;

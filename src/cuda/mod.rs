@@ -35,8 +35,9 @@
 //!   hashing and Merkle levels);
 //! - `commit`: one commitment over the GPUs, their exchange of LDE rows, the passes;
 //! - `assemble`: the results on the host (their memory, downloads and assembly);
-//! - `result_pool`: host memory registered once and lent for the LDE rows, which the GPUs
-//!   write directly;
+//! - `result_pool`: host memory registered once and lent for the LDE rows and Merkle trees,
+//!   which the GPUs write directly, and for the sources, which they read directly
+//!   (`staged_sources`: copied there before a call takes its turn);
 //! - `resident`: polynomials kept on the GPUs after a commitment;
 //! - `kept_rows`: LDE rows kept on the GPUs after a commitment, read at the query positions;
 //! - `deep`: the DEEP evaluations and combination over resident polynomials;
@@ -66,6 +67,7 @@ mod program;
 mod resident;
 mod result_pool;
 mod shared_device;
+mod staged_sources;
 mod standalone;
 mod status;
 mod tables;
@@ -92,6 +94,7 @@ use self::{
     kept_rows::CudaKeptRows,
     resident::{CudaResident, ResidentShare},
     result_pool::ResultPool,
+    staged_sources::StagedSources,
 };
 use crate::{
     backend::Backend,
@@ -189,7 +192,7 @@ impl CudaCommitter {
         let host_work = HostWork {
             options: options.host,
             prefault_threads: options.prefault_threads.unwrap_or_else(default_prefault_threads),
-            rows_pool: ResultPool::new(gpus[0].ctx.clone(), options.pinned_rows_bytes),
+            result_pool: ResultPool::new(gpus[0].ctx.clone(), options.pinned_rows_bytes),
         };
         Ok(CudaCommitter {
             gpus: Arc::new(gpus),
@@ -296,7 +299,18 @@ impl CudaCommitter {
         };
         let keep_polys = keep.polys && self.resident_fits(&columns, kept_len(true, false))?;
         let keep_rows = keep.rows && self.resident_fits(&columns, kept_len(keep_polys, true))?;
-        self.call(|states| {
+        // the sources copied into registered memory before the turn, where the committer keeps
+        // some (the upload in the turn is then DMA alone)
+        let staged = StagedSources::copy(&self.host_work.result_pool, &request.input);
+        let staged_slices = staged.as_ref().map(StagedSources::slices);
+        let staged_request = staged_slices
+            .as_deref()
+            .map(|slices| CommitRequest { input: request.input.with_sources(slices), ..*request });
+        let (request, sources_registered) = match &staged_request {
+            Some(staged) => (staged, true),
+            None => (request, false),
+        };
+        let result = self.call(|states| {
             let gpus: Vec<&Gpu> = self.gpus.iter().collect();
             let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
             let limit = self.options.memory_limit;
@@ -304,6 +318,7 @@ impl CudaCommitter {
                 &gpus,
                 &mut state_refs,
                 request,
+                sources_registered,
                 shape,
                 limit,
                 Keep { polys: keep_polys, rows: keep_rows },
@@ -327,7 +342,12 @@ impl CudaCommitter {
                 }));
             }
             Ok(commitment)
-        })
+        });
+        if result.is_err() && self.health.is_lost() {
+            // the lost GPUs' work was not waited for: their DMA may still read the block
+            std::mem::forget(staged);
+        }
+        result
     }
 
     /// Whether `len` words of each of `columns` (per GPU) fit beside what is already kept,

@@ -26,6 +26,9 @@ pub(super) struct Plan<'a> {
     pub(super) log_blowup: u32,
     /// Source columns (trace columns or composition components) and their length `m`.
     pub(super) sources: &'a [&'a [Felt]],
+    /// The sources lie in memory registered with the driver (`staged_sources`): they upload by
+    /// DMA alone, not through the pinned slots.
+    pub(super) sources_registered: bool,
     pub(super) log_src: u32,
     /// Composition: output column j·k + c is component c's coefficient chunk j.
     pub(super) composition_components: Option<usize>,
@@ -66,6 +69,7 @@ impl<'a> Plan<'a> {
             log_n,
             log_blowup: request.blowup.ilog2(),
             sources,
+            sources_registered: false,
             log_src: sources[0].len().ilog2(),
             composition_components,
             scales,

@@ -1,17 +1,19 @@
-//! Host memory for the LDE rows, registered with the driver once and lent to each commitment, so
-//! that the GPUs write the rows into it by DMA.
+//! Host memory for the large results (LDE rows, Merkle leaves and nodes), registered with the
+//! driver once and lent to each commitment, so that the GPUs write the results into it by DMA.
 //!
 //! The rows are most of a commitment's result (5.4 GB of W1's 6.5 GB). Through pinned staging
-//! slots they cost a host copy and, in fresh memory, a page fault per page; with several GPUs
-//! that host copy, not the GPUs, set the pace. Registering a fresh vector for each call costs
-//! more than the copy it saves, so the committer keeps the registered blocks: the rows of a
-//! commitment are lent from one ([`HostBuffer`]), and the block comes back when they drop.
-//! The first commitment of a size registers its block (0.8 s for W1's 5.4 GB: faulted in huge
-//! pages by several threads, then pinned); later ones write straight into it.
+//! slots a result costs a host copy and, in fresh memory, a page fault per page, inside the
+//! GPU's turn; with several GPUs, or several proofs on one, that host work, not the GPUs, set
+//! the pace. Registering a fresh vector for each call costs more than the copy it saves, so the
+//! committer keeps the registered blocks: a result is lent from one ([`HostBuffer`]), and the
+//! block comes back when it drops (the tree's leaves and nodes as soon as the prover has
+//! converted them to Winterfell's tree, after the turn). The first commitment of a size
+//! registers its blocks (0.8 s for W1's 5.4 GB of rows: faulted in huge pages by several
+//! threads, then pinned); later ones write straight into them.
 //!
 //! The blocks registered at once, by all the committers of the process, are bounded
-//! ([`CudaOptions::pinned_rows_bytes`]): past it, or where the driver refuses, the rows take the
-//! staging path into an ordinary vector.
+//! ([`CudaOptions::pinned_rows_bytes`]): past it, or where the driver refuses, a result takes
+//! the staging path into an ordinary vector.
 //!
 //! [`CudaOptions::pinned_rows_bytes`]: super::CudaOptions::pinned_rows_bytes
 
@@ -25,9 +27,11 @@ use std::{
 };
 
 use cudarc::driver::{sys, CudaContext};
-use miden_crypto::Felt;
 
-use super::driver::{bind, check, DriverResult};
+use super::{
+    buffer::DeviceElement,
+    driver::{bind, check, DriverResult},
+};
 use crate::host::{
     advise_huge_pages_range, check_host_room, default_prefault_threads, prefault, HostBuffer,
     LentBlock,
@@ -43,7 +47,7 @@ const MIN_USE_DIVISOR: usize = 2;
 /// Bytes registered by every pool of the process, lent or free.
 static REGISTERED: AtomicU64 = AtomicU64::new(0);
 
-/// Registered host blocks, lent for LDE rows.
+/// Registered host blocks, lent for large results.
 pub(super) struct ResultPool {
     ctx: Arc<CudaContext>,
     /// Bytes that may be registered at once by the process's pools (lent and free).
@@ -72,13 +76,13 @@ impl ResultPool {
     /// `len` elements in a registered block, or `None` where the pool may not register one more
     /// (the caller stages through a vector). The values are whatever the block held: the caller
     /// overwrites them all.
-    pub(super) fn take(self: &Arc<Self>, len: usize) -> Option<HostBuffer<Felt>> {
-        let bytes = len.checked_mul(size_of::<Felt>())?.next_multiple_of(BLOCK_ALIGN);
+    pub(super) fn take<T: DeviceElement>(self: &Arc<Self>, len: usize) -> Option<HostBuffer<T>> {
+        let bytes = len.checked_mul(size_of::<T>())?.next_multiple_of(BLOCK_ALIGN);
         let block = self.reuse(bytes).or_else(|| self.register(bytes))?;
         let lent = Lent { block: Some(block), pool: self.clone() };
-        // SAFETY: blocks are 2 MiB aligned, hold `bytes >= len · 8` and are initialized
-        // (zeroed when allocated, then only written with elements); any 8 bytes are a `Felt`
-        // word, as the crate moves them everywhere.
+        // SAFETY: blocks are 2 MiB aligned, hold `bytes >= len · size_of::<T>()` and are
+        // initialized (zeroed when allocated, then only written with elements); every bit
+        // pattern is a valid `T` (`DeviceElement`).
         Some(unsafe { HostBuffer::lent(Box::new(lent), len) })
     }
 

@@ -3,7 +3,6 @@
 //! come from winter-math (`Felt::get_root_of_unity`), so the transforms are Winterfell's.
 
 use miden_crypto::Felt;
-use rayon::prelude::*;
 use winter_math::{fft::permute_index, FieldElement, StarkField};
 
 use super::program::NTT_TILE_LOG;
@@ -11,18 +10,9 @@ use super::program::NTT_TILE_LOG;
 /// Consecutive low indices a tile of a later NTT pass holds (2^4 elements = 128 bytes).
 const NTT_LOW_BITS: u32 = 4;
 
-/// scale·g^i for i < count, computed in parallel chunks.
+/// scale·g^i for i < count.
 fn powers(g: Felt, count: usize, scale: Felt) -> Vec<u64> {
-    const CHUNK: usize = 1 << 14;
-    let mut out = vec![0u64; count];
-    out.par_chunks_mut(CHUNK).enumerate().for_each(|(c, chunk)| {
-        let mut x = scale * g.exp((c * CHUNK) as u64);
-        for slot in chunk {
-            *slot = x.inner();
-            x *= g;
-        }
-    });
-    out
+    std::iter::successors(Some(scale), |&x| Some(x * g)).take(count).map(|x| x.inner()).collect()
 }
 
 /// The split of exponents r < 2^log_n into a low part of `s_bits` bits and a high part.
@@ -36,8 +26,7 @@ pub(super) fn power_table_len(log_n: u32) -> usize {
     (1 << s) + (1 << (log_n - s))
 }
 
-/// Power tables for `scale_coefficients` and `coset_ntt_first_pass`, one (scale, base) pair per
-/// parallel task: for each scale (outer) and each base (inner), the entries scale·g^i (i < 2^s)
+/// Power tables for `scale_coefficients` and `coset_ntt_first_pass`: for each scale (outer) and each base (inner), the entries scale·g^i (i < 2^s)
 /// then g^(i·2^s) (i < 2^(log_n - s)), so that `scale·g^r = lo[r mod 2^s] · hi[r >> s]` is one
 /// product.
 ///
@@ -54,10 +43,11 @@ pub(super) fn power_tables(
 ) -> Vec<u64> {
     let s = split_bits(log_n);
     let high_bits = log_n - s;
-    let pairs: Vec<(Felt, Felt)> =
-        scales.iter().flat_map(|&scale| bases.iter().map(move |&g| (scale, g))).collect();
+    // a few thousand products per pair, computed here: a GPU call holds its turn meanwhile, and
+    // parallel tasks on the caller's pool waited behind other proofs' work there (tens to
+    // hundreds of milliseconds with eight proofs on two GPUs)
+    let pairs = scales.iter().flat_map(|&scale| bases.iter().map(move |&g| (scale, g)));
     let tables: Vec<Vec<u64>> = pairs
-        .into_par_iter()
         .map(|(scale, g)| {
             let mut table = powers(g, 1 << s, scale);
             let high = powers(g.exp(1u64 << s), 1 << high_bits, Felt::ONE);

@@ -8,8 +8,8 @@
 //! memory takes longer than copying it out of pinned slots. Downloads of several GPUs are
 //! interleaved piece by piece so that every PCIe link is busy at once, and a piece may wait on a
 //! device event (e.g. "rows of this chunk hashed"), so the LDE download overlaps hashing.
-//! A destination in memory the committer keeps registered (the LDE rows, `result_pool`) is
-//! written by the DMA directly, with no slot and no host copy.
+//! A destination in memory the committer keeps registered (LDE rows, leaves and nodes,
+//! `result_pool`) is written by the DMA directly, with no slot and no host copy.
 
 use std::{collections::VecDeque, sync::Arc, time::Instant};
 

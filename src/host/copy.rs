@@ -83,15 +83,16 @@ pub(crate) unsafe fn par_copy(dst: *mut u8, src: *const u8, len: usize) {
 
 /// Copies each `src` into its `dst` (of the same length) on the copy threads, the pairs side by
 /// side and each as [`par_copy`].
-#[cfg(feature = "wgpu")]
-pub(crate) fn copy_slices(pairs: Vec<(&mut [u8], &[u8])>) {
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub(crate) fn copy_slices<T: Copy + Send + Sync>(pairs: Vec<(&mut [T], &[T])>) {
     for (dst, src) in &pairs {
         assert_eq!(dst.len(), src.len(), "copy between slices of different lengths");
     }
     on_copy_pool(|| {
         pairs.into_par_iter().for_each(|(dst, src)| {
-            // SAFETY: two slices of `src.len()` bytes; a `&mut` slice overlaps no other slice.
-            unsafe { par_copy(dst.as_mut_ptr(), src.as_ptr(), src.len()) }
+            // SAFETY: two slices of `size_of_val(src)` bytes; a `&mut` slice overlaps no other
+            // slice.
+            unsafe { par_copy(dst.as_mut_ptr().cast(), src.as_ptr().cast(), size_of_val(src)) }
         })
     });
 }
@@ -222,7 +223,6 @@ mod tests {
         }
     }
 
-    #[cfg(feature = "wgpu")]
     #[test]
     fn copy_slices_copies_every_pair() {
         let sources: Vec<Vec<u8>> = [3 << 20, 0, 4097, 1 << 20]

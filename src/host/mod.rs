@@ -19,7 +19,7 @@ mod twiddles;
 pub use buffer::HostBuffer;
 #[cfg(feature = "cuda")]
 pub(crate) use buffer::LentBlock;
-#[cfg(feature = "wgpu")]
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 pub(crate) use copy::copy_slices;
 pub(crate) use copy::on_copy_pool;
 #[cfg(feature = "cuda")]

@@ -30,9 +30,10 @@
 //!   starts): a job that does not fit beside the running jobs waits for them to end, and one
 //!   that could not fit even alone is [`PoolError::OutOfMemory`] (see [`proof_host_bytes`]).
 //! - **Row memory.** CUDA slots keep host memory registered with the driver for the LDE rows
-//!   ([`PoolOptions::pinned_rows_bytes`], by default a quarter of the host budget, which the
-//!   jobs' reservations no longer get): from the second proof of a size on, the GPUs write the
-//!   rows into it directly, and a proof's commitments cost the host no copy and no page fault.
+//!   and Merkle trees ([`PoolOptions::pinned_rows_bytes`], by default a quarter of the host
+//!   budget, which the jobs' reservations no longer get): from the second proof of a size on,
+//!   the GPUs write them into it directly, and a proof's GPU turns hold no host copy and no
+//!   page fault.
 //! - **Isolation.** Each job's result or error is its own ([`JobHandle::wait`]): an error ends
 //!   that job only, and a panic is caught and becomes [`PoolError::Panicked`]. The committers
 //!   tolerate a panic mid-call (their locks ignore poisoning), so the slot keeps serving.
@@ -111,10 +112,10 @@ pub struct PoolOptions {
     /// the system reports neither (outside Linux). The row memory of CUDA slots
     /// ([`Self::pinned_rows_bytes`]) comes out of it.
     pub host_memory_limit: Option<u64>,
-    /// Host memory that the CUDA slots keep registered with the driver for LDE rows, together
-    /// (each committer's `CudaOptions::pinned_rows_bytes`, which this replaces for the pool).
-    /// The GPUs write a commitment's rows into it directly, with no host copy out of pinned
-    /// staging and no page faults: a pool proves the same sizes again and again, so the cost of
+    /// Host memory that the CUDA slots keep registered with the driver for LDE rows and Merkle
+    /// trees, together (each committer's `CudaOptions::pinned_rows_bytes`, which this replaces
+    /// for the pool). The GPUs write a commitment's rows and tree into it directly, with no host
+    /// copy out of pinned staging and no page faults: a pool proves the same sizes again and again, so the cost of
     /// registering a block (about 0.6 s for a 2^20-row Miden trace's rows) is paid once per
     /// block. `None` (the default) is [`PINNED_ROWS_SHARE`] of the host memory limit (none
     /// without a limit); `Some(0)`: rows are copied out of pinned staging into ordinary memory.

@@ -24,7 +24,7 @@ use crate::{
     cpu::CpuCommitter,
     error::{GpuError, Result},
     hash::{Digest, GpuHasher, HashFunction},
-    host::on_copy_pool,
+    host::{on_copy_pool, HostBuffer},
     resident::ResidentPolys,
 };
 
@@ -73,9 +73,9 @@ pub struct SegmentCommitment<E> {
     /// The LDE rows.
     pub lde: SegmentLde<E>,
     /// Row hashes (Merkle leaves).
-    pub leaves: Vec<Digest>,
+    pub leaves: HostBuffer<Digest>,
     /// Merkle nodes in Winterfell's layout (`nodes[1]` is the root).
-    pub nodes: Vec<Digest>,
+    pub nodes: HostBuffer<Digest>,
     /// The polynomials kept in the backend's memory, if they were asked for and kept.
     pub resident: Option<ResidentPolys>,
     /// The LDE rows kept in the backend's memory (and not in [`Self::lde`]), if they were asked

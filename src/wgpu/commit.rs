@@ -309,8 +309,8 @@ pub(super) fn commit(
         let commitment = Commitment {
             polys: if host_polys { polys } else { Vec::new() },
             lde: LdeRows { data: lde.into(), row_width: rw, num_cols: cols },
-            leaves,
-            nodes,
+            leaves: leaves.into(),
+            nodes: nodes.into(),
             resident: None,
             kept_rows: None,
         };
