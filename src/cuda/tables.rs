@@ -44,8 +44,7 @@ pub(super) fn power_tables(
     let s = split_bits(log_n);
     let high_bits = log_n - s;
     // a few thousand products per pair, computed here: a GPU call holds its turn meanwhile, and
-    // parallel tasks on the caller's pool waited behind other proofs' work there (tens to
-    // hundreds of milliseconds with eight proofs on two GPUs)
+    // parallel tasks on the caller's pool would wait behind other proofs' work there
     let pairs = scales.iter().flat_map(|&scale| bases.iter().map(move |&g| (scale, g)));
     let tables: Vec<Vec<u64>> = pairs
         .map(|(scale, g)| {
