@@ -429,12 +429,27 @@ impl Gpu {
         dst: DeviceSliceMut<'_, T>,
         values: &[T],
     ) -> DriverResult<()> {
+        // SAFETY: `values` outlives the copy (we synchronize before returning).
+        unsafe { self.enqueue_upload(&self.compute, dst, values)? };
+        self.compute.synchronize()
+    }
+
+    /// Enqueues the copy of `values` into `dst` (of the same length, else
+    /// [`crate::GpuError::Device`]) on `stream`, by DMA from where they lie.
+    ///
+    /// # Safety
+    /// `values` must stay valid and unchanged until `stream` has passed the copy.
+    unsafe fn enqueue_upload<T: DeviceElement>(
+        &self,
+        stream: &Stream,
+        dst: DeviceSliceMut<'_, T>,
+        values: &[T],
+    ) -> DriverResult<()> {
         transfer::check_lengths(dst.len(), values.len())?;
         bind(&self.ctx)?;
-        // SAFETY: `values` holds `dst.len()` elements and outlives the copy (we synchronize
-        // before returning).
-        unsafe { self.compute.copy_htod(dst, values.as_ptr())? };
-        self.compute.synchronize()
+        // SAFETY: `values` holds `dst.len()` elements, valid and unchanged until the copy ends
+        // (the caller's promise).
+        unsafe { stream.copy_htod(dst, values.as_ptr()) }
     }
 
     /// The words of `src`, once the compute stream's work is done (small results only: the
@@ -510,11 +525,8 @@ impl Gpu {
         dst: DeviceSliceMut<'_, T>,
         values: &[T],
     ) -> DriverResult<()> {
-        transfer::check_lengths(dst.len(), values.len())?;
-        bind(&self.ctx)?;
-        // SAFETY: `values` holds `dst.len()` elements, valid and unchanged until the copy ends
-        // (the caller's promise).
-        unsafe { self.copy.copy_htod(dst, values.as_ptr()) }
+        // SAFETY: the caller's promise; registered memory makes the copy a DMA alone
+        unsafe { self.enqueue_upload(&self.copy, dst, values) }
     }
 
     /// Makes later work on the compute stream wait for every upload enqueued so far on the copy
