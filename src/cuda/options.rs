@@ -48,14 +48,14 @@ pub struct CudaOptions {
     /// default `false`).
     pub sync_each_launch: bool,
     /// Host memory that the committers of the process may keep registered with the driver for
-    /// the large results (LDE rows, Merkle leaves and nodes), in bytes (default 0: none). The
-    /// GPUs write those results into it directly, without the host copy out of pinned slots
-    /// and the page faults of fresh memory, which bound a commitment split over several GPUs
-    /// and lengthen each GPU turn of proofs sharing a GPU; a warm committer reuses it call after
-    /// call (see [`crate::HostBuffer`]), but registering a block costs about as much as a few
-    /// copies (0.8 s for W1's 5.4 GB of rows), so it pays for a committer that commits the
-    /// same sizes many times. Past the cap, results take the pinned slots into ordinary
-    /// memory.
+    /// the large results (LDE rows, Merkle leaves and nodes) and the sources, in bytes (default
+    /// 0: none). The GPUs write those results into it directly, without the host copy out of
+    /// pinned slots and the page faults of fresh memory, which bound a commitment split over
+    /// several GPUs and lengthen each GPU turn of proofs sharing a GPU, and read the sources
+    /// from it, copied there before the call takes its GPUs; a warm committer reuses it call
+    /// after call (see [`crate::HostBuffer`]), but registering a block costs about as much as a
+    /// few copies (0.8 s for W1's 5.4 GB of rows), so it pays for a committer that commits the
+    /// same sizes many times. Past the cap, results and sources take the pinned slots.
     pub pinned_rows_bytes: u64,
     /// How result vectors are reserved on the host.
     pub host: HostOptions,

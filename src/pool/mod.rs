@@ -112,13 +112,14 @@ pub struct PoolOptions {
     /// the system reports neither (outside Linux). The row memory of CUDA slots
     /// ([`Self::pinned_rows_bytes`]) comes out of it.
     pub host_memory_limit: Option<u64>,
-    /// Host memory that the CUDA slots keep registered with the driver for LDE rows and Merkle
-    /// trees, together (each committer's `CudaOptions::pinned_rows_bytes`, which this replaces
-    /// for the pool). The GPUs write a commitment's rows and tree into it directly, with no host
-    /// copy out of pinned staging and no page faults: a pool proves the same sizes again and again, so the cost of
-    /// registering a block (about 0.6 s for a 2^20-row Miden trace's rows) is paid once per
-    /// block. `None` (the default) is [`PINNED_ROWS_SHARE`] of the host memory limit (none
-    /// without a limit); `Some(0)`: rows are copied out of pinned staging into ordinary memory.
+    /// Host memory that the CUDA slots keep registered with the driver for LDE rows, Merkle
+    /// trees and sources, together (each committer's `CudaOptions::pinned_rows_bytes`, which
+    /// this replaces for the pool). The GPUs write a commitment's rows and tree into it and read
+    /// its sources from it directly, with no host copy through pinned staging in their turn and
+    /// no page faults: a pool proves the same sizes again and again, so the cost of registering
+    /// a block (about 0.6 s for a 2^20-row Miden trace's rows) is paid once per block. `None`
+    /// (the default) is [`PINNED_ROWS_SHARE`] of the host memory limit (none without a limit);
+    /// `Some(0)`: everything goes through pinned staging and ordinary memory.
     /// No effect on other backends.
     pub pinned_rows_bytes: Option<u64>,
     /// Host threads of each slot's proofs: `None` (the default), they share the process's rayon
