@@ -60,7 +60,7 @@ pub enum PolyInput<'a> {
 
 impl<'a> PolyInput<'a> {
     /// The source slices: the trace's columns or the composition's components.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code, reason = "only the CUDA backend stages"))]
+    #[cfg(feature = "cuda")]
     pub(crate) fn sources(&self) -> &'a [&'a [Felt]] {
         match *self {
             PolyInput::Trace { columns } => columns,
@@ -69,7 +69,7 @@ impl<'a> PolyInput<'a> {
     }
 
     /// The same input read from `sources` (as many slices, of the same lengths) instead.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code, reason = "only the CUDA backend stages"))]
+    #[cfg(feature = "cuda")]
     pub(crate) fn with_sources<'b>(&self, sources: &'b [&'b [Felt]]) -> PolyInput<'b> {
         debug_assert_eq!(sources.len(), self.sources().len());
         match *self {

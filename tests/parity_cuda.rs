@@ -257,7 +257,8 @@ fn tuning_options_keep_the_results() {
 /// and written by the DMA directly, on every GPU: the blocks registered by the first commitment
 /// of a size are reused by the next, the rows of a larger commitment than the cap allows take
 /// the pinned slots (its sources and tree still fit), and a streamed LDE (strided rows) goes
-/// through the slots into the block; every result equals the CPU's.
+/// through the slots into the block; every result equals the CPU's (the sources' staging is not
+/// visible from outside: the results' equality covers their upload).
 fn registered_rows_match_cpu() {
     let _gpu = gpu_alone(); // the streamed case's memory cap counts every committer's buffers
     let devices = committer().devices();

@@ -87,8 +87,7 @@ pub(super) fn commit(
     keep: Keep,
     host_work: &HostWork,
 ) -> Result<(Commitment, Vec<StageTimes>, bool)> {
-    let mut plan = Plan::new(request, shape);
-    plan.sources_registered = sources_registered;
+    let plan = Plan::new(request, shape, sources_registered);
     let g_count = gpus.len().min(shape.num_cols).max(1);
     let (gpus, states) = (&gpus[..g_count], &mut states[..g_count]);
     let log_b = log_blocks(g_count, plan.log_n);

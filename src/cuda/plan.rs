@@ -45,8 +45,9 @@ pub(super) struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
-    /// The plan of `request`, whose dimensions are `shape`.
-    pub(super) fn new(request: &CommitRequest<'a>, shape: Shape) -> Self {
+    /// The plan of `request`, whose dimensions are `shape`, its sources in registered memory
+    /// where `sources_registered`.
+    pub(super) fn new(request: &CommitRequest<'a>, shape: Shape, sources_registered: bool) -> Self {
         let log_n = shape.poly_len.ilog2();
         let (sources, composition_components, scales, polys_base, lde_shift) = match request.input {
             PolyInput::Trace { columns } => {
@@ -69,7 +70,7 @@ impl<'a> Plan<'a> {
             log_n,
             log_blowup: request.blowup.ilog2(),
             sources,
-            sources_registered: false,
+            sources_registered,
             log_src: sources[0].len().ilog2(),
             composition_components,
             scales,

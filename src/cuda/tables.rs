@@ -26,9 +26,9 @@ pub(super) fn power_table_len(log_n: u32) -> usize {
     (1 << s) + (1 << (log_n - s))
 }
 
-/// Power tables for `scale_coefficients` and `coset_ntt_first_pass`: for each scale (outer) and each base (inner), the entries scale·g^i (i < 2^s)
-/// then g^(i·2^s) (i < 2^(log_n - s)), so that `scale·g^r = lo[r mod 2^s] · hi[r >> s]` is one
-/// product.
+/// Power tables for `scale_coefficients` and `coset_ntt_first_pass`: for each scale (outer) and
+/// each base (inner), the entries scale·g^i (i < 2^s) then g^(i·2^s) (i < 2^(log_n - s)), so
+/// that `scale·g^r = lo[r mod 2^s] · hi[r >> s]` is one product.
 ///
 /// With `high_bit_reversed` the high part is stored at bit-reversed indices, for outputs that
 /// stay bit-reversed: there the exponent of position q is r = rev(q), whose high part r >> s is
