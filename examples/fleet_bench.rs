@@ -12,8 +12,9 @@
 //!     --nats nats://127.0.0.1:4222 --jobs 16 --cycles-log 20
 //! ```
 //!
-//! `--warm-up K` small jobs (2^12 rows) go first, untimed, so the workers' kernels are compiled
-//! and their devices opened. The last line is a summary for scripts (`fleet_bench: jobs=...`).
+//! `--warm-up K` jobs of the timed jobs' size go first, untimed, so the workers' kernels are
+//! compiled, their devices opened and their registered row memory grown, as in a fleet that has
+//! served before. The last line is a summary for scripts (`fleet_bench: jobs=...`).
 //! The exit status is 1 when a job fails, a proof does not verify or a result does not come
 //! within `--timeout`.
 
@@ -55,7 +56,7 @@ struct Args {
     /// Security level: 96 or 128.
     #[arg(long, default_value = "96", value_parser = parse_security)]
     security: u32,
-    /// Small untimed jobs (2^12 rows) before the timed ones.
+    /// Untimed jobs of the same size before the timed ones.
     #[arg(long, default_value_t = 4)]
     warm_up: u32,
     /// Seconds to wait for all the results of one round (warm-up or timed).
@@ -113,7 +114,7 @@ async fn run(args: &Args) -> Result<(), String> {
     let iterations = |log| {
         programs::iterations_for_rows(&program, log).map_err(|e| format!("execution failed: {e}"))
     };
-    let (timed, small) = (iterations(args.cycles_log)?, iterations(12)?);
+    let timed = iterations(args.cycles_log)?;
     let fleet = Fleet::connect(&FleetOptions::new(&args.nats), "fleet-bench")
         .await
         .map_err(|e| e.to_string())?;
@@ -125,9 +126,9 @@ async fn run(args: &Args) -> Result<(), String> {
 
     if args.warm_up > 0 {
         let start = Instant::now();
-        let warm = submit_and_wait(args, &fleet, args.warm_up, small).await?;
-        check(&program, small, &warm)?;
-        println!("warm-up: {} jobs of 2^12 rows in {:.1?}", args.warm_up, start.elapsed());
+        let warm = submit_and_wait(args, &fleet, args.warm_up, timed).await?;
+        check(&program, timed, &warm)?;
+        println!("warm-up: {} jobs in {:.1?}", args.warm_up, start.elapsed());
     }
 
     let start = Instant::now();
