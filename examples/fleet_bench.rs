@@ -111,10 +111,8 @@ async fn run(args: &Args) -> Result<(), String> {
     let program = Assembler::default()
         .assemble_program(programs::FIBONACCI)
         .map_err(|e| format!("assembly failed: {e}"))?;
-    let iterations = |log| {
-        programs::iterations_for_rows(&program, log).map_err(|e| format!("execution failed: {e}"))
-    };
-    let timed = iterations(args.cycles_log)?;
+    let timed = programs::iterations_for_rows(&program, args.cycles_log)
+        .map_err(|e| format!("execution failed: {e}"))?;
     let fleet = Fleet::connect(&FleetOptions::new(&args.nats), "fleet-bench")
         .await
         .map_err(|e| e.to_string())?;
