@@ -20,7 +20,7 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// The lower-case name, as [`crate::options::BACKEND_ENV`] and the command lines take it.
+    /// The lower-case name, as [`crate::select::BACKEND_ENV`] and the command lines take it.
     pub const fn name(self) -> &'static str {
         match self {
             Self::Auto => "auto",

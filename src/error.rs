@@ -109,7 +109,7 @@ pub enum GpuError {
     #[error("invalid DEEP combination request: {0}")]
     InvalidDeep(String),
     /// A proof-of-work search cannot end: a grinding factor above 64, or no nonce accepted
-    /// below [`crate::grind::MAX_NONCE`].
+    /// below [`crate::committer::grind::MAX_NONCE`].
     #[error("invalid grinding request: {0}")]
     InvalidGrinding(String),
     /// A read of LDE rows kept on the device asked for a row past the LDE.

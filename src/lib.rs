@@ -36,61 +36,49 @@
 
 #![warn(missing_docs)]
 
-#[cfg(feature = "tools")]
-pub mod alloc;
 mod backend;
 mod committer;
 mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
-pub mod deep;
-mod domain;
 mod error;
-#[cfg(feature = "tools")]
-pub mod faults;
-pub mod fri;
-pub mod grind;
 mod hash;
-#[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod health;
 mod host;
-#[cfg(feature = "fault-injection")]
-pub mod inject;
 #[cfg(feature = "miden")]
 pub mod miden;
-mod options;
 pub mod pool;
-#[cfg(feature = "tools")]
-pub mod progress;
 mod prover;
-mod resident;
 mod select;
 #[cfg(feature = "service")]
 pub mod service;
-mod stage_times;
-
 #[cfg(feature = "tools")]
-pub mod timing;
+mod tools;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 
 pub use backend::Backend;
 pub use committer::{
-    CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, PolyInput, RowHashing,
+    deep, fri, grind, CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, PolyInput,
+    ResidentPolys, RowHashing, StageTimes,
 };
 pub use cpu::{CpuCommitter, CpuOptions};
 pub use error::{GpuError, Result};
 pub use hash::{Digest, GpuHasher, HashFunction, RescueLanes, DIGEST_BYTES};
+#[cfg(feature = "tools")]
+pub use health::faults;
+#[cfg(feature = "fault-injection")]
+pub use health::inject;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 pub use health::{DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV};
 pub use host::{HostBuffer, HostOptions};
 pub use miden_crypto::Felt;
-pub use options::{BackendOptions, BACKEND_ENV};
 pub use pool::{PoolOptions, ProverPool};
 pub use prover::{
     commit_composition, commit_trace_segment, compare_proofs, spans, FriPlacement,
     GpuConstraintCommitment, GpuProver, GpuTraceLde, ProofMatch, ProverOptions, SegmentCommitment,
     SegmentLde,
 };
-pub use resident::ResidentPolys;
-pub use stage_times::StageTimes;
+pub use select::{BackendOptions, BACKEND_ENV};
+#[cfg(feature = "tools")]
+pub use tools::{alloc, progress, timing};

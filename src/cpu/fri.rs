@@ -9,8 +9,8 @@ use winter_utils::transpose_slice;
 
 use super::build_tree;
 use crate::{
+    committer::fri::{FoldingChannel, FriLayer, FriLayers, FriRequest},
     error::{GpuError, Result},
-    fri::{FoldingChannel, FriLayer, FriLayers, FriRequest},
     hash::HashFunction,
 };
 

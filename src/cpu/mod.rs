@@ -14,13 +14,13 @@ use winter_prover::matrix::{build_segments, get_evaluation_offsets, ColMatrix};
 
 use crate::{
     backend::Backend,
+    committer::fri::{FoldingChannel, FriLayers, FriRequest},
+    committer::grind::{first_nonce_on_host, GrindRequest},
     committer::{
         check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing,
         Shape, SEGMENT_WIDTH,
     },
     error::Result,
-    fri::{FoldingChannel, FriLayers, FriRequest},
-    grind::{first_nonce_on_host, GrindRequest},
     hash::{Digest, HashFunction},
     host::{reserve_host, HostOptions},
 };

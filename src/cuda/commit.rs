@@ -42,10 +42,10 @@ use super::{
     transfer::Ring,
 };
 use crate::{
+    committer::StageTimes,
     committer::{CommitRequest, Commitment, Keep, Shape},
     error::Result,
     host::{prefault, HostOptions},
-    stage_times::StageTimes,
 };
 
 /// The host's part in a commitment: how its result vectors are reserved, how many threads

@@ -19,7 +19,9 @@ use super::{
     resident::CudaResident,
 };
 use crate::{
-    deep::{join_blocks, CombineRequest, DeepSegment, EvaluateRequest, EVALUATION_BLOCK},
+    committer::deep::{
+        join_blocks, CombineRequest, DeepSegment, EvaluateRequest, EVALUATION_BLOCK,
+    },
     error::{to_u32, GpuError, Result},
 };
 

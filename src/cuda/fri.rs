@@ -25,11 +25,11 @@ use super::{
 };
 use crate::{
     backend::Backend,
-    error::{to_u32, GpuError, Result},
-    fri::{
+    committer::fri::{
         path_indices, FoldingChannel, FriLayer, FriLayers, FriRequest, FriShape, KeptLayers,
         LayerOpening,
     },
+    error::{to_u32, GpuError, Result},
     hash::Digest,
     host::on_copy_pool,
 };

@@ -11,23 +11,25 @@ use cudarc::driver::{result::DriverError, sys};
 
 use super::status::{device_error, DriverResult};
 #[cfg(feature = "fault-injection")]
-use crate::inject::{Injection, Operation};
+use crate::health::inject::{Injection, Operation};
 
 /// The health of one committer's GPUs.
 pub(super) type Health = crate::health::DeviceHealth;
 
 /// The status of the driver call `$call` (a `Result<_, DriverError>`), or, where `$health`'s
-/// injector strikes this operation of kind `$operation` (an [`crate::inject::Operation`]), the
+/// injector strikes this operation of kind `$operation` (an [`crate::health::inject::Operation`]), the
 /// status it injects instead ([`injected`]), the call not made. Without feature
 /// `fault-injection` it is `$call`.
 macro_rules! driver_call {
     ($health:expr, $operation:ident, $call:expr) => {{
         #[cfg(feature = "fault-injection")]
-        let status =
-            match crate::cuda::health::injected(&$health, crate::inject::Operation::$operation) {
-                Some(error) => Err(error),
-                None => $call,
-            };
+        let status = match crate::cuda::health::injected(
+            &$health,
+            crate::health::inject::Operation::$operation,
+        ) {
+            Some(error) => Err(error),
+            None => $call,
+        };
         #[cfg(not(feature = "fault-injection"))]
         let status = {
             let _ = &$health;

@@ -80,7 +80,7 @@ use std::sync::{
 };
 
 #[cfg(feature = "fault-injection")]
-use crate::inject::Injector;
+use crate::health::inject::Injector;
 
 pub use devices::{device_count, pci_addresses, PciAddress};
 pub use options::{CudaOptions, DEVICES_ENV, MEMORY_LIMIT_ENV};
@@ -98,18 +98,18 @@ use self::{
 };
 use crate::{
     backend::Backend,
+    committer::deep::{CombineRequest, EvaluateRequest},
+    committer::fri::{FoldingChannel, FriLayers, FriRequest},
+    committer::grind::GrindRequest,
+    committer::ResidentPolys,
+    committer::StageTimes,
     committer::{
         check_hash, check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, Keep,
         LdeRows, RowHashing,
     },
-    deep::{CombineRequest, EvaluateRequest},
     error::{GpuError, Result},
-    fri::{FoldingChannel, FriLayers, FriRequest},
-    grind::GrindRequest,
     hash::{blake3_tables::check_row_width, Digest, HashFunction},
     host::default_prefault_threads,
-    resident::ResidentPolys,
-    stage_times::StageTimes,
 };
 use program::HASHES;
 

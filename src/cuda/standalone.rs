@@ -20,9 +20,9 @@ use super::{
 };
 use crate::{
     backend::Backend,
+    committer::grind::{batch_len, first_in_batches, GrindRequest},
     committer::{LdeRows, RowHashing},
     error::{to_u32, GpuError, Result},
-    grind::{batch_len, first_in_batches, GrindRequest},
     hash::{Digest, HashFunction},
 };
 

@@ -4,7 +4,7 @@ use super::{
     driver::{DriverResult, Event},
     gpu::Gpu,
 };
-use crate::stage_times::StageTimes;
+use crate::committer::StageTimes;
 
 // TIMELINE
 // ================================================================================================

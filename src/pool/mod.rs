@@ -64,8 +64,8 @@ use crate::{
     committer::GpuCommitter,
     hash::GpuHasher,
     host::{available_host_memory, peak_resident_bytes},
-    options::BackendOptions,
     prover::GpuProver,
+    select::BackendOptions,
 };
 
 mod error;

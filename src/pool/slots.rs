@@ -9,7 +9,7 @@ use tracing::info;
 use super::{PoolError, PoolOptions};
 use crate::{
     backend::Backend, committer::GpuCommitter, cpu::CpuCommitter, error::Result,
-    options::BackendOptions,
+    select::BackendOptions,
 };
 
 // OPENING

@@ -14,7 +14,7 @@ use winter_crypto::{ElementHasher, RandomCoin};
 use winter_fri::FriProof;
 use winter_math::{FieldElement, ToElements};
 
-use crate::{grind::GrindRequest, hash::HashFunction};
+use crate::{committer::grind::GrindRequest, hash::HashFunction};
 
 // CHANNEL
 // ================================================================================================

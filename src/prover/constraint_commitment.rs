@@ -18,11 +18,11 @@ use super::{
     trace_lde::{host_polys, queries_of},
 };
 use crate::{
+    committer::ResidentPolys,
     committer::{Keep, KeptRows},
     cpu::CpuCommitter,
     error::Result,
     hash::GpuHasher,
-    resident::ResidentPolys,
 };
 
 /// The LDE of the composition polynomial columns and its Merkle tree, computed on a

@@ -4,7 +4,7 @@
 //! Winterfell accumulates `Σ kᵢ·Tᵢ − Σ kᵢ·Tᵢ(z)` and `Σ kᵢ·Tᵢ − Σ kᵢ·Tᵢ(gz)` column by column, then
 //! divides them by `x − z` and `x − gz` and adds them. Both sums share `S = Σ kᵢ·Tᵢ` and differ in
 //! the constant term only, so `S` is computed once (on the backend from the polynomials it kept,
-//! else on the host, see [`crate::deep`]) and both quotients are taken from it; the field
+//! else on the host, see [`crate::committer::deep`]) and both quotients are taken from it; the field
 //! arithmetic gives the same coefficients.
 
 use miden_crypto::Felt;
@@ -17,7 +17,7 @@ use winter_air::{
 use winter_math::{FieldElement, StarkField};
 use winter_prover::{matrix::ColMatrix, TracePolyTable};
 
-use crate::deep::combine_on_host;
+use crate::committer::deep::combine_on_host;
 
 /// `S = Σ kᵢ·Tᵢ` over the trace polynomials and the composition polynomial's columns, on the
 /// host.

@@ -13,8 +13,8 @@ use winter_math::{fft, FieldElement, StarkField};
 use winter_utils::{ByteWriter, Deserializable, Serializable};
 
 use crate::{
+    committer::fri::{FriLayers, LayerOpening},
     error::{GpuError, Result},
-    fri::{FriLayers, LayerOpening},
     hash::GpuHasher,
 };
 

@@ -1,7 +1,7 @@
 //! The prover's own options, as a value: [`ProverOptions`].
 
 use super::FriPlacement;
-use crate::{error::Result, options::BackendOptions};
+use crate::{error::Result, select::BackendOptions};
 
 /// How a [`super::GpuProver`] proves: the backend it commits on and what it does around it.
 #[derive(Debug, Clone, PartialEq)]

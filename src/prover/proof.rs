@@ -42,11 +42,11 @@ use super::{
     spans, GpuConstraintCommitment, GpuProver, GpuTraceLde,
 };
 use crate::{
+    committer::deep::{CombineRequest, DeepSegment, EvaluateRequest},
+    committer::fri::{FriLayers, FriRequest, FriShape},
     committer::GpuCommitter,
     cpu::CpuCommitter,
-    deep::{CombineRequest, DeepSegment, EvaluateRequest},
     error::{GpuError, Result},
-    fri::{FriLayers, FriRequest, FriShape},
     hash::{Digest, GpuHasher},
 };
 

@@ -17,6 +17,7 @@ use winter_math::FieldElement;
 use winter_prover::matrix::ColMatrix;
 
 use crate::{
+    committer::ResidentPolys,
     committer::{
         CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, PolyInput, RowHashing,
         Shape,
@@ -25,7 +26,6 @@ use crate::{
     error::{GpuError, Result},
     hash::{Digest, GpuHasher, HashFunction},
     host::{on_copy_pool, HostBuffer},
-    resident::ResidentPolys,
 };
 
 // SEGMENT COMMITMENT

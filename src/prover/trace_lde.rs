@@ -11,10 +11,10 @@ use winter_prover::{matrix::ColMatrix, EvaluationFrame, StarkDomain, TraceLde, T
 use super::segment::{trace_segment, CommitterHandle, SegmentLde};
 use crate::{
     backend::Backend,
+    committer::ResidentPolys,
     committer::{GpuCommitter, Keep},
     error::{GpuError, Result},
     hash::GpuHasher,
-    resident::ResidentPolys,
 };
 
 /// The low-degree extensions of the main and auxiliary trace segments and their Merkle trees,

@@ -33,10 +33,10 @@ use super::{
     Engine,
 };
 use crate::{
+    committer::StageTimes,
     committer::{CommitRequest, Commitment, LdeRows, PolyInput, Shape},
     error::{to_u32, GpuError, Result},
     host::{zeroed_host, HostOptions},
-    stage_times::StageTimes,
 };
 
 /// Staging buffers of a commitment's download queue. The first coset's rows reach every page of

@@ -19,12 +19,12 @@ use crate::{
 };
 
 /// Whether `$ctx`'s injector strikes this operation of kind `$operation` (an
-/// [`crate::inject::Operation`]) and how ([`Context::inject`]): `Ok(true)` for a wait that is to
+/// [`crate::health::inject::Operation`]) and how ([`Context::inject`]): `Ok(true)` for a wait that is to
 /// hang. Without feature `fault-injection` it is `Ok(false)`.
 macro_rules! injection {
     ($ctx:expr, $operation:ident, $what:expr) => {{
         #[cfg(feature = "fault-injection")]
-        let injected = $ctx.inject(crate::inject::Operation::$operation, $what);
+        let injected = $ctx.inject(crate::health::inject::Operation::$operation, $what);
         #[cfg(not(feature = "fault-injection"))]
         let injected: Result<bool> = {
             let _ = (&$ctx, $what);
@@ -388,8 +388,12 @@ impl Context {
     /// The fault the injector gives this operation of kind `operation`, if any: `Ok(true)` for
     /// a wait that is to hang; an error (a sticky one destroys the device) otherwise.
     #[cfg(feature = "fault-injection")]
-    fn inject(&self, operation: crate::inject::Operation, what: &'static str) -> Result<bool> {
-        use crate::inject::{Injection, Operation};
+    fn inject(
+        &self,
+        operation: crate::health::inject::Operation,
+        what: &'static str,
+    ) -> Result<bool> {
+        use crate::health::inject::{Injection, Operation};
         match self.health.injected(operation) {
             None => Ok(false),
             Some(Injection::Hang) if operation == Operation::Wait => Ok(true),

@@ -22,7 +22,9 @@ use super::{
     Engine,
 };
 use crate::{
-    deep::{join_blocks, CombineRequest, DeepSegment, EvaluateRequest, EVALUATION_BLOCK},
+    committer::deep::{
+        join_blocks, CombineRequest, DeepSegment, EvaluateRequest, EVALUATION_BLOCK,
+    },
     error::{to_u32, GpuError, Result},
     host::zeroed_host,
 };

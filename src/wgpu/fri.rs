@@ -29,12 +29,12 @@ use super::{
     Engine,
 };
 use crate::{
-    committer::RowHashing,
-    error::{GpuError, Result},
-    fri::{
+    committer::fri::{
         path_indices, FoldingChannel, FriLayer, FriLayers, FriRequest, FriShape, KeptLayers,
         LayerOpening,
     },
+    committer::RowHashing,
+    error::{GpuError, Result},
     hash::Digest,
     host::{zeroed_host, HostOptions},
 };

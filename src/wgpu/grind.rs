@@ -4,8 +4,8 @@ use bytemuck::{Pod, Zeroable};
 
 use super::{batch::Batch, context::device_error, pipelines::Kernel, Engine};
 use crate::{
+    committer::grind::{batch_len, first_in_batches, GrindRequest},
     error::Result,
-    grind::{batch_len, first_in_batches, GrindRequest},
 };
 
 /// `GrindParams` of grind.wgsl.

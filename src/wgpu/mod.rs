@@ -31,15 +31,15 @@ use tracing::info_span;
 
 use crate::{
     backend::Backend,
+    committer::deep::{CombineRequest, EvaluateRequest},
+    committer::fri::{FoldingChannel, FriLayers, FriRequest},
+    committer::grind::GrindRequest,
+    committer::ResidentPolys,
+    committer::StageTimes,
     committer::{check_hash, CommitRequest, Commitment, GpuCommitter, Keep, LdeRows, RowHashing},
-    deep::{CombineRequest, EvaluateRequest},
     error::Result,
-    fri::{FoldingChannel, FriLayers, FriRequest},
-    grind::GrindRequest,
     hash::{blake3_tables::check_row_width, Digest, HashFunction, RescueLanes},
     host::HostOptions,
-    resident::ResidentPolys,
-    stage_times::StageTimes,
 };
 use shaders::HASHES;
 
@@ -167,7 +167,7 @@ impl WgpuCommitter {
     /// The fault injector every submit, map and wait of this committer passes through (feature
     /// `fault-injection`, for tests).
     #[cfg(feature = "fault-injection")]
-    pub fn fault_injector(&self) -> Arc<crate::inject::Injector> {
+    pub fn fault_injector(&self) -> Arc<crate::health::inject::Injector> {
         self.ctx.health().injector().clone()
     }
 

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::shaders::{Arithmetic, Module, HASHES, QUAD_HASHES};
-use crate::{grind::GRIND_HASHES, hash::HashFunction};
+use crate::{committer::grind::GRIND_HASHES, hash::HashFunction};
 
 /// Bytes of every kernel's parameter block (the largest WGSL parameter struct, rounded up).
 pub(super) const PARAMS_BYTES: u64 = 128;

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use miden_crypto::hash::poseidon2::Poseidon2;
 
 use crate::{
-    grind::GRIND_HASHES,
+    committer::grind::GRIND_HASHES,
     hash::{
         blake3_tables::{self, CV_STACK},
         HashFunction,

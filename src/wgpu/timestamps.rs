@@ -14,7 +14,7 @@
 use std::sync::{Mutex, MutexGuard};
 
 use super::context::{device_error, Context};
-use crate::{error::Result, stage_times::StageTimes};
+use crate::{committer::StageTimes, error::Result};
 
 /// Timestamps of one query set; two per timed pass.
 const MAX_QUERIES: u32 = ::wgpu::QUERY_SET_MAX_QUERIES;

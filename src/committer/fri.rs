@@ -15,7 +15,7 @@
 use miden_crypto::Felt;
 
 use crate::{
-    domain::lde_domain_len,
+    committer::domain::lde_domain_len,
     error::{GpuError, Result},
     hash::{Digest, HashFunction},
 };

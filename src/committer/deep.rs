@@ -24,8 +24,8 @@ use winter_math::FieldElement;
 
 use crate::{
     backend::Backend,
+    committer::ResidentPolys,
     error::{GpuError, Result},
-    resident::ResidentPolys,
 };
 
 // REQUEST

@@ -5,6 +5,10 @@
 //! wgpu adapter's type) before any device, kernel or pipeline is made for a backend it will not
 //! use, so a machine with only software adapters settles on the CPU at once.
 
+mod options;
+
+pub use options::{BackendOptions, BACKEND_ENV};
+
 use core::str::FromStr;
 use std::sync::Arc;
 
@@ -15,7 +19,6 @@ use crate::{
     committer::GpuCommitter,
     cpu::{CpuCommitter, CpuOptions},
     error::{GpuError, Result},
-    options::BackendOptions,
 };
 
 impl Backend {

@@ -9,22 +9,37 @@
 //! One call goes from host evaluations to polynomials, LDE rows, row hashes and the Merkle tree,
 //! so a GPU backend keeps the data on the device from upload to tree and downloads only what
 //! the prover needs (coefficients, LDE rows, tree nodes).
+//!
+//! The folder holds this layer whole: the trait and its commitment request and result types
+//! here, and the requests and results of the proof's later device steps beside it ([`deep`],
+//! [`fri`], [`grind`]), the domain check they share, the polynomials a backend keeps
+//! ([`ResidentPolys`]) and the stage times it reports ([`StageTimes`]).
+
+pub mod deep;
+pub(crate) mod domain;
+pub mod fri;
+pub mod grind;
+mod resident;
+mod stage_times;
+
+pub use resident::ResidentPolys;
+pub use stage_times::StageTimes;
 
 use std::{fmt, sync::Arc};
 
 use miden_crypto::Felt;
 
-use crate::{
-    backend::Backend,
+use self::{
     deep::{CombineRequest, EvaluateRequest},
     domain::lde_domain_len,
-    error::{GpuError, Result},
     fri::{FoldingChannel, FriLayers, FriRequest},
     grind::GrindRequest,
+};
+use crate::{
+    backend::Backend,
+    error::{GpuError, Result},
     hash::{Digest, HashFunction},
     host::{self, HostBuffer},
-    resident::ResidentPolys,
-    stage_times::StageTimes,
 };
 
 /// Width of one segment of Winterfell's `RowMatrix` (`DEFAULT_SEGMENT_WIDTH`): LDE rows are
@@ -302,7 +317,7 @@ pub trait GpuCommitter: Send + Sync {
     }
 
     /// Every resident polynomial at the DEEP composition's two out-of-domain points (see
-    /// [`crate::deep`]): for column `c` and point `p`, the value's components at
+    /// [`crate::committer::deep`]): for column `c` and point `p`, the value's components at
     /// `(c·2 + p)·ext_degree`.
     ///
     /// A backend that keeps no polynomials returns [`GpuError::Unsupported`]; the prover then
@@ -313,7 +328,7 @@ pub trait GpuCommitter: Send + Sync {
     }
 
     /// The linear combination of resident polynomials that the DEEP composition starts from
-    /// (see [`crate::deep`]); its coefficients in the extension field, components interleaved.
+    /// (see [`crate::committer::deep`]); its coefficients in the extension field, components interleaved.
     ///
     /// A backend that keeps no polynomials returns [`GpuError::Unsupported`]; the prover then
     /// combines the host copies.
@@ -333,7 +348,7 @@ pub trait GpuCommitter: Send + Sync {
     /// Builds the Merkle nodes over `leaves` (a power of two, at least 2) in Winterfell's layout.
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>>;
 
-    /// Commits to the FRI layers of a DEEP composition polynomial (see [`crate::fri`]): evaluates
+    /// Commits to the FRI layers of a DEEP composition polynomial (see [`crate::committer::fri`]): evaluates
     /// it over the LDE domain, then commits to and folds every layer, calling `channel` with each
     /// layer's root to draw the layer's folding challenge.
     ///
@@ -348,8 +363,8 @@ pub trait GpuCommitter: Send + Sync {
         Err(GpuError::Unsupported { backend: self.backend(), operation: "FRI layer commitments" })
     }
 
-    /// The first proof-of-work nonce the request's coin accepts (see [`crate::grind`]): the
-    /// nonce [`crate::grind::first_nonce_on_host`] finds.
+    /// The first proof-of-work nonce the request's coin accepts (see [`crate::committer::grind`]): the
+    /// nonce [`crate::committer::grind::first_nonce_on_host`] finds.
     ///
     /// A backend without grinding kernels returns [`GpuError::Unsupported`]; the prover then
     /// grinds on the host.

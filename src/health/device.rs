@@ -14,7 +14,7 @@ use std::{
 };
 
 #[cfg(feature = "fault-injection")]
-use crate::inject::{Injection, Injector, Operation};
+use crate::health::inject::{Injection, Injector, Operation};
 use crate::{
     backend::Backend,
     error::{GpuError, Result},

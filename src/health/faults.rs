@@ -11,11 +11,11 @@ use winter_math::FieldElement;
 
 use crate::{
     backend::Backend,
+    committer::deep::{CombineRequest, EvaluateRequest},
+    committer::fri::{FoldingChannel, FriLayers, FriRequest, KeptLayers, LayerOpening},
+    committer::grind::GrindRequest,
     committer::{CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, RowHashing},
-    deep::{CombineRequest, EvaluateRequest},
     error::{GpuError, Result},
-    fri::{FoldingChannel, FriLayers, FriRequest, KeptLayers, LayerOpening},
-    grind::GrindRequest,
     hash::{Digest, HashFunction},
 };
 
