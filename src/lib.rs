@@ -35,6 +35,7 @@
 //! `tracing-subscriber`, for the command line, examples, benchmarks and tests).
 
 #![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 mod backend;
 mod committer;

@@ -31,8 +31,11 @@ enum Owner {
     Lent { _block: Box<dyn LentBlock> },
 }
 
-// SAFETY: the buffer owns its memory exclusively, as a `Vec<T>` does.
+// SAFETY: the buffer owns its memory exclusively, as a `Vec<T>` does, and a lent block is
+// `Send` (`LentBlock: Send`).
 unsafe impl<T: Copy + Send> Send for HostBuffer<T> {}
+// SAFETY: a shared buffer only gives out `&[T]`, as a shared `Vec<T>` does, and a lent block is
+// `Sync` (`LentBlock: Sync`).
 unsafe impl<T: Copy + Sync> Sync for HostBuffer<T> {}
 
 impl<T: Copy> HostBuffer<T> {

@@ -29,10 +29,10 @@ pub fn reserve_host<T>(len: usize, options: &HostOptions) -> Result<Vec<T>> {
 pub(crate) unsafe trait ZeroBytes: Copy {}
 
 // SAFETY: `Felt` is a `u64` in Montgomery form (zero bytes are `Felt::ZERO`, and the
-// crate moves `Felt` memory as `u64` words everywhere); `Digest` is `repr(transparent)` over
-// `[u64; 4]`.
+// crate moves `Felt` memory as `u64` words everywhere).
 #[cfg(feature = "wgpu")]
 unsafe impl ZeroBytes for miden_crypto::Felt {}
+// SAFETY: `Digest` is `repr(transparent)` over `[u64; 4]`, and zero words are a valid digest.
 #[cfg(feature = "wgpu")]
 unsafe impl ZeroBytes for crate::hash::Digest {}
 
