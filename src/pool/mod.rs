@@ -273,8 +273,8 @@ impl ProverPool {
     }
 
     /// Queues the proof of `trace` by `prover` with [`GpuProver`] on the job's committer
-    /// (the CPU fallback on, FRI on the backend: [`GpuProver::with_committer`]'s defaults; a
-    /// job closure given to [`Self::submit`] can set others), once its estimated host memory
+    /// (the default [`crate::FallbackPolicy`], FRI on the backend: [`GpuProver::with_committer`]'s
+    /// defaults; a job closure given to [`Self::submit`] can set others), once its estimated host memory
     /// ([`proof_host_bytes`]) is reserved.
     pub fn prove_winterfell<P>(&self, prover: P, trace: P::Trace) -> JobHandle<Proof>
     where
