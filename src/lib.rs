@@ -76,7 +76,7 @@ pub use host::{HostBuffer, HostOptions};
 pub use miden_crypto::Felt;
 pub use pool::{PoolOptions, ProverPool};
 pub use prover::{
-    commit_composition, commit_trace_segment, compare_proofs, spans, FriPlacement,
+    commit_composition, commit_trace_segment, compare_proofs, spans, FallbackPolicy, FriPlacement,
     GpuConstraintCommitment, GpuProver, GpuTraceLde, ProofMatch, ProverOptions, SegmentCommitment,
     SegmentLde,
 };

@@ -54,7 +54,7 @@ pub struct CudaOptions {
     /// several GPUs and lengthen each GPU turn of proofs sharing a GPU, and read the sources
     /// from it, copied there before the call takes its GPUs; a warm committer reuses it call
     /// after call (see [`crate::HostBuffer`]), but registering a block costs about as much as a
-    /// few copies (0.8 s for W1's 5.4 GB of rows), so it pays for a committer that commits the
+    /// few copies (its pages faulted in, then pinned), so it pays for a committer that commits the
     /// same sizes many times. Past the cap, results and sources take the pinned slots.
     pub pinned_rows_bytes: u64,
     /// How result vectors are reserved on the host.

@@ -29,7 +29,7 @@ pub const WAIT_TIMEOUT_ENV: &str = "MIDEN_GPU_WAIT_TIMEOUT_S";
 pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How long a wait polls without sleeping, yielding the thread between polls: a transfer piece
-/// (a 32 MiB slot moves in about 0.6 ms) or a short kernel ends within it and is seen at once,
+/// (one pinned slot's worth) or a short kernel ends within it and is seen at once,
 /// where a sleep could leave the copy engine idle for its length.
 const SPIN: Duration = Duration::from_millis(2);
 

@@ -9,7 +9,7 @@
 //! The copies run on threads of their own ([`copy_pool`]), not on the caller's rayon pool, so
 //! that they do not queue behind the caller's tasks (a prover's constraint evaluation, another
 //! proof in a pool). On the caller's pool a copy in pieces of a few megabytes also kept every
-//! thread of a 64-core pool busy between pieces: 1.8 core-seconds for a 32 ms upload.
+//! thread of a large pool busy between pieces, many times the copy's own time in host CPU.
 
 use std::sync::OnceLock;
 

@@ -40,8 +40,9 @@ pub enum Execution {
     /// past it. The choice for programs from untrusted sources.
     Reference,
     /// Miden's fast processor (`FastProcessor::execute_for_trace`), then the trace built from
-    /// its fragments on every core (`miden_processor::parallel::build_trace`): 0.43 s against
-    /// the reference processor's 0.80 s for 2^20 cycles on 16 cores.
+    /// its fragments on every core (`miden_processor::parallel::build_trace`): faster than the
+    /// reference processor wherever there are cores to spare, since the trace is built in
+    /// parallel.
     ///
     /// `max_cycles` is checked once the program ends (a longer run is
     /// `ExecutionError::CycleLimitExceeded`), so a program that never ends is not stopped: use

@@ -15,7 +15,8 @@
 //!
 //! ## Device failures and wrong results
 //! A backend failure in the middle of a proof (device lost, out of memory) is recomputed on the
-//! CPU with a warning, [`GpuProver`]'s default: the proof is the same, only slower. A wrong
+//! CPU with a warning, as [`FallbackPolicy`] says by default: the proof is the same, only
+//! slower. A wrong
 //! result that a backend returns as a success is caught by the self-check: every proof is
 //! verified with `miden_verifier` before it is returned, and one that does not verify is proven
 //! again on the CPU backend with a warning, or is [`ProveError::SelfCheck`]
@@ -43,7 +44,7 @@ use crate::{
     committer::GpuCommitter,
     cpu::CpuCommitter,
     hash::{GpuHasher, HashFunction},
-    prover::GpuProver,
+    prover::{FallbackPolicy, GpuProver},
 };
 
 mod error;
@@ -144,17 +145,18 @@ pub(crate) fn prove_admitted<G, E: From<ProveError>>(
     admit: impl FnOnce(&TraceInfo, &ProofOptions) -> Result<(G, Arc<dyn GpuCommitter>), E>,
 ) -> Result<(StackOutputs, ExecutionProof), E> {
     check_proving_options(&options)?;
-    let fallback_advice = (checks.self_check && checks.cpu_fallback).then(|| advice_inputs.clone());
+    let policy = checks.policy();
+    let fallback_advice = (policy.self_check && policy.cpu_fallback).then(|| advice_inputs.clone());
     let inputs = stack_inputs.clone();
     let execution = checks.execution;
     let (outputs, proof, (_admitted, backend)) = execute_and_prove(
         program,
         (inputs, advice_inputs, execution),
         host,
-        options.clone(),
+        (options.clone(), policy),
         admit,
     )?;
-    if !checks.self_check {
+    if !policy.self_check {
         return Ok((outputs, proof));
     }
     let Err(failure) = verify_proof(program, &stack_inputs, &outputs, &proof, checks) else {
@@ -168,8 +170,13 @@ pub(crate) fn prove_admitted<G, E: From<ProveError>>(
     let cpu: Arc<dyn GpuCommitter> = Arc::new(CpuCommitter::new());
     let inputs = stack_inputs.clone();
     let admitted = |_: &TraceInfo, _: &ProofOptions| Ok::<_, E>(((), cpu));
-    let (cpu_outputs, cpu_proof, _) =
-        execute_and_prove(program, (inputs, advice_inputs, execution), host, options, admitted)?;
+    let (cpu_outputs, cpu_proof, _) = execute_and_prove(
+        program,
+        (inputs, advice_inputs, execution),
+        host,
+        (options, policy),
+        admitted,
+    )?;
     if cpu_outputs != outputs {
         return Err(ProveError::NondeterministicExecution.into());
     }
@@ -179,13 +186,14 @@ pub(crate) fn prove_admitted<G, E: From<ProveError>>(
 }
 
 /// Executes `program` as `execution` says, asks `admit` (see [`prove_admitted`]) and proves the
-/// trace on the committer it gives, without checks; returns what `admit` returned beside the
-/// committer, and the committer's backend, with the results.
+/// trace on the committer it gives with `options`, its steps following `policy` (whose checks
+/// are the caller's: [`FallbackPolicy::checked_by_caller`]); returns what `admit` returned
+/// beside the committer, and the committer's backend, with the results.
 fn execute_and_prove<G, E: From<ProveError>>(
     program: &Program,
     (stack_inputs, advice_inputs, execution): (StackInputs, AdviceInputs, Execution),
     host: &mut impl SyncHost,
-    options: ProvingOptions,
+    (options, policy): (ProvingOptions, FallbackPolicy),
     admit: impl FnOnce(&TraceInfo, &ProofOptions) -> Result<(G, Arc<dyn GpuCommitter>), E>,
 ) -> Result<(StackOutputs, ExecutionProof, (G, Backend)), E> {
     let hash_fn = options.hash_fn();
@@ -217,21 +225,22 @@ fn execute_and_prove<G, E: From<ProveError>>(
     let precompile_requests = trace.take_precompile_requests();
 
     let (inputs, outputs) = (stack_inputs, stack_outputs.clone());
+    let policy = policy.checked_by_caller();
     let proof = match hash_fn {
         MidenHashFunction::Rpo256 => {
-            prove_trace::<Rpo256, RpoRandomCoin>(trace, options, inputs, outputs, committer)
+            prove_trace::<Rpo256, RpoRandomCoin>(trace, options, inputs, outputs, committer, policy)
         },
         MidenHashFunction::Rpx256 => {
-            prove_trace::<Rpx256, RpxRandomCoin>(trace, options, inputs, outputs, committer)
+            prove_trace::<Rpx256, RpxRandomCoin>(trace, options, inputs, outputs, committer, policy)
         },
         MidenHashFunction::Poseidon2 => prove_trace::<Poseidon2, WinterRandomCoin<Poseidon2>>(
-            trace, options, inputs, outputs, committer,
+            trace, options, inputs, outputs, committer, policy,
         ),
         MidenHashFunction::Blake3_192 => prove_trace::<Blake3_192, WinterRandomCoin<Blake3_192>>(
-            trace, options, inputs, outputs, committer,
+            trace, options, inputs, outputs, committer, policy,
         ),
         MidenHashFunction::Blake3_256 => prove_trace::<Blake3_256, WinterRandomCoin<Blake3_256>>(
-            trace, options, inputs, outputs, committer,
+            trace, options, inputs, outputs, committer, policy,
         ),
     }?;
 
@@ -278,21 +287,21 @@ pub fn gpu_hash_function(hash_fn: MidenHashFunction) -> HashFunction {
     }
 }
 
-/// Proves `trace` with [`ExecutionProver`] for hasher `H`, wrapped in a [`GpuProver`].
+/// Proves `trace` with [`ExecutionProver`] for hasher `H`, wrapped in a [`GpuProver`] on
+/// `committer` under `policy`.
 fn prove_trace<H, R>(
     trace: MidenTrace,
     options: ProvingOptions,
     stack_inputs: StackInputs,
     stack_outputs: StackOutputs,
     committer: Arc<dyn GpuCommitter>,
+    policy: FallbackPolicy,
 ) -> Result<Proof, ProveError>
 where
     H: GpuHasher,
     R: RandomCoin<BaseField = Felt, Hasher = H> + Send + 'static,
 {
     let prover = ExecutionProver::<H, R>::new(options, stack_inputs, stack_outputs);
-    // The whole execution proof is checked with Miden's own verifier above this (as
-    // `MidenProveOptions::self_check` says), so the Winterfell-level check would only repeat it.
-    let prover = GpuProver::with_committer(prover, committer).with_self_check(false);
+    let prover = GpuProver::with_committer(prover, committer).with_policy(policy);
     Ok(prover.prove(trace)?)
 }

@@ -9,6 +9,7 @@ use miden_verifier::PrecompileVerifierRegistry;
 use winter_air::ProofOptions;
 
 use super::{error::ProveError, gpu_hash_function, Execution};
+use crate::prover::FallbackPolicy;
 
 // PROVE OPTIONS
 // ================================================================================================
@@ -24,10 +25,12 @@ pub struct MidenProveOptions {
     /// Which of Miden's processors executes the program (default [`Execution::Parallel`]; use
     /// [`Execution::Reference`] for programs you do not trust).
     pub execution: Execution,
-    /// Verify the finished proof with `miden_verifier` before returning it (default `true`).
+    /// Verify the finished proof with `miden_verifier` before returning it (default `true`;
+    /// [`FallbackPolicy::self_check`], with Miden's verifier).
     pub self_check: bool,
     /// When the self-check fails, prove again on the CPU backend, with a warning (default
-    /// `true`); otherwise return [`ProveError::SelfCheck`].
+    /// `true`); otherwise return [`ProveError::SelfCheck`]. A backend failure inside the proof
+    /// is recomputed on the CPU either way ([`FallbackPolicy::checked_by_caller`]).
     pub cpu_fallback: bool,
     /// The precompile verifiers of the self-check (default: the Miden core library's, as
     /// `miden verify` uses); a program that calls precompiles of other libraries needs theirs.
@@ -42,6 +45,15 @@ impl Default for MidenProveOptions {
             cpu_fallback: true,
             precompile_verifiers: CoreLibrary::default().verifier_registry(),
         }
+    }
+}
+
+impl MidenProveOptions {
+    /// The fallback policy of the whole proof: these options' self-check and CPU fallback, the
+    /// default for the rest.
+    pub fn policy(&self) -> FallbackPolicy {
+        let (cpu_fallback, self_check) = (self.cpu_fallback, self.self_check);
+        FallbackPolicy { cpu_fallback, self_check, ..FallbackPolicy::default() }
     }
 }
 

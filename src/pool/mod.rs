@@ -117,7 +117,7 @@ pub struct PoolOptions {
     /// this replaces for the pool). The GPUs write a commitment's rows and tree into it and read
     /// its sources from it directly, with no host copy through pinned staging in their turn and
     /// no page faults: a pool proves the same sizes again and again, so the cost of registering
-    /// a block (about 0.6 s for a 2^20-row Miden trace's rows) is paid once per block. `None`
+    /// a block (faulting its pages in and pinning them) is paid once per block. `None`
     /// (the default) is [`PINNED_ROWS_SHARE`] of the host memory limit (none without a limit);
     /// `Some(0)`: everything goes through pinned staging and ordinary memory.
     /// No effect on other backends.
@@ -273,9 +273,9 @@ impl ProverPool {
     }
 
     /// Queues the proof of `trace` by `prover` with [`GpuProver`] on the job's committer
-    /// (the CPU fallback on, FRI on the backend: [`GpuProver::with_committer`]'s defaults; a
-    /// job closure given to [`Self::submit`] can set others), once its estimated host memory
-    /// ([`proof_host_bytes`]) is reserved.
+    /// (the default [`crate::FallbackPolicy`], FRI on the backend: [`GpuProver::with_committer`]'s
+    /// defaults; a job closure given to [`Self::submit`] can set others), once its estimated
+    /// host memory ([`proof_host_bytes`]) is reserved.
     pub fn prove_winterfell<P>(&self, prover: P, trace: P::Trace) -> JobHandle<Proof>
     where
         P: Prover<BaseField = Felt> + Send + 'static,

@@ -12,9 +12,8 @@ use winter_prover::{
 };
 
 use super::{
-    segment::{
-        composition_segment, CommitterHandle, CompositionShape, SegmentCommitment, SegmentLde,
-    },
+    policy::{CommitterHandle, FallbackPolicy},
+    segment::{composition_segment, CompositionShape, SegmentCommitment, SegmentLde},
     trace_lde::{host_polys, queries_of},
 };
 use crate::{
@@ -47,7 +46,7 @@ struct Recompute<E> {
     evaluations: Arc<Vec<E>>,
     shape: CompositionShape,
     partition_options: PartitionOptions,
-    cpu_fallback: bool,
+    policy: FallbackPolicy,
 }
 
 impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E, H> {
@@ -80,7 +79,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
 
     /// Commits to the composition polynomial for [`crate::GpuProver`]'s own proof: the columns'
     /// polynomials come back as the commitment returned them, or, where the committer kept them
-    /// on the device ([`CommitterHandle::keep_polys`]), as the evaluations to interpolate them
+    /// on the device ([`FallbackPolicy::keep_polys`]), as the evaluations to interpolate them
     /// from should the host need them. With `keep_polys` the LDE rows stay on the device too
     /// where the backend can keep them: only the queried rows come back
     /// ([`Self::try_query`]).
@@ -93,7 +92,8 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
     ) -> (Self, CompositionPolys<E>) {
         let evaluations = Arc::new(composition_trace.into_inner());
         let shape = composition_shape(domain, num_columns);
-        let keep = Keep { polys: committer.keep_polys, rows: committer.keep_polys };
+        let policy = committer.policy();
+        let keep = Keep { polys: policy.keep_polys, rows: policy.keep_polys };
         let mut segment = Self::commit(&evaluations, shape, partition_options, committer, keep);
         let polys = match host_polys(std::mem::take(&mut segment.polys)) {
             Some(columns) => CompositionPolys::Columns(columns),
@@ -102,8 +102,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
         let tree = segment.tree();
         let rows = match segment.kept_rows.take() {
             Some(rows) => {
-                let cpu_fallback = committer.cpu_fallback;
-                let recompute = Recompute { evaluations, shape, partition_options, cpu_fallback };
+                let recompute = Recompute { evaluations, shape, partition_options, policy };
                 CompositionRows::Kept { rows, recompute }
             },
             None => CompositionRows::Host(segment.lde),
@@ -153,7 +152,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
                 let rows = rows.iter().map(|row| E::slice_from_base_elements(row).to_vec());
                 return Ok(queries_of(rows.collect(), &self.tree, positions));
             },
-            Err(error) if recompute.cpu_fallback => error,
+            Err(error) if recompute.policy.cpu_fallback => error,
             Err(error) => return Err(error),
         };
         warn!(%error, "reading the composition rows failed; committing to them again on the CPU");

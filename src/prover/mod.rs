@@ -23,6 +23,7 @@ mod deep;
 mod fri_proof;
 mod host_polys;
 mod options;
+mod policy;
 mod proof;
 mod segment;
 pub mod spans;
@@ -31,8 +32,9 @@ mod trace_lde;
 pub use compare::{compare_proofs, ProofMatch};
 pub use constraint_commitment::GpuConstraintCommitment;
 pub use options::ProverOptions;
+use policy::CommitterHandle;
+pub use policy::FallbackPolicy;
 pub use proof::FriPlacement;
-use segment::CommitterHandle;
 pub use segment::{commit_composition, commit_trace_segment, SegmentCommitment, SegmentLde};
 pub use trace_lde::GpuTraceLde;
 
@@ -45,8 +47,9 @@ pub use trace_lde::GpuTraceLde;
 /// when `P` uses Winterfell's default trace LDE and constraint commitment with
 /// `MerkleTree<P::HashFn>`.
 ///
-/// Every proof is verified before it is returned (see [`Self::with_self_check`]), so a backend
-/// that returns wrong data without an error never yields a proof that does not verify.
+/// What a backend failure leads to is its [`FallbackPolicy`] (by default: recomputed on the CPU,
+/// and every proof verified before it is returned, so a backend that returns wrong data without
+/// an error never yields a proof that does not verify).
 ///
 /// ```ignore
 /// let prover = GpuProver::new(FibProver::new(options), Backend::Auto)?;
@@ -56,7 +59,6 @@ pub struct GpuProver<P> {
     inner: P,
     committer: CommitterHandle,
     fri_placement: FriPlacement,
-    self_check: bool,
 }
 
 impl<P> GpuProver<P>
@@ -76,57 +78,66 @@ where
     pub fn with_options(inner: P, options: &ProverOptions) -> Result<Self> {
         Ok(Self::with_committer(inner, options.backend.create()?)
             .with_fri_placement(options.fri_placement)
-            .with_cpu_fallback(options.cpu_fallback)
-            .with_self_check(options.self_check))
+            .with_policy(options.policy()))
     }
 
-    /// Wraps `inner`, committing on the given committer.
+    /// Wraps `inner`, committing on the given committer, with the default [`FallbackPolicy`].
     pub fn with_committer(inner: P, committer: Arc<dyn GpuCommitter>) -> Self {
         Self {
             inner,
-            committer: CommitterHandle { committer, cpu_fallback: true, keep_polys: true },
+            committer: CommitterHandle::new(committer, FallbackPolicy::default()),
             fri_placement: FriPlacement::Backend,
-            self_check: true,
         }
     }
 
-    /// Where the DEEP composition and the FRI commit phase run (on the backend by default).
+    /// Where the DEEP composition and the FRI commit phase run (on the backend by default); the
+    /// polynomials are kept on the device for the backend's alone
+    /// ([`FallbackPolicy::keep_polys`]).
     pub fn with_fri_placement(mut self, placement: FriPlacement) -> Self {
         self.fri_placement = placement;
-        self.committer.keep_polys = placement == FriPlacement::Backend;
+        self
+    }
+
+    /// Proves under `policy` (which replaces the CPU fallback, kept polynomials and self-check
+    /// set so far).
+    pub fn with_policy(mut self, policy: FallbackPolicy) -> Self {
+        *self.committer.policy_mut() = policy;
         self
     }
 
     /// Whether a backend failure mid-proof is recomputed on the CPU (the default) or panics with
-    /// the typed error (Winterfell's prover methods cannot return errors).
+    /// the typed error ([`FallbackPolicy::cpu_fallback`]).
     pub fn with_cpu_fallback(mut self, enabled: bool) -> Self {
-        self.committer.cpu_fallback = enabled;
+        self.committer.policy_mut().cpu_fallback = enabled;
         self
     }
 
-    /// Whether each proof is verified (with winter-verifier, accepting the prover's own options)
-    /// before `prove` returns it (the default). A proof that does not verify, which a backend
-    /// returning wrong data without an error would give, is made again on the CPU with a warning
-    /// when the CPU fallback is on, and is a panic carrying [`crate::GpuError::SelfCheckFailed`]
-    /// when it is off. Verification takes tens of milliseconds on one core whatever the trace
-    /// length (53 ms for a 2^16-step Fibonacci proof with 27 queries), which is a small share of
-    /// a proof of a long trace and a larger one of a fast proof of a short trace; turned off,
-    /// `prove` returns whatever the backend's data gives. With it on, the trace is held until the
-    /// proof is checked (a proof made again needs it) rather than freed once the DEEP
-    /// composition polynomial is formed.
+    /// Whether each proof is verified before `prove` returns it (the default;
+    /// [`FallbackPolicy::self_check`]). Verification costs much the same whatever the trace
+    /// length (it reads the queried rows, not the trace), so it is a small share of a proof of
+    /// a long trace and a larger one of a fast proof of a short trace; turned off, `prove`
+    /// returns whatever the backend's data gives.
     pub fn with_self_check(mut self, enabled: bool) -> Self {
-        self.self_check = enabled;
+        self.committer.policy_mut().self_check = enabled;
         self
     }
 
-    /// Where this prover's own proofs run.
+    /// Where this prover's own proofs run: the polynomials are kept on the device only for a
+    /// DEEP composition there.
     fn setup(&self) -> proof::ProofSetup {
-        proof::ProofSetup { committer: self.committer.clone(), fri_placement: self.fri_placement }
+        let mut committer = self.committer.clone();
+        committer.policy_mut().keep_polys &= self.fri_placement == FriPlacement::Backend;
+        proof::ProofSetup { committer, fri_placement: self.fri_placement }
     }
 
     /// The committer in use.
     pub fn committer(&self) -> &Arc<dyn GpuCommitter> {
-        &self.committer.committer
+        self.committer.committer()
+    }
+
+    /// The policy the proofs follow.
+    pub fn policy(&self) -> FallbackPolicy {
+        self.committer.policy()
     }
 
     /// The wrapped prover.
@@ -185,14 +196,8 @@ where
     where
         E: FieldElement<BaseField = Felt>,
     {
-        GpuTraceLde::with_polys(
-            trace_info,
-            main_trace,
-            domain,
-            partition_options,
-            self.committer.clone(),
-        )
-        .unwrap_or_else(|error| panic!("main trace commitment failed: {error}"))
+        GpuTraceLde::with_polys(trace_info, main_trace, domain, partition_options, &self.committer)
+            .unwrap_or_else(|error| panic!("main trace commitment failed: {error}"))
     }
 
     fn new_evaluator<'a, E>(

@@ -1,6 +1,6 @@
 //! The prover's own options, as a value: [`ProverOptions`].
 
-use super::FriPlacement;
+use super::{FallbackPolicy, FriPlacement};
 use crate::{error::Result, select::BackendOptions};
 
 /// How a [`super::GpuProver`] proves: the backend it commits on and what it does around it.
@@ -8,13 +8,13 @@ use crate::{error::Result, select::BackendOptions};
 pub struct ProverOptions {
     /// The backend and its options.
     pub backend: BackendOptions,
-    /// Whether a backend failure mid-proof is recomputed on the CPU (default `true`) or panics
-    /// with the typed error (Winterfell's prover methods cannot return errors).
+    /// Whether a backend failure mid-proof is recomputed on the CPU (default `true`;
+    /// [`FallbackPolicy::cpu_fallback`]).
     pub cpu_fallback: bool,
     /// Where the DEEP composition and the FRI commit phase run (default on the backend).
     pub fri_placement: FriPlacement,
-    /// Whether every proof is verified before it is returned (default `true`; see
-    /// [`super::GpuProver::with_self_check`]).
+    /// Whether every proof is verified before it is returned (default `true`;
+    /// [`FallbackPolicy::self_check`]).
     pub self_check: bool,
 }
 
@@ -34,5 +34,12 @@ impl ProverOptions {
     /// ([`BackendOptions::from_env`]).
     pub fn from_env() -> Result<Self> {
         Ok(Self { backend: BackendOptions::from_env()?, ..Self::default() })
+    }
+
+    /// The fallback policy these options give: theirs for the CPU fallback and the self-check,
+    /// the default for the rest.
+    pub fn policy(&self) -> FallbackPolicy {
+        let (cpu_fallback, self_check) = (self.cpu_fallback, self.self_check);
+        FallbackPolicy { cpu_fallback, self_check, ..FallbackPolicy::default() }
     }
 }

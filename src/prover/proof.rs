@@ -15,7 +15,7 @@
 use std::{borrow::Borrow, sync::Arc};
 
 use miden_crypto::Felt;
-use tracing::{debug, info_span, warn};
+use tracing::{info_span, warn};
 use winter_air::{
     proof::{QuotientOodFrame, TraceOodFrame},
     Air, AuxRandElements, DeepCompositionCoefficients, FieldExtension,
@@ -38,7 +38,8 @@ use super::{
     deep::{deep_composition_poly, host_sum, ood_frames},
     fri_proof::{build_fri_proof, remainder_poly},
     host_polys::{HostPolys, TracePolys},
-    segment::{base_components, CommitterHandle},
+    policy::{CommitterHandle, FallbackPolicy, Step},
+    segment::base_components,
     spans, GpuConstraintCommitment, GpuProver, GpuTraceLde,
 };
 use crate::{
@@ -72,14 +73,10 @@ pub(super) struct ProofSetup {
 }
 
 impl ProofSetup {
-    /// Everything on the CPU backend, with no fallback: the proof a self-check failure is
-    /// answered with.
+    /// Everything on the CPU backend, with nothing to fall back to: the proof a self-check
+    /// failure is answered with.
     fn cpu() -> Self {
-        let committer = CommitterHandle {
-            committer: Arc::new(CpuCommitter::new()),
-            cpu_fallback: false,
-            keep_polys: false,
-        };
+        let committer = CommitterHandle::new(Arc::new(CpuCommitter::new()), FallbackPolicy::STRICT);
         Self { committer, fri_placement: FriPlacement::Cpu }
     }
 }
@@ -100,16 +97,17 @@ where
         <P::Air as Air>::PublicInputs: Send,
     {
         let setup = self.setup();
-        if !self.self_check {
+        let policy = setup.committer.policy();
+        if !policy.self_check {
             return self.prove_in_field(trace, &setup);
         }
         let proof = self.prove_in_field(&trace, &setup)?;
         let Err(reason) = self.verify(&trace, proof.clone()) else {
             return Ok(proof);
         };
-        let backend = setup.committer.committer.backend();
+        let backend = setup.committer.committer().backend();
         let error = GpuError::SelfCheckFailed { backend, reason: reason.to_string() };
-        if !setup.committer.cpu_fallback {
+        if !policy.cpu_fallback {
             panic!("{error}");
         }
         warn!(%backend, %error, "the proof does not verify; proving again on the CPU");
@@ -269,14 +267,14 @@ where
         let fri_options = air.options().to_fri_options();
         let num_layers = fri_options.num_fri_layers(lde_domain_size);
         let folding_factor = fri_options.folding_factor();
-        let (layers, drawn, remainder) = info_span!(spans::FRI_LAYERS, num_layers).in_scope(|| {
+        let fri = info_span!(spans::FRI_LAYERS, num_layers).in_scope(|| {
             let (layers, drawn) = self
                 .commit_fri_layers::<E>(setup, &deep_poly, num_layers, &mut channel)
                 .unwrap_or_else(|error| panic!("FRI layer commitment failed: {error}"));
             let remainder = E::slice_from_base_elements(&layers.remainder);
             let remainder = remainder_poly(remainder, fri_options.blowup_factor());
             channel.commit_fri_layer(<P::HashFn as ElementHasher>::hash_elements(&remainder));
-            (layers, drawn, remainder)
+            CommittedFri { layers, drawn, remainder }
         });
 
         // 7 ----- query positions ----------------------------------------------------------------
@@ -296,21 +294,14 @@ where
             })
             .take(num_layers)
             .collect();
-        let fri_proof = self.open_fri_layers(
-            setup,
-            &layers,
-            drawn,
-            &deep_poly,
-            &layer_rows,
-            &remainder,
-            &query_positions,
-        );
+        let fri_proof =
+            self.open_fri_layers(setup, &fri, &deep_poly, &layer_rows, &query_positions);
         let trace_queries = trace_lde.query(&query_positions);
         let constraint_queries = constraint_commitment.query(&query_positions);
         // The LDEs and layers take gigabytes of host memory: freeing them need not delay the
         // proof. What holds the backend (its handle, layers kept on the device) is freed here: a
         // thread still releasing device memory when the process exits can crash in the driver.
-        let FriLayers { layers: host_layers, kept, .. } = layers;
+        let FriLayers { layers: host_layers, kept, .. } = fri.layers;
         drop(kept);
         let host_memory = trace_lde.into_host_memory();
         std::thread::spawn(move || drop((host_memory, host_layers)));
@@ -398,8 +389,8 @@ where
         Some(E::slice_from_base_elements(&sum).to_vec())
     }
 
-    /// Runs one step of the DEEP composition on the backend: `None` (the host computes it) if
-    /// the backend does not implement it, or fails and may fall back; panics with the typed
+    /// Runs one step of the DEEP composition or the grinding on the backend under the policy
+    /// ([`FallbackPolicy::run_step`]): `None` where the host computes it; panics with the typed
     /// error if it fails without fallback.
     fn on_backend<T>(
         &self,
@@ -407,18 +398,9 @@ where
         step: &str,
         job: impl FnOnce(&dyn GpuCommitter) -> Result<T>,
     ) -> Option<T> {
-        let committer = setup.committer.committer.as_ref();
-        match job(committer) {
-            Ok(value) => Some(value),
-            Err(error @ GpuError::Unsupported { .. }) => {
-                debug!(%error, "{step} on the host");
-                None
-            },
-            Err(error) if setup.committer.cpu_fallback => {
-                warn!(backend = %committer.backend(), %error,
-                    "backend failed; computing {step} on the host");
-                None
-            },
+        match setup.committer.run_step(step, job) {
+            Ok(Step::Done(value)) => Some(value),
+            Ok(Step::OnHost(_)) => None,
             Err(error) => panic!("{step} failed: {error}"),
         }
     }
@@ -462,24 +444,16 @@ where
             components
         };
         let committer = match setup.fri_placement {
-            FriPlacement::Backend => setup.committer.committer.as_ref(),
+            FriPlacement::Backend => setup.committer.committer().as_ref(),
             FriPlacement::Cpu => &CpuCommitter::new(),
         };
-        let committed = committer
-            .commit_fri(&request, &mut draw)
-            .and_then(|layers| check_fri_layers(committer, &request, layers));
+        let committed = setup.committer.policy().run_step(committer, "the FRI layers", |c| {
+            c.commit_fri(&request, &mut draw)
+                .and_then(|layers| check_fri_layers(c, &request, layers))
+        })?;
         let error = match committed {
-            Ok(layers) => return Ok((layers, drawn)),
-            Err(error @ GpuError::Unsupported { .. }) => {
-                debug!(%error, "folding on the CPU");
-                error
-            },
-            Err(error) if setup.committer.cpu_fallback => {
-                warn!(backend = %committer.backend(), %error,
-                    "backend failed; recomputing the FRI layers on the CPU");
-                error
-            },
-            Err(error) => return Err(error),
+            Step::Done(layers) => return Ok((layers, drawn)),
+            Step::OnHost(error) => error,
         };
 
         // Replay: the roots sent so far must come out the same on the CPU; the layers after them
@@ -491,33 +465,33 @@ where
         Ok((layers, drawn))
     }
 
-    /// Opens the FRI layers at the query positions; if the backend fails to and may fall back,
-    /// recomputes the layers on the CPU from the challenges drawn and opens those.
-    #[allow(clippy::too_many_arguments)]
+    /// Opens the committed FRI layers at the query positions; if the backend fails to and may
+    /// fall back, recomputes the layers of `deep_poly` (of `layer_rows` rows each) on the CPU
+    /// from the challenges drawn and opens those.
     fn open_fri_layers<E: FieldElement<BaseField = Felt>>(
         &self,
         setup: &ProofSetup,
-        layers: &FriLayers,
-        mut drawn: Vec<Drawn>,
+        fri: &CommittedFri<E>,
         deep_poly: &[E],
         layer_rows: &[usize],
-        remainder: &[E],
         query_positions: &[usize],
     ) -> FriProof {
         let fri_options = self.options().to_fri_options();
         let folding = fri_options.folding_factor();
+        let remainder = &fri.remainder;
         let open = |layers: &FriLayers| {
             build_fri_proof::<E, P::HashFn>(layers, layer_rows, remainder, folding, query_positions)
         };
-        let error = match open(layers) {
+        let error = match open(&fri.layers) {
             Ok(proof) => return proof,
-            Err(error) if setup.committer.cpu_fallback => error,
+            Err(error) if setup.committer.policy().cpu_fallback => error,
             Err(error) => panic!("FRI openings failed: {error}"),
         };
         warn!(%error, "backend failed; recomputing the FRI layers on the CPU to open them");
         let components = base_components(deep_poly);
         let slices: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
         let request = fri_request::<P::HashFn>(&slices, &fri_options, layer_rows.len());
+        let mut drawn = fri.drawn.clone();
         let host = replay_on_cpu(&request, &mut drawn, &error, |_| {
             panic!("the CPU's FRI phase has more layers than the backend's")
         })
@@ -587,6 +561,14 @@ fn fri_request<'a, H: GpuHasher>(
 
 /// A FRI layer root sent to the channel and the challenge it drew (base components).
 type Drawn = (Digest, Vec<Felt>);
+
+/// The FRI commit phase of a proof: the layers, the roots sent with the challenges they drew,
+/// and the remainder polynomial.
+struct CommittedFri<E> {
+    layers: FriLayers,
+    drawn: Vec<Drawn>,
+    remainder: Vec<E>,
+}
 
 /// Recomputes the FRI layers of `request` on the CPU after the backend failed with `error`:
 /// the roots in `drawn` must come out the same and get the challenges they drew; a later root

@@ -10,7 +10,7 @@ use std::{borrow::Cow, marker::PhantomData, sync::Arc};
 
 use miden_crypto::Felt;
 use rayon::prelude::*;
-use tracing::{info_span, warn};
+use tracing::info_span;
 use winter_air::PartitionOptions;
 use winter_crypto::MerkleTree;
 use winter_math::FieldElement;
@@ -22,7 +22,6 @@ use crate::{
         CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, PolyInput, RowHashing,
         Shape,
     },
-    cpu::CpuCommitter,
     error::{GpuError, Result},
     hash::{Digest, GpuHasher, HashFunction},
     host::{on_copy_pool, HostBuffer},
@@ -91,8 +90,8 @@ impl<E> SegmentCommitment<E> {
 
     /// The Merkle tree as Winterfell's type.
     pub fn tree<H: GpuHasher>(&self) -> MerkleTree<H> {
-        // on the copy threads: a proof waits for it, and on the caller's pool it waited behind
-        // other proofs' tasks (1.7 s of a W2 proof among eight on 4 x H100)
+        // on the copy threads: a proof waits for it, and on the caller's pool it would wait
+        // behind other proofs' tasks
         let (nodes, leaves) = (&self.nodes, &self.leaves);
         let (nodes, leaves) = on_copy_pool(|| {
             let nodes = nodes.par_iter().map(|&d| H::from_digest(d)).collect();
@@ -240,39 +239,6 @@ fn check_commitment(
             shape.row_width
         ),
     })
-}
-
-// COMMITTER HANDLE
-// ================================================================================================
-
-/// The committer a prover uses, whether a failure falls back to the CPU, and whether the
-/// commitments keep their polynomials on the device (for the DEEP combination).
-#[derive(Clone)]
-pub(crate) struct CommitterHandle {
-    pub committer: Arc<dyn GpuCommitter>,
-    pub cpu_fallback: bool,
-    pub keep_polys: bool,
-}
-
-impl CommitterHandle {
-    /// Runs `job` on the backend; if it fails and fallback is enabled, warns and reruns it on the
-    /// CPU. A wrong commitment is never returned: every outcome is a result or a typed error.
-    pub fn try_run<T>(&self, job: impl Fn(&dyn GpuCommitter) -> Result<T>) -> Result<T> {
-        let backend = self.committer.backend();
-        match job(self.committer.as_ref()) {
-            Err(error) if self.cpu_fallback => {
-                warn!(%backend, %error, "backend failed; recomputing this commitment on the CPU");
-                job(&CpuCommitter::new())
-            },
-            result => result,
-        }
-    }
-
-    /// [`Self::try_run`] for Winterfell's trait methods, which return no `Result`: an error that
-    /// survives the fallback panics with the typed error's message.
-    pub fn run<T>(&self, job: impl Fn(&dyn GpuCommitter) -> Result<T>) -> T {
-        self.try_run(job).unwrap_or_else(|error| panic!("segment commitment failed: {error}"))
-    }
 }
 
 // CONVERSIONS

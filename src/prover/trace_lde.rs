@@ -8,7 +8,10 @@ use winter_crypto::{MerkleTree, VectorCommitment};
 use winter_math::FieldElement;
 use winter_prover::{matrix::ColMatrix, EvaluationFrame, StarkDomain, TraceLde, TracePolyTable};
 
-use super::segment::{trace_segment, CommitterHandle, SegmentLde};
+use super::{
+    policy::{CommitterHandle, FallbackPolicy},
+    segment::{trace_segment, SegmentLde},
+};
 use crate::{
     backend::Backend,
     committer::ResidentPolys,
@@ -43,8 +46,8 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         partition_options: PartitionOptions,
         committer: Arc<dyn GpuCommitter>,
     ) -> Result<(Self, TracePolyTable<E>)> {
-        let committer = CommitterHandle { committer, cpu_fallback: false, keep_polys: false };
-        Self::with_polys(trace_info, main_trace, domain, partition_options, committer)
+        let committer = CommitterHandle::new(committer, FallbackPolicy::STRICT);
+        Self::with_polys(trace_info, main_trace, domain, partition_options, &committer)
     }
 
     /// [`Self::build`] returning the polynomials on the host (as `TraceLde::new` does), whatever
@@ -54,17 +57,17 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         main_trace: &ColMatrix<Felt>,
         domain: &StarkDomain<Felt>,
         partition_options: PartitionOptions,
-        committer: CommitterHandle,
+        committer: &CommitterHandle,
     ) -> Result<(Self, TracePolyTable<E>)> {
-        let backend = committer.committer.backend();
-        let committer = CommitterHandle { keep_polys: false, ..committer };
+        let backend = committer.committer().backend();
+        let committer = committer.returning_polys();
         let (lde, polys) =
             Self::build(trace_info, main_trace, domain, partition_options, committer)?;
         Ok((lde, TracePolyTable::new(returned(polys, backend)?)))
     }
 
     /// Commits to the main segment; its polynomials are `None` where the committer kept them on
-    /// the device instead ([`CommitterHandle::keep_polys`]).
+    /// the device instead ([`FallbackPolicy::keep_polys`]).
     pub(crate) fn build(
         trace_info: &TraceInfo,
         main_trace: &ColMatrix<Felt>,
@@ -73,7 +76,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         committer: CommitterHandle,
     ) -> Result<(Self, Option<ColMatrix<Felt>>)> {
         let blowup = domain.trace_to_lde_blowup();
-        let keep = Keep { polys: committer.keep_polys, rows: false };
+        let keep = Keep { polys: committer.policy().keep_polys, rows: false };
         let main = committer.try_run(|c| {
             trace_segment(c, main_trace, blowup, partition_options, H::FUNCTION, keep)
         })?;
@@ -101,17 +104,17 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         domain: &StarkDomain<Felt>,
     ) -> Result<(ColMatrix<E>, H::Digest)> {
         let (polys, root) = self.commit_aux(aux_trace, domain, false)?;
-        Ok((returned(polys, self.committer.committer.backend())?, root))
+        Ok((returned(polys, self.committer.committer().backend())?, root))
     }
 
     /// Commits to the auxiliary segment; its polynomials are `None` where the committer kept them
-    /// on the device instead ([`CommitterHandle::keep_polys`]).
+    /// on the device instead ([`FallbackPolicy::keep_polys`]).
     pub(crate) fn commit_aux_segment(
         &mut self,
         aux_trace: &ColMatrix<E>,
         domain: &StarkDomain<Felt>,
     ) -> Result<(Option<ColMatrix<E>>, H::Digest)> {
-        self.commit_aux(aux_trace, domain, self.committer.keep_polys)
+        self.commit_aux(aux_trace, domain, self.committer.policy().keep_polys)
     }
 
     fn commit_aux(

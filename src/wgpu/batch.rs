@@ -10,6 +10,7 @@ use super::{
     buffers::BufferPool,
     constants::HashConstants,
     context::{Context, WORKGROUP_SIZE},
+    kernels::TypedKernel,
     pipelines::{Kernel, Pipelines, PARAMS_BYTES},
     timestamps::{Stage, Timer},
 };
@@ -84,11 +85,11 @@ impl Batch {
     /// Runs `kernel` with `params` over `workgroups` workgroups (a 2-D grid when needed; the
     /// kernels flatten it and skip positions past their work), binding `buffers` as its
     /// storage bindings 1, 2, ...
-    pub fn dispatch<P: Pod>(
+    pub fn dispatch<P: Pod, const N: usize>(
         &mut self,
-        kernel: Kernel,
+        kernel: TypedKernel<P, N>,
         params: &P,
-        buffers: &[&::wgpu::Buffer],
+        buffers: [&::wgpu::Buffer; N],
         workgroups: u64,
     ) -> Result<()> {
         if workgroups == 0 {
@@ -111,8 +112,8 @@ impl Batch {
         // both at most `max_groups`, a u32 limit
         let (x, y) = (workgroups.div_ceil(y) as u32, y as u32);
         self.ops.push(Op::Dispatch {
-            kernel,
-            buffers: buffers.iter().map(|&b| b.clone()).collect(),
+            kernel: kernel.kernel(),
+            buffers: buffers.map(|buffer| buffer.clone()).into(),
             params_offset,
             groups: (x, y),
             stage: self.stage,
@@ -121,17 +122,18 @@ impl Batch {
     }
 
     /// Dispatches [`Kernel::lanes`] invocations per work item.
-    pub fn dispatch_items<P: Pod>(
+    pub fn dispatch_items<P: Pod, const N: usize>(
         &mut self,
-        kernel: Kernel,
+        kernel: TypedKernel<P, N>,
         params: &P,
-        buffers: &[&::wgpu::Buffer],
+        buffers: [&::wgpu::Buffer; N],
         items: u64,
     ) -> Result<()> {
-        let invocations = items.checked_mul(kernel.lanes()).ok_or(GpuError::DimensionOverflow {
-            what: "invocations of a dispatch",
-            value: items,
-        })?;
+        let invocations =
+            items.checked_mul(kernel.kernel().lanes()).ok_or(GpuError::DimensionOverflow {
+                what: "invocations of a dispatch",
+                value: items,
+            })?;
         self.dispatch(kernel, params, buffers, invocations.div_ceil(WORKGROUP_SIZE))
     }
 
@@ -260,6 +262,7 @@ fn bind_group(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wgpu::kernels::unbound;
 
     /// A batch with the smallest grid limit wgpu guarantees, recorded without a device.
     fn batch() -> Batch {
@@ -277,19 +280,20 @@ mod tests {
     fn grids_past_two_dimensions_are_typed_errors() {
         let mut batch = batch();
         let params = [7u32; 4];
-        batch.dispatch(Kernel::NttTile, &params, &[], 65_535 * 65_535).unwrap();
+        let tile = unbound(Kernel::NttTile);
+        batch.dispatch(tile, &params, [], 65_535 * 65_535).unwrap();
         let Some(Op::Dispatch { groups, .. }) = batch.ops.last() else { panic!("no dispatch") };
         assert_eq!(*groups, (65_535, 65_535));
-        batch.dispatch(Kernel::NttTile, &params, &[], 65_536).unwrap();
+        batch.dispatch(tile, &params, [], 65_536).unwrap();
         let Some(Op::Dispatch { groups, .. }) = batch.ops.last() else { panic!("no dispatch") };
         assert_eq!(*groups, (32_768, 2), "as few rows as fit, each as short as that allows");
 
-        let too_many = batch.dispatch(Kernel::NttTile, &params, &[], 65_535 * 65_535 + 1);
+        let too_many = batch.dispatch(tile, &params, [], 65_535 * 65_535 + 1);
         assert!(
             matches!(too_many, Err(GpuError::DimensionOverflow { value, .. }) if value == 65_535 * 65_535 + 1)
         );
-        let quads = Kernel::HashRowsQuad(crate::hash::HashFunction::Rpo256);
-        let overflowing = batch.dispatch_items(quads, &params, &[], u64::MAX / 2);
+        let quads = unbound(Kernel::HashRowsQuad(crate::hash::HashFunction::Rpo256));
+        let overflowing = batch.dispatch_items(quads, &params, [], u64::MAX / 2);
         assert!(
             matches!(
                 overflowing,

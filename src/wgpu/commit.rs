@@ -166,16 +166,13 @@ pub(super) fn commit(
                 let staged = info_span!("wgpu.upload", bytes = input_bytes(&request.input))
                     .in_scope(|| upload(engine, &mut batch, &writes))?;
                 info_span!("wgpu.interpolate", on = "device").in_scope(|| {
-                    record_interpolation(
-                        engine,
-                        &mut batch,
-                        &plan,
-                        &request.input,
+                    let arrays = InterpolationArrays {
                         values,
-                        &coefficients,
-                        &powers,
-                        tables.generator_inv,
-                    )
+                        coefficients: &coefficients,
+                        powers: &powers,
+                        generator_inv_table: tables.generator_inv,
+                    };
+                    record_interpolation(engine, &mut batch, &plan, &request.input, &arrays)
                 })?;
                 (None, staged)
             },
@@ -389,19 +386,28 @@ fn column_writes<'a>(columns: &[&'a [Felt]], array: &'a Chunked) -> Vec<Write<'a
         .collect()
 }
 
+/// The device arrays of an interpolation.
+struct InterpolationArrays<'a> {
+    /// The uploaded evaluations, transformed in place.
+    values: &'a Chunked,
+    /// The coefficients they become.
+    coefficients: &'a Chunked,
+    /// The power tables.
+    powers: &'a ::wgpu::Buffer,
+    /// Where the powers of the inverse domain offset start in `powers`.
+    generator_inv_table: u32,
+}
+
 /// Records the inverse NTTs of the uploaded evaluations and their finishing into the
 /// coefficient array.
-#[allow(clippy::too_many_arguments)]
 fn record_interpolation(
     engine: &Engine<'_>,
     batch: &mut Batch,
     plan: &Plan,
     input: &PolyInput<'_>,
-    values: &Chunked,
-    coefficients: &Chunked,
-    powers: &::wgpu::Buffer,
-    generator_inv_table: u32,
+    arrays: &InterpolationArrays<'_>,
 ) -> Result<()> {
+    let InterpolationArrays { values, coefficients, powers, generator_inv_table } = *arrays;
     let log_m = plan.input_len.ilog2();
     let inverse = engine.tables().twiddles(&engine.ctx.device, &engine.ctx.queue, log_m, true);
     for p in 0..values.num_parts() {

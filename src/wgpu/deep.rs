@@ -17,7 +17,7 @@ use tracing::info_span;
 use super::{
     buffers::Chunked,
     download::{download_array, DownloadQueue, RecordSink, Sinks, Store, Target},
-    pipelines::Kernel,
+    kernels::{deep_combine, deep_evaluate},
     sizes::FELT_BYTES,
     Engine,
 };
@@ -32,7 +32,7 @@ use crate::{
 /// `DeepParams` of deep.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Default, Pod, Zeroable)]
-struct DeepParams {
+pub(super) struct DeepParams {
     count: u32,
     first: u32,
     src: [u32; 3],
@@ -109,22 +109,16 @@ fn element_words(components: &[Felt]) -> [[u32; 2]; 3] {
 }
 
 /// The elements of component `c` (0, 1, 2; past the column's degree, component 0 again) of
-/// column `col` of a segment of `degree`, from coefficient `first` on: their part and index.
+/// column `col` of a segment of `degree`, from coefficient `first` on: their index and part.
 fn component_sources(
     array: &Chunked,
     n: u64,
     col: u64,
     degree: u64,
     first: u64,
-) -> ([u32; 3], Vec<&::wgpu::Buffer>) {
-    let mut src = [0; 3];
-    let mut buffers = Vec::with_capacity(4);
-    for (c, offset) in src.iter_mut().enumerate() {
-        let (buffer, index) = array.locate((col * degree + c as u64 % degree) * n + first);
-        *offset = index;
-        buffers.push(buffer);
-    }
-    (src, buffers)
+) -> ([u32; 3], [&::wgpu::Buffer; 3]) {
+    let located = [0, 1, 2].map(|c| array.locate((col * degree + c % degree) * n + first));
+    (located.map(|(_, index)| index), located.map(|(buffer, _)| buffer))
 }
 
 // EVALUATION
@@ -174,10 +168,10 @@ pub(super) fn evaluate(
             let run_blocks = blocks.min(array.part_len / block_len).min(out_part).max(1);
             for col in 0..array.len / n / degree {
                 for first_block in (0..blocks).step_by(run_blocks as usize) {
-                    let (src, mut buffers) =
+                    let (src, [c0, c1, c2]) =
                         component_sources(array, n, col, degree, first_block * block_len);
                     let (out_buffer, out_first) = out.locate(block0 + first_block);
-                    buffers.push(out_buffer);
+                    let buffers = [c0, c1, c2, out_buffer];
                     let first = u64::from(out_first) * 2 * d;
                     let params = DeepParams {
                         count: to_u32(run_blocks, "blocks of a DEEP evaluation")?,
@@ -191,9 +185,9 @@ pub(super) fn evaluate(
                         ..DeepParams::default()
                     };
                     downloads.batch().dispatch_items(
-                        Kernel::DeepEvaluate,
+                        deep_evaluate(),
                         &params,
-                        &buffers,
+                        buffers,
                         run_blocks,
                     )?;
                 }
@@ -252,9 +246,9 @@ pub(super) fn combine(
                 let k = coefficients.next().expect("validated: one coefficient per column");
                 let k_words = element_words(k);
                 for first in (0..n).step_by(run as usize) {
-                    let (src, mut buffers) = component_sources(array, n, col, degree, first);
+                    let (src, [c0, c1, c2]) = component_sources(array, n, col, degree, first);
                     let (sum_buffer, sum_first) = sum.locate(first);
-                    buffers.push(sum_buffer);
+                    let buffers = [c0, c1, c2, sum_buffer];
                     let params = DeepParams {
                         count: to_u32(run, "elements of a DEEP sum")?,
                         first: sum_first,
@@ -265,12 +259,7 @@ pub(super) fn combine(
                         k: k_words,
                         ..DeepParams::default()
                     };
-                    downloads.batch().dispatch_items(
-                        Kernel::DeepCombine,
-                        &params,
-                        &buffers,
-                        run,
-                    )?;
+                    downloads.batch().dispatch_items(deep_combine(), &params, buffers, run)?;
                 }
                 init = 0;
             }

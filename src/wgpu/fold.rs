@@ -15,14 +15,19 @@ use crate::{
 };
 
 use super::{
-    batch::Batch, buffers::Chunked, constants::PowerTables, pipelines::Kernel,
-    shaders::saved_bytes, sizes::FELT_BYTES, Engine,
+    batch::Batch,
+    buffers::Chunked,
+    constants::PowerTables,
+    kernels::{fri_fold, fri_rows},
+    shaders::saved_bytes,
+    sizes::FELT_BYTES,
+    Engine,
 };
 
 /// `FriParams` of fri.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Default, Pod, Zeroable)]
-struct FriParams {
+pub(super) struct FriParams {
     count: u32,
     src_offset: u32,
     dst_offset: u32,
@@ -142,7 +147,7 @@ pub(super) fn record_layer_rows(
                 slot_step: to_u32(per_slot, "the rows of a FRI slot")?,
                 ..FriParams::default()
             };
-            batch.dispatch_items(Kernel::FriRows, &params, &[src, dst], params.count.into())?;
+            batch.dispatch_items(fri_rows(), &params, [src, dst], params.count.into())?;
         }
     }
     Ok(())
@@ -195,7 +200,7 @@ pub(super) fn record_fold(
             first: to_u32(first, "the first row of a FRI fold")?,
             ..base
         };
-        batch.dispatch_items(Kernel::FriFold, &params, &[src, dst, powers.0], run)?;
+        batch.dispatch_items(fri_fold(), &params, [src, dst, powers.0], run)?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{batch::Batch, context::device_error, pipelines::Kernel, Engine};
+use super::{batch::Batch, context::device_error, kernels, Engine};
 use crate::{
     committer::grind::{batch_len, first_in_batches, GrindRequest},
     error::Result,
@@ -11,7 +11,7 @@ use crate::{
 /// `GrindParams` of grind.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct GrindParams {
+pub(super) struct GrindParams {
     state: [[u32; 4]; 6],
     start_lo: u32,
     start_hi: u32,
@@ -68,7 +68,7 @@ pub(super) fn grind(engine: &Engine<'_>, request: &GrindRequest) -> Result<u64> 
             factor: request.grinding_factor,
         };
         let mut commands = Batch::new(ctx);
-        commands.dispatch_items(Kernel::Grind(request.hash), &params, &[&found], count)?;
+        commands.dispatch_items(kernels::grind(request.hash), &params, [&found], count)?;
         commands.copy(&found, 0, &readback, 0, 4);
         engine.submit(commands)?;
         let mapping = ctx.map(&readback, ::wgpu::MapMode::Read, ..)?;

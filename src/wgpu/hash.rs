@@ -7,7 +7,7 @@ use bytemuck::{Pod, Zeroable};
 use super::{
     batch::Batch,
     buffers::{PooledBuffer, STORAGE},
-    pipelines::Kernel,
+    kernels::{hash_rows, hash_rows_quad},
     shaders::{self, QUAD_HASHES},
     Engine,
 };
@@ -20,7 +20,7 @@ use crate::{
 /// `HashRowsParams` of hash_rows.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct HashRowsParams {
+pub(super) struct HashRowsParams {
     num_rows: u32,
     row_width: u32,
     num_cols: u32,
@@ -156,7 +156,6 @@ pub(super) fn record_hash_rows(
         RowSource::RowMajor => (0, 0, 0),
         RowSource::Coset { log_len, row0 } => (1, log_len, row0),
     };
-    let kernel = if on_quads { Kernel::HashRowsQuad(hash) } else { Kernel::HashRows(hash) };
     // Without copies, the quad kernel's copy binding takes the sponge buffer, never written
     // through it.
     let (copies, copy_offset) = buffers.copies.unwrap_or((buffers.sponges, 0));
@@ -181,10 +180,10 @@ pub(super) fn record_hash_rows(
         };
         if on_quads {
             let bound = [buffers.rows, buffers.leaves, buffers.sponges, copies];
-            batch.dispatch_items(kernel, &params, &bound, block.num_rows)?;
+            batch.dispatch_items(hash_rows_quad(hash), &params, bound, block.num_rows)?;
         } else {
             let bound = [buffers.rows, buffers.leaves, buffers.sponges];
-            batch.dispatch_items(kernel, &params, &bound, block.num_rows)?;
+            batch.dispatch_items(hash_rows(hash), &params, bound, block.num_rows)?;
         }
         first_event += num_events;
     }

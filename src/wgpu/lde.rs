@@ -6,7 +6,11 @@ use miden_crypto::Felt;
 use winter_math::FieldElement;
 
 use super::{
-    batch::Batch, buffers::Chunked, constants::PowerTables, ntt::record_dif, pipelines::Kernel,
+    batch::Batch,
+    buffers::Chunked,
+    constants::PowerTables,
+    kernels::{coset_scale, finish_interpolation, to_rows},
+    ntt::record_dif,
 };
 use crate::error::{to_u32, Result};
 
@@ -19,7 +23,7 @@ const NO_OFFSET: u32 = u32::MAX;
 /// `InterpolateParams` of interpolate.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct InterpolateParams {
+pub(super) struct InterpolateParams {
     count: u32,
     log_len: u32,
     src_offset: u32,
@@ -73,7 +77,7 @@ pub(super) fn record_finish_interpolation(
         factor_lo: factor as u32,
         factor_hi: (factor >> 32) as u32,
     };
-    batch.dispatch_items(Kernel::FinishInterpolation, &params, &[src, dst, powers], count)
+    batch.dispatch_items(finish_interpolation(), &params, [src, dst, powers], count)
 }
 
 // COSET INPUT
@@ -82,7 +86,7 @@ pub(super) fn record_finish_interpolation(
 /// `CosetParams` of coset.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct CosetParams {
+pub(super) struct CosetParams {
     count: u32,
     log_len: u32,
     src_offset: u32,
@@ -104,7 +108,7 @@ fn record_coset_scale(
     dst: &::wgpu::Buffer,
     powers: &::wgpu::Buffer,
 ) -> Result<()> {
-    batch.dispatch_items(Kernel::CosetScale, params, &[src, dst, powers], params.count.into())
+    batch.dispatch_items(coset_scale(), params, [src, dst, powers], params.count.into())
 }
 
 // COSET EVALUATION
@@ -258,5 +262,5 @@ pub(super) fn record_to_rows(
     src: &::wgpu::Buffer,
     dst: &::wgpu::Buffer,
 ) -> Result<()> {
-    batch.dispatch_items(Kernel::ToRows, params, &[src, dst], params.count.into())
+    batch.dispatch_items(to_rows(), params, [src, dst], params.count.into())
 }

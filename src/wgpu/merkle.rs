@@ -15,7 +15,7 @@ use super::{
     batch::Batch,
     buffers::{BufferPool, Chunked},
     download::{download_array, DownloadQueue, RecordSink, Sinks, Store, Target},
-    pipelines::Kernel,
+    kernels::{merge_nodes, merge_nodes_quad},
     shaders::QUAD_HASHES,
     sizes::DIGEST_BYTES,
 };
@@ -27,7 +27,7 @@ use crate::{
 /// `MergeParams` of merkle.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct MergeParams {
+pub(super) struct MergeParams {
     count: u32,
     log_group: u32,
     left_offset: u32,
@@ -123,9 +123,9 @@ fn record_level(
     let total = parents.len;
     let mask = (1u64 << log_group) - 1;
     let kernel = if batch.rescue_quads() && QUAD_HASHES.contains(&hash) {
-        Kernel::MergeNodesQuad(hash)
+        merge_nodes_quad(hash)
     } else {
-        Kernel::MergeNodes(hash)
+        merge_nodes(hash)
     };
     let mut first = 0;
     while first < total {
@@ -141,7 +141,7 @@ fn record_level(
             right_offset,
             dst_offset,
         };
-        batch.dispatch_items(kernel, &params, &[left_buffer, right_buffer, dst_buffer], count)?;
+        batch.dispatch_items(kernel, &params, [left_buffer, right_buffer, dst_buffer], count)?;
         first += count;
     }
     Ok(())

@@ -7,6 +7,8 @@
 //! - `shaders`, `pipelines`, `constants`: modules, pipelines and constant tables, made once;
 //! - `buffers`: the buffer pool and arrays split into binding-sized parts;
 //! - `batch`, `upload`, `download`: recording submissions, uploads, pipelined downloads;
+//! - `kernels`: every kernel typed by its parameter struct and its number of bindings, the only
+//!   way to dispatch one;
 //! - `ntt`, `lde`, `hash`, `merkle`, `fold`: the dispatches of each kernel family;
 //! - `sizes`: how work is split to fit the device;
 //! - `options`: [`WgpuOptions`], how a committer is made (the backend's only environment reads);
@@ -54,6 +56,7 @@ mod fold;
 mod fri;
 mod grind;
 mod hash;
+mod kernels;
 mod lde;
 mod merkle;
 mod ntt;

@@ -3,7 +3,10 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{batch::Batch, pipelines::Kernel};
+use super::{
+    batch::Batch,
+    kernels::{ntt_stage, ntt_stage_pair, ntt_tile},
+};
 use crate::error::{to_u32, Result};
 
 /// log2 of the elements one `ntt_tile` workgroup transforms (`LOG_TILE` in ntt.wgsl).
@@ -12,7 +15,7 @@ const LOG_TILE: u32 = 11;
 /// `NttParams` of ntt.wgsl.
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct NttParams {
+pub(super) struct NttParams {
     offset: u32,
     count: u32,
     log_half: u32,
@@ -45,13 +48,13 @@ pub(super) fn record_dif(
         log_half -= 1;
         if log_half > LOG_TILE {
             let params = NttParams { offset, count: count(elements / 4)?, log_half };
-            batch.dispatch_items(Kernel::NttStagePair, &params, &buffers, elements / 4)?;
+            batch.dispatch_items(ntt_stage_pair(), &params, buffers, elements / 4)?;
             log_half -= 1;
         } else {
             let params = NttParams { offset, count: count(elements / 2)?, log_half };
-            batch.dispatch_items(Kernel::NttStage, &params, &buffers, elements / 2)?;
+            batch.dispatch_items(ntt_stage(), &params, buffers, elements / 2)?;
         }
     }
     let params = NttParams { offset, count: count(elements)?, log_half: log_len.min(LOG_TILE) - 1 };
-    batch.dispatch(Kernel::NttTile, &params, &buffers, elements.div_ceil(1 << LOG_TILE))
+    batch.dispatch(ntt_tile(), &params, buffers, elements.div_ceil(1 << LOG_TILE))
 }

@@ -16,12 +16,12 @@ pub(super) const PARAMS_BYTES: u64 = 128;
 
 /// Read-only or read-write access of a storage binding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access {
+pub(super) enum Access {
     Read,
     ReadWrite,
 }
 
-/// One compute entry point.
+/// One compute entry point; dispatched through its typed constructor in `kernels`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum Kernel {
     /// One radix-2 DIF stage over the whole batch.
@@ -58,7 +58,7 @@ pub(super) enum Kernel {
 
 impl Kernel {
     /// Every kernel; the quad kernels only if `quads`.
-    fn all(quads: bool) -> Vec<Kernel> {
+    pub(super) fn all(quads: bool) -> Vec<Kernel> {
         let mut kernels = vec![
             Kernel::NttStage,
             Kernel::NttStagePair,
@@ -91,7 +91,8 @@ impl Kernel {
         }
     }
 
-    fn module(self) -> Module {
+    /// The shader module that holds the entry point.
+    pub(super) fn module(self) -> Module {
         match self {
             Kernel::NttStage | Kernel::NttStagePair | Kernel::NttTile => Module::Ntt,
             Kernel::CosetScale => Module::Coset,
@@ -105,7 +106,8 @@ impl Kernel {
         }
     }
 
-    fn entry_point(self) -> &'static str {
+    /// The entry point's name in WGSL.
+    pub(super) fn entry_point(self) -> &'static str {
         match self {
             Kernel::NttStage => "ntt_stage",
             Kernel::NttStagePair => "ntt_stage_pair",
@@ -125,8 +127,9 @@ impl Kernel {
         }
     }
 
-    /// The storage bindings 1, 2, ... in order.
-    fn storage(self) -> &'static [Access] {
+    /// The storage bindings 1, 2, ... in order (as many as its typed constructor in `kernels`
+    /// binds, which a test checks with the WGSL).
+    pub(super) fn storage(self) -> &'static [Access] {
         use Access::*;
         match self {
             Kernel::NttStage | Kernel::NttStagePair | Kernel::NttTile => &[ReadWrite, Read],

@@ -1,0 +1,212 @@
+//! Every kernel dispatch of the backend, typed: one constructor per entry point, returning a
+//! [`TypedKernel`] that knows the kernel's parameter struct and its number of storage bindings.
+//! [`super::batch::Batch::dispatch`] takes only a typed kernel, the parameters as that struct and
+//! exactly that many buffers, so a dispatch with the wrong parameter struct or buffer count does
+//! not compile. No other module makes a typed kernel.
+//!
+//! The binding counts are written once, in [`typed_kernels!`] below; a unit test parses every
+//! composed shader with naga and checks each entry point's bindings (the parameter uniform,
+//! then the storage buffers with their access, and the hash constants' group) against the
+//! typed kernel and the pipeline layout made for it, so a drift between the Rust and WGSL sides
+//! fails without a device. The parameter structs themselves are checked against their WGSL
+//! twins by `params_layout`.
+
+use std::marker::PhantomData;
+
+use super::{
+    deep::DeepParams,
+    fold::FriParams,
+    grind::GrindParams,
+    hash::HashRowsParams,
+    lde::{CosetParams, InterpolateParams, RowsParams},
+    merkle::MergeParams,
+    ntt::NttParams,
+    pipelines::Kernel,
+};
+use crate::hash::HashFunction;
+
+// TYPED KERNEL
+// ================================================================================================
+
+/// A kernel whose parameter block is a `P` and which binds `N` storage buffers (bindings 1 to
+/// `N` of group 0).
+pub(super) struct TypedKernel<P, const N: usize> {
+    kernel: Kernel,
+    _params: PhantomData<fn(&P)>,
+}
+
+impl<P, const N: usize> Clone for TypedKernel<P, N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P, const N: usize> Copy for TypedKernel<P, N> {}
+
+impl<P, const N: usize> TypedKernel<P, N> {
+    const fn new(kernel: Kernel) -> Self {
+        Self { kernel, _params: PhantomData }
+    }
+
+    /// The entry point (its pipeline, its lanes, its constants).
+    pub fn kernel(self) -> Kernel {
+        self.kernel
+    }
+}
+
+/// A kernel typed as binding nothing, with an arbitrary parameter block: recording tests
+/// without a device (which has no buffers to bind).
+#[cfg(test)]
+pub(super) fn unbound(kernel: Kernel) -> TypedKernel<[u32; 4], 0> {
+    TypedKernel::new(kernel)
+}
+
+// KERNELS
+// ================================================================================================
+
+/// `_`, for a variant's field in a pattern.
+#[cfg(test)]
+macro_rules! wildcard {
+    ($arg:ident) => {
+        _
+    };
+}
+
+/// The constructors of the typed kernels, `name(args) = Kernel::Variant(args): Params, N;`,
+/// and the binding count of every kernel for the test ([`storage_bindings`]).
+macro_rules! typed_kernels {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident($($arg:ident: $arg_ty:ty)?) = $variant:path: $params:ty, $bindings:literal;
+    )*) => {
+        $(
+            $(#[$doc])*
+            pub(super) fn $name($($arg: $arg_ty)?) -> TypedKernel<$params, $bindings> {
+                TypedKernel::new($variant $(($arg))?)
+            }
+        )*
+
+        /// The storage bindings of `kernel`'s typed constructor.
+        #[cfg(test)]
+        fn storage_bindings(kernel: Kernel) -> usize {
+            match kernel {
+                $($variant $((wildcard!($arg)))? => $bindings,)*
+            }
+        }
+    };
+}
+
+typed_kernels! {
+    /// One radix-2 DIF stage: data, twiddles.
+    ntt_stage() = Kernel::NttStage: NttParams, 2;
+    /// Two radix-2 DIF stages in one pass: data, twiddles.
+    ntt_stage_pair() = Kernel::NttStagePair: NttParams, 2;
+    /// The small DIF stages in workgroup memory: data, twiddles.
+    ntt_tile() = Kernel::NttTile: NttParams, 2;
+    /// Coset scaling of coefficients: source, destination, powers.
+    coset_scale() = Kernel::CosetScale: CosetParams, 3;
+    /// Bit reversal and scaling after an inverse NTT: source, destination, powers.
+    finish_interpolation() = Kernel::FinishInterpolation: InterpolateParams, 3;
+    /// Evaluations into row-major LDE rows: source, destination.
+    to_rows() = Kernel::ToRows: RowsParams, 2;
+    /// Row hashes into leaves: rows, leaves, saved sponges.
+    hash_rows(hash: HashFunction) = Kernel::HashRows: HashRowsParams, 3;
+    /// Whole-row hashes on quads: rows (or coset evaluations), leaves, saved sponges, copied
+    /// rows.
+    hash_rows_quad(hash: HashFunction) = Kernel::HashRowsQuad: HashRowsParams, 4;
+    /// One Merkle level: left children, right children, parents.
+    merge_nodes(hash: HashFunction) = Kernel::MergeNodes: MergeParams, 3;
+    /// One Merkle level on quads: left children, right children, parents.
+    merge_nodes_quad(hash: HashFunction) = Kernel::MergeNodesQuad: MergeParams, 3;
+    /// Coset evaluations into the first FRI layer's rows: source, destination.
+    fri_rows() = Kernel::FriRows: FriParams, 2;
+    /// FRI layer rows folded into the next layer: source, destination, powers.
+    fri_fold() = Kernel::FriFold: FriParams, 3;
+    /// One column into the DEEP combination: three component sources, the sum.
+    deep_combine() = Kernel::DeepCombine: DeepParams, 4;
+    /// Blocks of one column at the out-of-domain points: three component sources, the values.
+    deep_evaluate() = Kernel::DeepEvaluate: DeepParams, 4;
+    /// A batch of proof-of-work nonces: the nonce found.
+    grind(hash: HashFunction) = Kernel::Grind: GrindParams, 1;
+}
+
+// TESTS
+// ================================================================================================
+
+#[cfg(test)]
+mod tests {
+    use naga::{
+        valid::{Capabilities, ShaderStages, SubgroupOperationSet, ValidationFlags, Validator},
+        AddressSpace, StorageAccess,
+    };
+
+    use super::*;
+    use crate::wgpu::{pipelines::Access, shaders::Arithmetic};
+
+    /// The group-0 and group-1 bindings `kernel`'s entry point uses in its module's source:
+    /// (group 0 bindings in order with their address space, whether it uses group 1).
+    fn used_bindings(kernel: Kernel) -> (Vec<(u32, AddressSpace)>, bool) {
+        let quads = kernel.lanes() > 1;
+        let source = kernel.module().source(Arithmetic::U32, quads);
+        let module = naga::front::wgsl::parse_str(&source)
+            .unwrap_or_else(|e| panic!("{:?}: {}", kernel, e.emit_to_string(&source)));
+        let mut validator = Validator::new(ValidationFlags::all(), Capabilities::all());
+        validator
+            .subgroup_stages(ShaderStages::COMPUTE)
+            .subgroup_operations(SubgroupOperationSet::all());
+        let info = validator.validate(&module).expect("the composed shader validates");
+        let index = module
+            .entry_points
+            .iter()
+            .position(|entry| entry.name == kernel.entry_point())
+            .unwrap_or_else(|| panic!("{kernel:?}: no entry point {}", kernel.entry_point()));
+        let uses = info.get_entry_point(index);
+        let mut group0 = Vec::new();
+        let mut group1 = false;
+        for (handle, global) in module.global_variables.iter() {
+            let Some(binding) = &global.binding else { continue };
+            if uses[handle].is_empty() {
+                continue;
+            }
+            match binding.group {
+                0 => group0.push((binding.binding, global.space)),
+                1 => group1 = true,
+                group => panic!("{kernel:?}: binds group {group}"),
+            }
+        }
+        group0.sort_by_key(|&(binding, _)| binding);
+        (group0, group1)
+    }
+
+    #[test]
+    fn every_kernel_binds_what_its_wgsl_entry_point_declares() {
+        let mut failures = Vec::new();
+        for kernel in Kernel::all(true) {
+            let storage = kernel.storage();
+            if storage_bindings(kernel) != storage.len() {
+                failures.push(format!(
+                    "{kernel:?}: typed with {} storage bindings, laid out with {}",
+                    storage_bindings(kernel),
+                    storage.len()
+                ));
+            }
+            let (group0, group1) = used_bindings(kernel);
+            let mut expected = vec![(0, AddressSpace::Uniform)];
+            expected.extend(storage.iter().zip(1..).map(|(access, binding)| {
+                let access = match access {
+                    Access::Read => StorageAccess::LOAD,
+                    Access::ReadWrite => StorageAccess::LOAD | StorageAccess::STORE,
+                };
+                (binding, AddressSpace::Storage { access })
+            }));
+            if group0 != expected {
+                failures
+                    .push(format!("{kernel:?}: WGSL binds {group0:?}, the layout {expected:?}"));
+            }
+            if group1 != kernel.constants().is_some() {
+                failures.push(format!("{kernel:?}: WGSL uses the constants group: {group1}"));
+            }
+        }
+        assert!(failures.is_empty(), "kernel bindings differ:\n{}", failures.join("\n"));
+    }
+}
