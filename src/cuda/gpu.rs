@@ -15,10 +15,11 @@ use super::{
     health::Health,
     kernels::sig,
     launch::{Kernel, Module, Signature},
+    options::CudaOptions,
     program::{compile_for_arch, HASHES},
     shared_device::SharedDevice,
+    tables::{twiddle_bytes, TwiddleKey},
     transfer::{self, Lane, Ring},
-    CudaOptions,
 };
 use crate::{
     hash::{Digest, HashFunction},
@@ -274,19 +275,6 @@ impl GpuState {
         self.buffers.release();
         self.twiddles.0.retain(|key, _| keep.contains(key));
     }
-}
-
-/// A twiddle table's size and direction: `(log_n, inverse)`.
-pub(super) type TwiddleKey = (u32, bool);
-
-/// Bytes of the twiddle table of a size-2^log_n transform (`stage_twiddles`: n words).
-pub(super) fn twiddle_bytes(log_n: u32) -> u64 {
-    8 << log_n
-}
-
-/// Bytes of the twiddle tables `keys`.
-pub(super) fn twiddles_bytes(keys: &[TwiddleKey]) -> u64 {
-    keys.iter().map(|&(log_n, _)| twiddle_bytes(log_n)).sum()
 }
 
 /// One GPU.

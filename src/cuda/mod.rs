@@ -23,11 +23,13 @@
 //! - `kernels`: one typed launch function per kernel signature, the only place kernel arguments
 //!   are packed (checked against `cuda/*.cu` by its test);
 //! - `program`: the kernel sources, the constants generated for them, NVRTC compilation;
-//! - `tables`: power tables and the split of an NTT into passes;
+//! - `tables`: power tables, the keys and sizes of the twiddle tables, and the split of an NTT
+//!   into passes;
 //! - `devices`: which GPUs (the driver's count, the options' list checked against it);
 //! - `gpu`: one open GPU (streams, kernels, buffers, cached tables);
 //! - `transfer`: host transfers through rings of pinned buffers;
-//! - `plan`: the shape of a commitment's work (per request, per GPU, per pass);
+//! - `plan`: the shape of a commitment's work (per request, per GPU, per pass) and the buffers
+//!   it needs (its footprint);
 //! - `shared_device`: what the committers of the process share on one GPU (its memory gauge, the
 //!   turn of their calls);
 //! - `memory`: the device memory budget (cosets per pass);
@@ -44,7 +46,8 @@
 //! - `fri`: the FRI commit phase (DEEP evaluation, layer commitments and folding) on the first GPU;
 //! - `standalone`: the trait's single stages (`hash_rows`, `build_tree`, `grind`) on the first
 //!   GPU;
-//! - `timeline`: stage times from events.
+//! - `timeline`: stage times from events;
+//! - `recovery`: the GPUs drained, or marked lost, after a failed call.
 
 mod assemble;
 mod buffer;
@@ -64,6 +67,7 @@ mod memory;
 mod options;
 mod plan;
 mod program;
+mod recovery;
 mod resident;
 mod result_pool;
 mod shared_device;
@@ -92,9 +96,11 @@ use self::{
     gpu::{Gpu, GpuState},
     health::Health,
     kept_rows::CudaKeptRows,
+    recovery::recover,
     resident::{CudaResident, ResidentShare},
     result_pool::ResultPool,
     staged_sources::StagedSources,
+    status::unavailable,
 };
 use crate::{
     backend::Backend,
@@ -176,7 +182,7 @@ impl CudaCommitter {
         options.check()?;
         let ordinals = devices::select(options.devices.as_deref())?;
         if !program::nvrtc_present() {
-            return Err(program::unavailable("the NVRTC library (libnvrtc) was not found"));
+            return Err(unavailable("the NVRTC library (libnvrtc) was not found"));
         }
         let health = Arc::new(Health::new(Backend::Cuda, options.wait_timeout));
         let mut gpus = Vec::with_capacity(ordinals.len());
@@ -514,22 +520,5 @@ impl GpuCommitter for CudaCommitter {
             )?;
             fri::commit_fri(&self.gpus, &mut states[0], request, shape, channel)
         })
-    }
-}
-
-// RECOVERY
-// ================================================================================================
-
-/// After a call that failed with `error`: an error that leaves the GPUs unusable marks them
-/// lost, and their work is not waited for; otherwise every stream of `gpus` is drained, so that
-/// none of the call's work still runs when its buffers are reused, and a drain that fails marks
-/// them lost.
-fn recover(gpus: &[Gpu], health: &Health, error: &GpuError) {
-    health.note(error);
-    if health.is_lost() {
-        return;
-    }
-    if let Err(drain) = gpus.iter().try_for_each(Gpu::drain) {
-        health.mark_lost(&drain.to_string());
     }
 }

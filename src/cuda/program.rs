@@ -18,7 +18,7 @@ use miden_crypto::{
     Felt,
 };
 
-use super::CudaOptions;
+use super::{options::CudaOptions, status::unavailable};
 use crate::{
     backend::Backend,
     error::GpuError,
@@ -367,8 +367,4 @@ fn with_log(error: GpuError, log: &str) -> GpuError {
         },
         other => other,
     }
-}
-
-pub(super) fn unavailable(reason: &str) -> GpuError {
-    GpuError::BackendUnavailable { backend: Backend::Cuda, reason: reason.to_string() }
 }
