@@ -24,6 +24,7 @@ pub(super) fn select(requested: Option<&[usize]>) -> Result<Vec<usize>> {
 /// GPU. Opens no device and compiles nothing.
 pub fn device_count() -> Result<usize> {
     // dynamic loading panics on a missing library: look for it first
+    // SAFETY: only looks for the library; loads nothing and calls no entry point.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return Err(unavailable("the CUDA driver library (libcuda) was not found"));
     }

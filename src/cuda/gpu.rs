@@ -381,6 +381,8 @@ impl Gpu {
     fn enable_peer_access(&self, peer: &Gpu) -> DriverResult<bool> {
         let mut can = 0;
         check(
+            // SAFETY: `can` is a live integer to write, and both devices are handles of open
+            // contexts.
             unsafe {
                 sys::cuDeviceCanAccessPeer(&mut can, self.ctx.cu_device(), peer.ctx.cu_device())
                     .result()
@@ -391,6 +393,8 @@ impl Gpu {
             return Ok(false);
         }
         bind(&self.ctx)?;
+        // SAFETY: the context is bound and `peer`'s context is live; the call only changes what
+        // this context may reach.
         match unsafe { sys::cuCtxEnablePeerAccess(peer.ctx.cu_ctx(), 0) } {
             sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
                 Ok(true)

@@ -251,6 +251,7 @@ fn hex_list<'a>(values: impl Iterator<Item = &'a Felt>) -> String {
 /// Whether the NVRTC library can be loaded (dynamic loading panics on a missing library, so every
 /// entry point checks this first).
 pub(super) fn nvrtc_present() -> bool {
+    // SAFETY: only looks for the library; loads nothing and calls no entry point.
     unsafe { nvrtc::is_culib_present() }
 }
 
@@ -284,6 +285,8 @@ fn compile(source: &str, arch: &str) -> Result<Vec<u8>, GpuError> {
         options.iter().map(|o| CString::new(o.as_str()).expect("no NUL in options")).collect();
     let pointers: Vec<*const core::ffi::c_char> = options.iter().map(|o| o.as_ptr()).collect();
     let status =
+        // SAFETY: `program` is live, and `pointers` holds `pointers.len()` NUL-terminated options
+        // that `options` keeps alive through the call.
         unsafe { nvrtc::nvrtcCompileProgram(program.0, pointers.len() as i32, pointers.as_ptr()) };
     let log = program.log()?;
     nvrtc_check(status, "nvrtcCompileProgram").map_err(|e| with_log(e, &log))?;
@@ -291,9 +294,12 @@ fn compile(source: &str, arch: &str) -> Result<Vec<u8>, GpuError> {
         return Err(with_log(compile_error("NVRTC reported diagnostics"), &log));
     }
     let mut size = 0usize;
+    // SAFETY: `program` is live and has been compiled; `size` is a live integer to write.
     nvrtc_check(unsafe { nvrtc::nvrtcGetCUBINSize(program.0, &mut size) }, "nvrtcGetCUBINSize")?;
     let mut cubin = vec![0u8; size];
     nvrtc_check(
+        // SAFETY: `cubin` holds the `size` bytes that `nvrtcGetCUBINSize` reported for this
+        // program.
         unsafe { nvrtc::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast()) },
         "nvrtcGetCUBIN",
     )?;
@@ -308,6 +314,8 @@ impl Program {
         let source =
             CString::new(source).map_err(|_| compile_error("kernel source contains a NUL byte"))?;
         let mut raw = core::ptr::null_mut();
+        // SAFETY: `raw` is a live handle to write, `source` and the name are NUL-terminated and
+        // outlive the call (NVRTC copies them), and no headers are given (count 0, null arrays).
         let status = unsafe {
             nvrtc::nvrtcCreateProgram(
                 &mut raw,
@@ -325,11 +333,14 @@ impl Program {
     fn log(&self) -> Result<String, GpuError> {
         let mut size = 0usize;
         nvrtc_check(
+            // SAFETY: the program is live and `size` a live integer to write.
             unsafe { nvrtc::nvrtcGetProgramLogSize(self.0, &mut size) },
             "nvrtcGetProgramLogSize",
         )?;
         let mut log = vec![0u8; size.max(1)];
         nvrtc_check(
+            // SAFETY: `log` holds at least the `size` bytes that `nvrtcGetProgramLogSize` reported
+            // (one if none).
             unsafe { nvrtc::nvrtcGetProgramLog(self.0, log.as_mut_ptr().cast()) },
             "nvrtcGetProgramLog",
         )?;
@@ -341,6 +352,7 @@ impl Program {
 
 impl Drop for Program {
     fn drop(&mut self) {
+        // SAFETY: the program was created by `Program::new` and is destroyed once here.
         let _ = unsafe { nvrtc::nvrtcDestroyProgram(&mut self.0) };
     }
 }
@@ -349,6 +361,7 @@ fn nvrtc_check(status: nvrtc::nvrtcResult, what: &str) -> Result<(), GpuError> {
     if status == nvrtc::nvrtcResult::NVRTC_SUCCESS {
         return Ok(());
     }
+    // SAFETY: NVRTC returns a static NUL-terminated string for every status.
     let text = unsafe { CStr::from_ptr(nvrtc::nvrtcGetErrorString(status)) };
     Err(compile_error(&format!("{what}: {}", text.to_string_lossy())))
 }
