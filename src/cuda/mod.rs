@@ -87,8 +87,9 @@ use std::sync::{
 use crate::health::inject::Injector;
 
 pub use devices::{device_count, pci_addresses, PciAddress};
+pub use kernels::KERNELS;
 pub use options::{CudaOptions, DEVICES_ENV, MEMORY_LIMIT_ENV};
-pub use program::{compile_for_arch, kernel_source, kernel_source_with, KERNELS};
+pub use program::{compile_for_arch, kernel_source, kernel_source_with};
 
 use self::{
     commit::HostWork,

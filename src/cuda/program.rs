@@ -77,48 +77,6 @@ const DEEP: &str = include_str!("../../cuda/deep.cu");
 pub(super) const KERNEL_FILES: [(&str, &str); 4] =
     [("ntt.cu", NTT), ("hash.cu", HASH), ("fri.cu", FRI), ("deep.cu", DEEP)];
 
-/// Every kernel the backend launches.
-pub const KERNELS: [&str; 38] = [
-    "ntt_pass",
-    "scale_coefficients",
-    "coset_ntt_first_pass",
-    "hash_rows_rpo",
-    "hash_rows_rpo_partitioned",
-    "hash_rows_rpx",
-    "hash_rows_rpx_partitioned",
-    "hash_rows_poseidon2",
-    "hash_rows_poseidon2_partitioned",
-    "hash_rows_blake3_192",
-    "hash_rows_blake3_192_partitioned",
-    "hash_rows_blake3_256",
-    "hash_rows_blake3_256_partitioned",
-    "merkle_level_rpo",
-    "merkle_level_rpx",
-    "merkle_level_poseidon2",
-    "merkle_level_blake3_192",
-    "merkle_level_blake3_256",
-    "merkle_top_rpo",
-    "merkle_top_rpx",
-    "merkle_top_poseidon2",
-    "merkle_top_blake3_192",
-    "merkle_top_blake3_256",
-    "grind_rpo",
-    "grind_rpx",
-    "fri_spread",
-    "fri_to_slots",
-    "fri_fold_base",
-    "fri_fold_quadratic",
-    "fri_fold_cubic",
-    "gather_words",
-    "copy_rows",
-    "deep_combine_base",
-    "deep_combine_quadratic",
-    "deep_combine_cubic",
-    "deep_evaluate_base",
-    "deep_evaluate_quadratic",
-    "deep_evaluate_cubic",
-];
-
 // SOURCE
 // ================================================================================================
 
