@@ -35,7 +35,9 @@
 //! - `memory`: the device memory budget (cosets per pass);
 //! - `lde`, `hashing`: the stages enqueued on one GPU (upload, interpolation and LDE; row
 //!   hashing and Merkle levels);
-//! - `commit`: one commitment over the GPUs, their exchange of LDE rows, the passes;
+//! - `lane`: one GPU's lane through a commitment (its state, share, timeline and events), and
+//!   the exchange of LDE rows between lanes;
+//! - `commit`: one commitment over the GPUs' lanes, in its four steps;
 //! - `assemble`: the results on the host (their memory, downloads and assembly);
 //! - `result_pool`: host memory registered once and lent for the LDE rows and Merkle trees,
 //!   which the GPUs write directly, and for the sources, which they read directly
@@ -61,6 +63,7 @@ mod hashing;
 mod health;
 mod kept_rows;
 mod kernels;
+mod lane;
 mod launch;
 mod lde;
 mod memory;
@@ -97,6 +100,7 @@ use self::{
     gpu::{Gpu, GpuState},
     health::Health,
     kept_rows::CudaKeptRows,
+    plan::Plan,
     recovery::recover,
     resident::{CudaResident, ResidentShare},
     result_pool::ResultPool,
@@ -321,12 +325,11 @@ impl CudaCommitter {
             let gpus: Vec<&Gpu> = self.gpus.iter().collect();
             let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
             let limit = self.options.memory_limit;
+            let plan = Plan::new(request, shape, sources_registered);
             let (mut commitment, times, rows_kept) = commit::commit(
                 &gpus,
                 &mut state_refs,
-                request,
-                sources_registered,
-                shape,
+                plan,
                 limit,
                 Keep { polys: keep_polys, rows: keep_rows },
                 &self.host_work,

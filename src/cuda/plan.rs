@@ -274,6 +274,44 @@ impl Passes {
     pub(super) fn k0(&self, p: usize) -> usize {
         p * self.cosets
     }
+
+    /// The last pass over the LDE of `plan` (there is at least one: `cosets` divides the
+    /// blowup).
+    pub(super) fn last<'p>(&self, plan: &'p Plan<'p>) -> Pass<'p> {
+        Pass { plan, passes: *self, index: self.count - 1 }
+    }
+
+    /// The passes over the LDE of `plan`, in order.
+    pub(super) fn each<'p>(&self, plan: &'p Plan<'p>) -> impl Iterator<Item = Pass<'p>> {
+        let passes = *self;
+        (0..passes.count).map(move |index| Pass { plan, passes, index })
+    }
+}
+
+/// One pass over a commitment's LDE, as the stages on each GPU see it: the plan, how the LDE is
+/// walked, and which pass this is.
+#[derive(Clone, Copy)]
+pub(super) struct Pass<'p> {
+    pub(super) plan: &'p Plan<'p>,
+    pub(super) passes: Passes,
+    pub(super) index: usize,
+}
+
+impl<'p> Pass<'p> {
+    /// The first pass over the LDE of `plan` (the one that step 1 extends the columns over).
+    pub(super) fn first(plan: &'p Plan<'p>, passes: Passes) -> Self {
+        Self { plan, passes, index: 0 }
+    }
+
+    /// Whether this is the last pass (the one after which the subtrees are built).
+    pub(super) fn is_last(&self) -> bool {
+        self.index + 1 == self.passes.count
+    }
+
+    /// The first coset of this pass.
+    pub(super) fn k0(&self) -> usize {
+        self.passes.k0(self.index)
+    }
 }
 
 // SHARES
