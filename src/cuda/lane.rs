@@ -149,7 +149,8 @@ impl<'a> GpuLane<'a> {
     }
 
     /// Hashes the lane's rows of `pass` (after what is enqueued: the LDE, or the gathers), and
-    /// on the last pass builds its subtrees.
+    /// on the last pass builds its subtrees; records first that its gathers of the pass are
+    /// enqueued (what the next pass's LDE on the other lanes waits for).
     pub(super) fn hash(&mut self, pass: Pass<'_>) -> DriverResult<()> {
         let gpu = self.gpu;
         self.gathered = Some(gpu.completion()?);
