@@ -78,23 +78,18 @@ impl HostResults {
         [rows, self.leaves.spare_bytes(), self.nodes.spare_bytes()]
     }
 
-    /// The last downloads of the GPU doing `share`: its polynomials where reserved (once
-    /// `interpolated`), the last pass's rows (`last`), its leaves (after the last hash chunk) and
-    /// its subtrees of `blocks` Merkle blocks: the `early` levels one by one as they are built,
-    /// the levels above them once `tree_done`.
-    #[allow(clippy::too_many_arguments)]
+    /// The last downloads of one GPU, of its `outputs` (`plan` walked in `passes`, the tree in
+    /// `blocks` Merkle blocks): its polynomials where reserved (once interpolated), the last
+    /// pass's rows, its leaves (after the last hash chunk) and its subtrees: the early levels one
+    /// by one as they are built, the levels above them once the tree is done.
     pub(super) fn final_downloads<'a>(
         &mut self,
-        buffers: &'a Buffers,
+        outputs: GpuOutputs<'a>,
         plan: &Plan<'_>,
-        share: &Share,
         passes: &Passes,
         blocks: usize,
-        interpolated: &'a Event,
-        last: &'a HashedChunks,
-        early: &'a EarlyLevels,
-        tree_done: &'a Event,
     ) -> DriverResult<Vec<Download<'a>>> {
+        let GpuOutputs { buffers, share, interpolated, last, early, tree_done } = outputs;
         let (n, lde_len) = (plan.shape.poly_len, plan.shape.lde_len);
         // the polynomials are ready first: they download while the last pass hashes
         let mut list: Vec<Download<'_>> = Vec::new();
@@ -160,6 +155,21 @@ impl HostResults {
             Commitment { polys, lde, leaves, nodes, resident: None, kept_rows: None }
         }
     }
+}
+
+/// What one GPU leaves for the last downloads: its buffers and share, and the events after which
+/// each part is final.
+pub(super) struct GpuOutputs<'a> {
+    pub(super) buffers: &'a Buffers,
+    pub(super) share: &'a Share,
+    /// After its polynomials.
+    pub(super) interpolated: &'a Event,
+    /// The last pass's hash chunks (each chunk's rows after its event, the leaves after the last).
+    pub(super) last: &'a HashedChunks,
+    /// The Merkle levels that download as soon as they are built.
+    pub(super) early: &'a EarlyLevels,
+    /// After its subtrees.
+    pub(super) tree_done: &'a Event,
 }
 
 /// Where a large result lands on the host.

@@ -183,6 +183,8 @@ impl<T: DeviceElement> DeviceBuffer<T> {
         })?;
         bind(&alloc.ctx)?;
         let bytes = needed.max(1);
+        // SAFETY: the context is bound; the driver allocates `bytes` bytes (at least 1) and returns
+        // their address or an error.
         match driver_call!(alloc.health, Allocation, unsafe { result::malloc_sync(bytes) }) {
             Ok(ptr) => {
                 alloc.gauge.add(bytes as u64);
@@ -243,6 +245,8 @@ impl<T> Drop for DeviceBuffer<T> {
     /// device the memory is left to the context: that work may never end.
     fn drop(&mut self) {
         if !self.health.is_lost() && bind(&self.ctx).is_ok() {
+            // SAFETY: `ptr` is this value's allocation, freed once here; `cuMemFree` waits for the
+            // device work that may still use it.
             let _ = unsafe { result::free_sync(self.ptr) };
         }
         self.gauge.sub(self.bytes as u64);
@@ -251,6 +255,8 @@ impl<T> Drop for DeviceBuffer<T> {
 
 // SAFETY: the allocation is plain device memory owned by this value.
 unsafe impl<T> Send for DeviceBuffer<T> {}
+// SAFETY: shared references read the address and length alone; device writes go through `&mut`
+// slices or kernels ordered by events.
 unsafe impl<T> Sync for DeviceBuffer<T> {}
 
 // SLICES
@@ -553,12 +559,15 @@ impl Stream {
         }
         let bytes = src.len() * size_of::<T>();
         let (dst_ctx, src_ctx) = (dst.ctx(), src.ctx());
-        // SAFETY: both ranges lie in live allocations of `bytes` bytes (their slices' promise).
         let status = if Arc::ptr_eq(dst_ctx, src_ctx) {
+            // SAFETY: both ranges lie in live allocations of `bytes` bytes (their slices'
+            // promise), of one context.
             unsafe {
                 sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, self.raw())
             }
         } else {
+            // SAFETY: both ranges lie in live allocations of `bytes` bytes (their slices'
+            // promise), each in the live context named beside it.
             unsafe {
                 sys::cuMemcpyPeerAsync(
                     dst.device_ptr(),

@@ -22,28 +22,27 @@
 //! whole. On the host, the result vectors are faulted in by background threads while the GPUs
 //! compute, since with several GPUs the page faults of fresh memory bound the download.
 //!
-//! This module orders the work; the stages it enqueues on each GPU are in `lde` and `hashing`,
-//! the host side of the results in `assemble`.
+//! This module orders the work, in four steps over the GPUs' lanes (`lane`: one GPU's state,
+//! share, timeline and events, and the exchange of rows between lanes); the stages a lane
+//! enqueues are in `lde` and `hashing`, the host side of the results in `assemble`.
 
 use std::{ops::Range, sync::Arc};
 
 use super::{
-    assemble::{download, row_downloads, HostResults},
-    buffer::Scratch,
-    driver::{DriverResult, Event},
-    gpu::{Buffers, Gpu, GpuState},
-    hashing::{enqueue_hash, enqueue_tree, HashedChunks},
-    kernels::{self, Grid},
-    lde::{enqueue_pass_lde, Upload},
-    memory::{self, Footprint},
-    plan::{log_blocks, Passes, Plan, Share},
+    assemble::{download, HostResults},
+    driver::DriverResult,
+    gpu::{Gpu, GpuState},
+    hashing::HashedChunks,
+    lane::{enqueue_pass_lde_after_gathers, gather, GpuLane, Split},
+    memory,
+    plan::{log_blocks, Footprint, Pass, Passes, Plan, Share},
     result_pool::ResultPool,
-    timeline::{Stage, Timeline},
-    transfer::Ring,
+    timeline::Stage,
+    transfer::{Download, Ring},
 };
 use crate::{
     committer::StageTimes,
-    committer::{CommitRequest, Commitment, Keep, Shape},
+    committer::{Commitment, Keep, Shape},
     error::Result,
     host::{prefault, HostOptions},
 };
@@ -70,24 +69,20 @@ pub(super) fn column_shares(gpus: usize, shape: &Shape) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// Commits `request` on `gpus` (with their states), within `memory_limit` bytes per GPU if given
-/// (else within each device's free memory), the host's side as `host_work` says (the request's
-/// sources in registered memory where `sources_registered`, see `staged_sources`); returns the
-/// commitment (its polynomials left in the GPUs' `polys` buffers if `keep.polys`, else
+/// Commits as `plan` says on `gpus` (with their states), within `memory_limit` bytes per GPU if
+/// given (else within each device's free memory), the host's side as `host_work` says; returns
+/// the commitment (its polynomials left in the GPUs' `polys` buffers if `keep.polys`, else
 /// downloaded), per-GPU times, and whether the rows were left in the GPUs' `lde` buffers instead
 /// of downloaded (asked for with `keep.rows`, and possible where the LDE takes one pass).
-#[allow(clippy::too_many_arguments)]
 pub(super) fn commit(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
-    request: &CommitRequest<'_>,
-    sources_registered: bool,
-    shape: Shape,
+    plan: Plan<'_>,
     memory_limit: Option<u64>,
     keep: Keep,
     host_work: &HostWork,
 ) -> Result<(Commitment, Vec<StageTimes>, bool)> {
-    let plan = Plan::new(request, shape, sources_registered);
+    let shape = plan.shape;
     let g_count = gpus.len().min(shape.num_cols).max(1);
     let (gpus, states) = (&gpus[..g_count], &mut states[..g_count]);
     let log_b = log_blocks(g_count, plan.log_n);
@@ -106,44 +101,21 @@ pub(super) fn commit(
             "cuda: the LDE exceeds the device memory budget; streaming it in coset groups"
         );
     }
+    let split = Split { lanes: g_count, rows_to_host: !keep_rows, blocks };
 
     // 1. upload, interpolate, and the first pass's LDE, column group by column group, the GPUs
     //    taking turns so that all of them start early; with several GPUs each one gathers a
     //    group's rows from every GPU as soon as that group's LDE is done, while the host still
     //    stages the later groups (the upload, not the GPUs, sets the pace of this step)
+    let first = Pass::first(&plan, passes);
     let coset_tables = plan.coset_tables(cosets);
-    let mut timelines = Vec::with_capacity(g_count);
-    let mut uploads = Vec::with_capacity(g_count);
-    for ((gpu, state), share) in gpus.iter().zip(states.iter_mut()).zip(&shares) {
-        timelines.push(Timeline::new(gpu)?);
-        uploads.push(Upload::new(gpu, state, &plan, share, &passes, &coset_tables)?);
-        if g_count > 1 {
-            let slab_len = shape.num_cols * (share.t.len() << passes.log_cosets);
-            state.buffers.slab.get(&gpu.alloc, slab_len)?;
-        }
-    }
-    {
-        let _span = tracing::info_span!("cuda.upload_and_lde", gpus = g_count).entered();
-        let rounds = uploads.iter().map(|u| u.groups.len()).max().unwrap_or(0);
-        for round in 0..rounds {
-            for (g, (gpu, state)) in gpus.iter().zip(states.iter_mut()).enumerate() {
-                uploads[g].enqueue_group(gpu, state, &plan, &passes, round, &mut timelines[g])?;
-            }
-            if g_count == 1 {
-                continue;
-            }
-            for me in 0..g_count {
-                for (source, upload) in uploads.iter().enumerate() {
-                    if let Some((cols, _)) = upload.groups.get(round) {
-                        let from =
-                            Source { gpu: source, cols: cols.clone(), ready: &upload.lde_ready };
-                        gather(gpus, states, me, from, &shares, &plan, &passes)?;
-                    }
-                }
-                timelines[me].mark(gpus[me], Stage::Exchange)?;
-            }
-        }
-    }
+    let mut lanes = gpus
+        .iter()
+        .zip(states.iter_mut())
+        .zip(shares)
+        .map(|((gpu, state), share)| GpuLane::open(gpu, state, share, split, first, &coset_tables))
+        .collect::<Result<Vec<_>>>()?;
+    upload_and_lde(&mut lanes, first)?;
     // results on the host, reserved once the GPUs have the inputs' transforms queued, so that
     // allocating them (dozens of vectors) delays no kernel; on an error here the queued work
     // finishes on its own, in buffers the GPU states keep
@@ -158,112 +130,28 @@ pub(super) fn commit(
     // staged the inputs (faulting beside the upload's copies slowed them many times over);
     // joined on drop, before the vectors are freed
     let _prefault = prefault(&host.large_spare_bytes(), host_work.prefault_threads);
-    let mut interpolated = Vec::with_capacity(g_count);
-    for (upload, timeline) in uploads.into_iter().zip(&mut timelines) {
-        timeline.first_lde_done();
-        interpolated.push(upload.polys_ready);
-    }
+    lanes.iter_mut().for_each(GpuLane::first_lde_done);
 
     // 2. per pass: LDE (the first one is enqueued), gather, hash; the last pass builds the
     //    subtrees. The rows of one pass download while the next pass runs.
-    let mut tree_done = Vec::with_capacity(g_count);
-    let mut early_levels = Vec::with_capacity(g_count);
-    let mut previous: Option<Vec<HashedChunks>> = None;
-    // each GPU's LDE of the pass (after the first), then what each GPU gathered
-    let mut lde_done: Vec<Event> = Vec::with_capacity(g_count);
-    for pass in 0..passes.count {
-        if pass > 0 {
-            let gathered = std::mem::take(&mut lde_done);
-            for (g, ((gpu, state), share)) in
-                gpus.iter().zip(states.iter_mut()).zip(&shares).enumerate()
-            {
-                // the LDE buffer is overwritten: every GPU must have gathered from it
-                for (h, event) in gathered.iter().enumerate() {
-                    if h != g {
-                        gpu.compute.wait(event)?;
-                    }
-                }
-                lde_done.push(enqueue_pass_lde(
-                    gpu,
-                    state,
-                    &plan,
-                    share,
-                    &passes,
-                    pass,
-                    &mut timelines[g],
-                )?);
-            }
+    for pass in passes.each(&plan) {
+        let previous: Vec<HashedChunks> =
+            lanes.iter_mut().filter_map(GpuLane::take_hashed).collect();
+        enqueue_pass(&mut lanes, pass)?;
+        // (several passes: the rows of the pass before come to the host)
+        if let (false, Some(rows)) = (previous.is_empty(), &mut host.rows) {
+            let _span = tracing::info_span!("cuda.download_rows", pass = pass.index - 1).entered();
+            download_each(gpus, &mut lanes, |g, lane| {
+                lane.downloads_of_pass(&plan, &passes, &previous[g], rows)
+            })?;
         }
-        let mut hashed = Vec::with_capacity(g_count);
-        let mut gathered = Vec::with_capacity(g_count);
-        for (g, (gpu, share)) in gpus.iter().zip(&shares).enumerate() {
-            let _span = tracing::info_span!("cuda.enqueue_hash", gpu = gpu.ordinal, pass).entered();
-            // the first pass's rows were gathered group by group
-            if g_count > 1 && pass > 0 {
-                for (source, (ready, from_share)) in lde_done.iter().zip(&shares).enumerate() {
-                    let from = Source { gpu: source, cols: 0..from_share.cols.len(), ready };
-                    gather(gpus, states, g, from, &shares, &plan, &passes)?;
-                }
-                timelines[g].mark(gpu, Stage::Exchange)?;
-            }
-            let state = &mut *states[g];
-            gathered.push(gpu.completion()?);
-            hashed.push(enqueue_hash(
-                gpu,
-                state,
-                &plan,
-                share,
-                g_count > 1,
-                !keep_rows,
-                &passes,
-                pass,
-            )?);
-            timelines[g].mark(gpu, Stage::Hash)?;
-            if pass + 1 == passes.count {
-                early_levels.push(enqueue_tree(gpu, state, &plan, share, blocks)?);
-                timelines[g].mark(gpu, Stage::Tree)?;
-                tree_done.push(gpu.completion()?);
-            }
-        }
-        // from here on `lde_done` holds "gathered": what the next pass's LDE waits for
-        lde_done = gathered;
-        // (several passes: the rows come to the host)
-        if let (Some(chunks), Some(rows)) = (previous.take(), &mut host.rows) {
-            let _span = tracing::info_span!("cuda.download_rows", pass = pass - 1).entered();
-            let (buffers, mut rings) = buffers_and_rings(states);
-            let jobs = buffers
-                .iter()
-                .zip(&shares)
-                .zip(&chunks)
-                .map(|((buffers, share), chunks)| {
-                    row_downloads(buffers, &plan, share, &passes, chunks, rows)
-                })
-                .collect::<DriverResult<Vec<_>>>()?;
-            download(gpus, &mut rings, jobs)?;
-        }
-        previous = Some(hashed);
     }
 
     // 3. download the polynomials (if wanted), the last pass's rows, the leaves and the subtrees
     {
         let _span = tracing::info_span!("cuda.download", gpus = g_count).entered();
-        let last = previous.expect("at least one pass");
-        let (buffers, mut rings) = buffers_and_rings(states);
-        let mut jobs = Vec::with_capacity(g_count);
-        for (g, (buffers, share)) in buffers.iter().zip(&shares).enumerate() {
-            jobs.push(host.final_downloads(
-                buffers,
-                &plan,
-                share,
-                &passes,
-                blocks,
-                &interpolated[g],
-                &last[g],
-                &early_levels[g],
-                &tree_done[g],
-            )?);
-        }
-        download(gpus, &mut rings, jobs)?;
+        let last = passes.last(&plan);
+        download_each(gpus, &mut lanes, |_, lane| lane.last_downloads(&mut host, last))?;
     }
 
     // 4. the nodes above the subtrees (none with one GPU), then the unused node 0
@@ -271,10 +159,9 @@ pub(super) fn commit(
     // passes cover all columns, rows and subtree ranges).
     let commitment = unsafe { host.assemble(&plan, blocks) };
 
-    let times = gpus
+    let times = lanes
         .iter()
-        .zip(&timelines)
-        .map(|(gpu, timeline)| timeline.stage_times(gpu.ordinal, passes.count, g_count > 1))
+        .map(|lane| lane.stage_times(passes.count))
         .collect::<DriverResult<Vec<_>>>()?;
     for t in &times {
         tracing::info!(
@@ -292,104 +179,76 @@ pub(super) fn commit(
     Ok((commitment, times, keep_rows))
 }
 
-// EXCHANGE
+// STEPS
 // ================================================================================================
 
-/// Each GPU's buffers, to read, and its ring, to transfer through (for downloads).
-fn buffers_and_rings<'s>(states: &'s mut [&mut GpuState]) -> (Vec<&'s Buffers>, Vec<&'s mut Ring>) {
-    states
-        .iter_mut()
-        .map(|state| {
-            let state = &mut **state;
-            (&state.buffers, &mut state.ring)
-        })
-        .unzip()
-}
-
-/// Threads per block of `copy_rows`.
-const COPY_BLOCK: u32 = 256;
-
-/// The launch of a `copy_rows` of `words` words: a thread per word, up to 2^20 blocks (the
-/// kernel strides over the rest).
-fn copy_grid(words: usize) -> Grid {
-    let blocks = words.div_ceil(COPY_BLOCK as usize).clamp(1, 1 << 20) as u32;
-    Grid { blocks, threads_per_block: COPY_BLOCK }
-}
-
-/// Columns of one GPU's LDE that another GPU gathers rows from: local columns `cols` of GPU
-/// `gpu`, readable once `ready` has passed.
-struct Source<'a> {
-    gpu: usize,
-    cols: Range<usize>,
-    ready: &'a Event,
-}
-
-/// Copies GPU `me`'s rows over the pass's cosets of the columns `from` names into `me`'s slab
-/// (several GPUs, the slab sized), once `from.ready` has passed: the rows' t-range of each
-/// (column, coset), which is contiguous in the coset-major layout. Where GPU `me` reads the
-/// source's memory directly, one `copy_rows` launch moves them all (W1 on 4 x H100: 7-10 ms a
-/// GPU for every column, against 17-19 ms for a copy each); otherwise one peer copy per
-/// (column, coset).
-fn gather(
-    gpus: &[&Gpu],
-    states: &mut [&mut GpuState],
-    me: usize,
-    from: Source<'_>,
-    shares: &[Share],
-    plan: &Plan<'_>,
-    passes: &Passes,
-) -> DriverResult<()> {
-    let (n, cosets) = (plan.shape.poly_len, passes.cosets);
-    let t = &shares[me].t;
-    let gpu = gpus[me];
-    let first_col = shares[from.gpu].cols.start + from.cols.start;
-    let rows = from.cols.len() * cosets;
-    gpu.compute.wait(from.ready)?;
-    if rows == 0 || t.is_empty() {
-        return Ok(());
-    }
-    let (ldes, mut slabs): (Vec<&Scratch<_>>, Vec<&mut Scratch<_>>) = states
-        .iter_mut()
-        .map(|state| {
-            let buffers = &mut state.buffers;
-            (&buffers.lde, &mut buffers.slab)
-        })
-        .unzip();
-    let lde = ldes[from.gpu].current()?;
-    let slab = slabs[me].current_mut()?;
-    let first_row = from.cols.start * cosets * n;
-    if let Some(src) = gpu.readable(lde.slice(first_row + t.start..)?) {
-        // source row (local column, coset) r at r·n; slab row (column, coset) at its index
-        // times t.len()
-        let dst = slab.slice_mut(first_col * cosets * t.len()..)?;
-        let width = t.len() as u64;
-        let grid = copy_grid(rows * t.len());
-        // SAFETY: `rows` rows of `width` words fit both ranges: the source's last row starts
-        // at (rows - 1)·n + t.start past `first_row`, within its LDE of (local columns ·
-        // cosets) rows of n; the slab holds every column's rows. Both stay allocated until the
-        // compute stream has passed the copy (the slab's hashing and the next pass wait on it).
-        unsafe {
-            kernels::copy_rows(
-                &gpu.kernels.copy_rows,
-                &gpu.compute,
-                grid,
-                dst,
-                src,
-                width,
-                n as u64,
-                width,
-                rows as u64,
-            )?;
+/// Step 1 on `lanes`: round after round, each lane's next upload group, interpolated and
+/// extended over the `first` pass's cosets; with several lanes, each lane then gathers its rows
+/// of that round's groups from every lane.
+fn upload_and_lde(lanes: &mut [GpuLane<'_>], first: Pass<'_>) -> Result<()> {
+    let _span = tracing::info_span!("cuda.upload_and_lde", gpus = lanes.len()).entered();
+    let rounds = lanes.iter().map(GpuLane::upload_groups).max().unwrap_or(0);
+    for round in 0..rounds {
+        for lane in lanes.iter_mut() {
+            lane.enqueue_group(first, round)?;
         }
-        return Ok(());
-    }
-    for (local, c) in from.cols.clone().zip(first_col..) {
-        for k in 0..cosets {
-            let src = ((local * cosets + k) * n) + t.start;
-            let dst = (c * cosets + k) * t.len();
-            gpu.compute
-                .copy_peer(slab.slice_mut(dst..dst + t.len())?, lde.slice(src..src + t.len())?)?;
+        if lanes.len() == 1 {
+            continue;
+        }
+        for me in 0..lanes.len() {
+            for source in 0..lanes.len() {
+                if let Some(cols) = lanes[source].group_cols(round) {
+                    gather(lanes, me, source, cols, first)?;
+                }
+            }
+            lanes[me].mark(Stage::Exchange)?;
         }
     }
     Ok(())
+}
+
+/// Step 2 on `lanes` for one `pass`: after the first, each lane's LDE of the pass (once the
+/// other lanes have gathered from the one before) and each lane's gather of its rows from every
+/// lane (the first pass's rows were gathered group by group); then, lane by lane, the hashing,
+/// and on the last pass the subtrees.
+fn enqueue_pass(lanes: &mut [GpuLane<'_>], pass: Pass<'_>) -> Result<()> {
+    if pass.index > 0 {
+        for me in 0..lanes.len() {
+            enqueue_pass_lde_after_gathers(lanes, me, pass)?;
+        }
+    }
+    for me in 0..lanes.len() {
+        let _span =
+            tracing::info_span!("cuda.enqueue_hash", gpu = lanes[me].ordinal(), pass = pass.index)
+                .entered();
+        if lanes.len() > 1 && pass.index > 0 {
+            for source in 0..lanes.len() {
+                let cols = lanes[source].cols();
+                gather(lanes, me, source, cols, pass)?;
+            }
+            lanes[me].mark(Stage::Exchange)?;
+        }
+        lanes[me].hash(pass)?;
+    }
+    Ok(())
+}
+
+/// Runs the downloads `downloads` lists for each lane (by index), through the lanes' rings,
+/// every GPU's at once.
+fn download_each<'l, 'a: 'l>(
+    gpus: &[&Gpu],
+    lanes: &'l mut [GpuLane<'a>],
+    mut downloads: impl FnMut(
+        usize,
+        &'l mut GpuLane<'a>,
+    ) -> DriverResult<(Vec<Download<'l>>, &'l mut Ring)>,
+) -> DriverResult<()> {
+    let mut jobs = Vec::with_capacity(lanes.len());
+    let mut rings = Vec::with_capacity(lanes.len());
+    for (g, lane) in lanes.iter_mut().enumerate() {
+        let (list, ring) = downloads(g, lane)?;
+        jobs.push(list);
+        rings.push(ring);
+    }
+    download(gpus, &mut rings, jobs)
 }

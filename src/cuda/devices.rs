@@ -1,7 +1,7 @@
 //! Which GPUs a committer uses: the devices the driver reports, and the list the options name
 //! ([`CudaOptions::devices`](super::CudaOptions::devices)), checked before any device is opened.
 
-use super::{driver::check, program};
+use super::{driver::check, status::unavailable};
 use crate::error::{GpuError, Result};
 
 // SELECTION
@@ -24,15 +24,16 @@ pub(super) fn select(requested: Option<&[usize]>) -> Result<Vec<usize>> {
 /// GPU. Opens no device and compiles nothing.
 pub fn device_count() -> Result<usize> {
     // dynamic loading panics on a missing library: look for it first
+    // SAFETY: only looks for the library; loads nothing and calls no entry point.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err(program::unavailable("the CUDA driver library (libcuda) was not found"));
+        return Err(unavailable("the CUDA driver library (libcuda) was not found"));
     }
-    let no_gpu = |e: GpuError| program::unavailable(&format!("no usable CUDA device: {e}"));
+    let no_gpu = |e: GpuError| unavailable(&format!("no usable CUDA device: {e}"));
     check(cudarc::driver::result::init(), "cuInit").map_err(no_gpu)?;
     let count =
         check(cudarc::driver::result::device::get_count(), "cuDeviceGetCount").map_err(no_gpu)?;
     if count <= 0 {
-        return Err(program::unavailable("the CUDA driver reports no device"));
+        return Err(unavailable("the CUDA driver reports no device"));
     }
     Ok(count as usize)
 }

@@ -35,6 +35,8 @@ impl PinnedBuffer {
     pub(super) fn new(ctx: &Arc<CudaContext>, bytes: usize) -> DriverResult<Self> {
         bind(ctx)?;
         let ptr = check(
+            // SAFETY: the context is bound; the driver returns a page-locked block of `bytes` bytes
+            // or an error.
             unsafe { result::malloc_host(bytes, sys::CU_MEMHOSTALLOC_PORTABLE) },
             "cuMemHostAlloc",
         )?;
@@ -50,6 +52,7 @@ impl PinnedBuffer {
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {
         if bind(&self.ctx).is_ok() {
+            // SAFETY: `ptr` is this value's block, freed once here with its context bound.
             let _ = unsafe { result::free_host(self.ptr.cast()) };
         }
     }
@@ -57,6 +60,8 @@ impl Drop for PinnedBuffer {
 
 // SAFETY: plain host memory owned by this value; users order device access with events.
 unsafe impl Send for PinnedBuffer {}
+// SAFETY: shared references read the address alone; the block's bytes are reached through raw
+// pointers whose users order their accesses with events.
 unsafe impl Sync for PinnedBuffer {}
 
 // STREAMS AND EVENTS
@@ -88,6 +93,7 @@ impl Stream {
     /// Makes later work on this stream wait for `event`.
     pub(super) fn wait(&self, event: &Event) -> DriverResult<()> {
         check(
+            // SAFETY: the stream and the event are live handles of this value and of `event`.
             unsafe {
                 result::stream::wait_event(
                     self.raw,
@@ -128,6 +134,8 @@ impl Stream {
 impl Drop for Stream {
     fn drop(&mut self) {
         if bind(&self.ctx).is_ok() {
+            // SAFETY: `raw` is this value's stream, destroyed once here with its context bound (the
+            // driver lets its queued work finish).
             let _ = unsafe { result::stream::destroy(self.raw) };
         }
     }
@@ -135,6 +143,7 @@ impl Drop for Stream {
 
 // SAFETY: stream handles may be used from any thread with their context bound.
 unsafe impl Send for Stream {}
+// SAFETY: the driver serializes calls on one stream handle from several threads.
 unsafe impl Sync for Stream {}
 
 /// An event, with or without timing.
@@ -167,6 +176,7 @@ impl Event {
 
     /// Records the event at the current end of `stream`.
     pub(super) fn record(&self, stream: &Stream) -> DriverResult<()> {
+        // SAFETY: the event and the stream are live handles of `self` and `stream`.
         let status = driver_call!(self.health, Record, unsafe {
             result::event::record(self.raw, stream.raw)
         });
@@ -182,6 +192,7 @@ impl Event {
 
     /// Milliseconds from `start` to this event (both timed and complete).
     pub(super) fn elapsed_since(&self, start: &Event) -> DriverResult<f32> {
+        // SAFETY: both events are live handles of `self` and `start`.
         check(unsafe { result::event::elapsed(start.raw, self.raw) }, "cuEventElapsedTime")
     }
 }
@@ -189,6 +200,7 @@ impl Event {
 impl Drop for Event {
     fn drop(&mut self) {
         if bind(&self.ctx).is_ok() {
+            // SAFETY: `raw` is this value's event, destroyed once here with its context bound.
             let _ = unsafe { result::event::destroy(self.raw) };
         }
     }
@@ -196,4 +208,5 @@ impl Drop for Event {
 
 // SAFETY: event handles may be used from any thread with their context bound.
 unsafe impl Send for Event {}
+// SAFETY: the driver serializes calls on one event handle from several threads.
 unsafe impl Sync for Event {}

@@ -18,10 +18,12 @@ use super::{
     assemble::download_vec,
     buffer::{DeviceBuffer, DeviceSlice},
     driver::Event,
-    gpu::{Gpu, GpuState, TwiddleKey},
+    gpu::{Gpu, GpuState},
     hashing::{hash_rows, merkle_levels, RowsOf},
     kernels::{self, Grid},
     lde::ntt,
+    recovery::recover,
+    tables::TwiddleKey,
 };
 use crate::{
     backend::Backend,
@@ -239,7 +241,7 @@ impl KeptLayers for CudaKeptLayers {
         let _turn = self.gpus[0].device.turn();
         let opened = self.gather(layer, positions);
         if let Err(error) = &opened {
-            super::recover(&self.gpus[..1], health, error);
+            recover(&self.gpus[..1], health, error);
         }
         opened
     }

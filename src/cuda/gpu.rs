@@ -15,10 +15,11 @@ use super::{
     health::Health,
     kernels::sig,
     launch::{Kernel, Module, Signature},
+    options::CudaOptions,
     program::{compile_for_arch, HASHES},
     shared_device::SharedDevice,
+    tables::{twiddle_bytes, TwiddleKey},
     transfer::{self, Lane, Ring},
-    CudaOptions,
 };
 use crate::{
     hash::{Digest, HashFunction},
@@ -41,63 +42,67 @@ pub(super) struct Kernels {
     hashes: HashMap<HashFunction, HashKernels>,
     pub fri_spread: Kernel<sig::FriSpread>,
     pub fri_to_slots: Kernel<sig::FriToSlots>,
-    fri_fold: [Kernel<sig::FriFold>; 3],
+    /// By extension degree, 1 to 3.
+    fri_fold: Vec<Kernel<sig::FriFold>>,
     pub gather_words: Kernel<sig::GatherWords>,
-    grind: [Kernel<sig::Grind>; 2],
+    /// RPO's, then RPX's.
+    grind: Vec<Kernel<sig::Grind>>,
     pub copy_rows: Kernel<sig::CopyRows>,
-    deep_combine: [Kernel<sig::DeepCombine>; 3],
-    deep_evaluate: [Kernel<sig::DeepEvaluate>; 3],
+    /// By extension degree, 1 to 3.
+    deep_combine: Vec<Kernel<sig::DeepCombine>>,
+    /// By extension degree, 1 to 3.
+    deep_evaluate: Vec<Kernel<sig::DeepEvaluate>>,
 }
 
 impl Kernels {
     /// The kernels of `module`, launched as `options` ask (lanes per Rescue permutation, a
-    /// synchronization after each launch).
+    /// synchronization after each launch), each signature's taken from its list in `kernels`.
     fn load(module: &Module, options: &CudaOptions) -> DriverResult<Self> {
         let sync = options.sync_each_launch;
-        fn k<S: Signature>(module: &Module, name: &str, sync: bool) -> DriverResult<Kernel<S>> {
-            module.function(name, sync)
+        /// The one kernel of signature `S`.
+        fn one<S: Signature>(module: &Module, sync: bool) -> DriverResult<Kernel<S>> {
+            module.function(S::KERNELS[0], sync)
         }
-        /// The kernels `{base}_base`, `_quadratic` and `_cubic`, for degrees 1 to 3.
-        fn by_degree<S: Signature>(
-            module: &Module,
-            base: &str,
-            sync: bool,
-        ) -> DriverResult<[Kernel<S>; 3]> {
-            Ok([
-                k(module, &format!("{base}_base"), sync)?,
-                k(module, &format!("{base}_quadratic"), sync)?,
-                k(module, &format!("{base}_cubic"), sync)?,
-            ])
+        /// Every kernel of signature `S`, in the order of its list.
+        fn all<S: Signature>(module: &Module, sync: bool) -> DriverResult<Vec<Kernel<S>>> {
+            S::KERNELS.iter().map(|name| module.function(name, sync)).collect()
         }
-        let mut hashes = HashMap::new();
-        for hash in HASHES {
-            let symbol = hash.ident();
-            // whole rows and Merkle nodes of RPO and RPX: one permutation per quad of lanes
-            let lanes = match hash {
-                HashFunction::Rpo256 | HashFunction::Rpx256 => options.rescue_lanes.count(),
-                _ => 1,
-            };
-            let kernels = HashKernels {
-                hash_rows: k(module, &format!("hash_rows_{symbol}"), sync)?.with_lanes(lanes),
-                hash_rows_partitioned: k(module, &format!("hash_rows_{symbol}_partitioned"), sync)?,
-                merkle_level: k(module, &format!("merkle_level_{symbol}"), sync)?.with_lanes(lanes),
-                merkle_top: k(module, &format!("merkle_top_{symbol}"), sync)?.with_lanes(lanes),
-            };
-            hashes.insert(hash, kernels);
-        }
+        // the hash kernels are listed in the order of `HASHES` (rows whole, then partitioned)
+        let mut rows = all::<sig::HashRows>(module, sync)?.into_iter();
+        let rows_by_hash = std::iter::from_fn(|| Some((rows.next()?, rows.next()?)));
+        let hashes = HASHES
+            .into_iter()
+            .zip(rows_by_hash)
+            .zip(all::<sig::MerkleLevel>(module, sync)?)
+            .zip(all::<sig::MerkleTop>(module, sync)?)
+            .map(|(((hash, (hash_rows, hash_rows_partitioned)), merkle_level), merkle_top)| {
+                // whole rows and Merkle nodes of RPO and RPX: one permutation per quad of lanes
+                let lanes = match hash {
+                    HashFunction::Rpo256 | HashFunction::Rpx256 => options.rescue_lanes.count(),
+                    _ => 1,
+                };
+                let kernels = HashKernels {
+                    hash_rows: hash_rows.with_lanes(lanes),
+                    hash_rows_partitioned,
+                    merkle_level: merkle_level.with_lanes(lanes),
+                    merkle_top: merkle_top.with_lanes(lanes),
+                };
+                (hash, kernels)
+            })
+            .collect();
         Ok(Self {
-            ntt_pass: k(module, "ntt_pass", sync)?,
-            scale_coefficients: k(module, "scale_coefficients", sync)?,
-            coset_ntt_first_pass: k(module, "coset_ntt_first_pass", sync)?,
+            ntt_pass: one(module, sync)?,
+            scale_coefficients: one(module, sync)?,
+            coset_ntt_first_pass: one(module, sync)?,
             hashes,
-            fri_spread: k(module, "fri_spread", sync)?,
-            fri_to_slots: k(module, "fri_to_slots", sync)?,
-            fri_fold: by_degree(module, "fri_fold", sync)?,
-            gather_words: k(module, "gather_words", sync)?,
-            grind: [k(module, "grind_rpo", sync)?, k(module, "grind_rpx", sync)?],
-            copy_rows: k(module, "copy_rows", sync)?,
-            deep_combine: by_degree(module, "deep_combine", sync)?,
-            deep_evaluate: by_degree(module, "deep_evaluate", sync)?,
+            fri_spread: one(module, sync)?,
+            fri_to_slots: one(module, sync)?,
+            fri_fold: all(module, sync)?,
+            gather_words: one(module, sync)?,
+            grind: all(module, sync)?,
+            copy_rows: one(module, sync)?,
+            deep_combine: all(module, sync)?,
+            deep_evaluate: all(module, sync)?,
         })
     }
 
@@ -276,19 +281,6 @@ impl GpuState {
     }
 }
 
-/// A twiddle table's size and direction: `(log_n, inverse)`.
-pub(super) type TwiddleKey = (u32, bool);
-
-/// Bytes of the twiddle table of a size-2^log_n transform (`stage_twiddles`: n words).
-pub(super) fn twiddle_bytes(log_n: u32) -> u64 {
-    8 << log_n
-}
-
-/// Bytes of the twiddle tables `keys`.
-pub(super) fn twiddles_bytes(keys: &[TwiddleKey]) -> u64 {
-    keys.iter().map(|&(log_n, _)| twiddle_bytes(log_n)).sum()
-}
-
 /// One GPU.
 pub(super) struct Gpu {
     pub ordinal: usize,
@@ -393,6 +385,8 @@ impl Gpu {
     fn enable_peer_access(&self, peer: &Gpu) -> DriverResult<bool> {
         let mut can = 0;
         check(
+            // SAFETY: `can` is a live integer to write, and both devices are handles of open
+            // contexts.
             unsafe {
                 sys::cuDeviceCanAccessPeer(&mut can, self.ctx.cu_device(), peer.ctx.cu_device())
                     .result()
@@ -403,6 +397,8 @@ impl Gpu {
             return Ok(false);
         }
         bind(&self.ctx)?;
+        // SAFETY: the context is bound and `peer`'s context is live; the call only changes what
+        // this context may reach.
         match unsafe { sys::cuCtxEnablePeerAccess(peer.ctx.cu_ctx(), 0) } {
             sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
                 Ok(true)

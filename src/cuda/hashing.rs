@@ -17,7 +17,7 @@ use super::{
     gpu::{Gpu, GpuState},
     kernels::{self, sig, Grid},
     launch::Kernel,
-    plan::{Passes, Plan, Share},
+    plan::{Pass, Passes, Plan, Share},
     program::{HASH_BLOCK, MERKLE_TOP_BLOCK},
 };
 use crate::{
@@ -35,19 +35,18 @@ const LAST_CHUNK_SPLIT: usize = 4;
 // ROW HASHING
 // ================================================================================================
 
-/// Enqueues the row hashes of this GPU's rows over pass `pass`'s cosets in chunks, and with
-/// `copy_rows` their row-major copies into the pass's half of the rows buffer.
-#[allow(clippy::too_many_arguments)]
+/// Enqueues the row hashes of this GPU's rows over the cosets of `pass` in chunks, read from the
+/// slab where `from_slab` (several GPUs) else from the LDE, and with `copy_rows` their row-major
+/// copies into the pass's half of the rows buffer.
 pub(super) fn enqueue_hash(
     gpu: &Gpu,
     state: &mut GpuState,
-    plan: &Plan<'_>,
     share: &Share,
+    pass: Pass<'_>,
     from_slab: bool,
     copy_rows: bool,
-    passes: &Passes,
-    pass: usize,
 ) -> DriverResult<HashedChunks> {
+    let (plan, passes) = (pass.plan, &pass.passes);
     let shape = &plan.shape;
     let (n, log_c) = (shape.poly_len, passes.log_cosets);
     let t_len = share.t.len();
@@ -55,7 +54,7 @@ pub(super) fn enqueue_hash(
     let mut rows = match copy_rows {
         true => {
             let rows_buffer = bufs.rows.get(&gpu.alloc, rows_len(plan, share, passes))?;
-            Some(rows_buffer.slice_mut(rows_half(plan, share, passes, pass))?)
+            Some(rows_buffer.slice_mut(rows_half(plan, share, passes, pass.index))?)
         },
         false => None,
     };
@@ -85,7 +84,7 @@ pub(super) fn enqueue_hash(
             num_cols: to_u32(shape.num_cols, "columns of a commitment")?,
             part: plan.part,
             log_blowup: plan.log_blowup,
-            k0: to_u32(passes.k0(pass), "the first coset of a pass")?,
+            k0: to_u32(pass.k0(), "the first coset of a pass")?,
             log_cosets: log_c,
             t0: t0 as u64,
             t_count: (t1 - t0) as u64,
@@ -110,7 +109,7 @@ pub(super) fn enqueue_hash(
     }
     // the compute stream's later work (the tree, the next pass) follows every chunk
     gpu.compute.wait(&gpu.completion_on(&gpu.side)?)?;
-    Ok(HashedChunks { pass, chunks })
+    Ok(HashedChunks { pass: pass.index, chunks })
 }
 
 /// The hash chunks of one pass on one GPU: each chunk's t-range and the event after it.

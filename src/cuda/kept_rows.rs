@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use miden_crypto::Felt;
 
-use super::{fri::gather_to_host, gpu::Gpu, resident::ResidentShare};
+use super::{fri::gather_to_host, gpu::Gpu, recovery::recover, resident::ResidentShare};
 use crate::{
     committer::KeptRows,
     error::{GpuError, Result},
@@ -57,7 +57,7 @@ impl KeptRows for CudaKeptRows {
             let words = match words {
                 Ok(words) => words,
                 Err(error) => {
-                    super::recover(std::slice::from_ref(gpu), health, &error);
+                    recover(std::slice::from_ref(gpu), health, &error);
                     return Err(error);
                 },
             };

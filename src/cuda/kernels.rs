@@ -5,7 +5,10 @@
 //!
 //! Each signature is also a marker type (in [`sig`]) that the kernels loaded with it carry
 //! ([`Kernel<S>`]), listing the kernels that have it ([`Signature::KERNELS`]) and its parameters
-//! (`Signature::PARAMS`, derived from the same list as the function's). A unit test parses the
+//! (`Signature::PARAMS`, derived from the same list as the function's). These lists are the one
+//! place kernels are named: [`KERNELS`] is generated from them, and the module load takes each
+//! signature's kernels from its list, in order (the kernels of several hash functions or
+//! extension degrees are listed in the order the load expects). A unit test parses the
 //! `extern "C" __global__` definitions in `cuda/*.cu` and checks every kernel's parameters
 //! against its signature's, so a drift between the Rust and CUDA sides fails without a GPU.
 //!
@@ -125,7 +128,7 @@ pub(super) struct Grid {
 // ================================================================================================
 
 /// Defines, per signature, its marker type in [`sig`] with its [`Signature`], and its launch
-/// function, from one list of parameters.
+/// function, from one list of parameters; and [`KERNELS`], every signature's kernels in order.
 macro_rules! kernel_signatures {
     ($(
         $(#[doc = $doc:literal])*
@@ -169,6 +172,11 @@ macro_rules! kernel_signatures {
                 unsafe { kernel.launch(stream, grid.blocks, grid.threads_per_block, &mut args) }
             }
         )*
+
+        /// Every kernel the backend launches, by its `extern "C"` name: the kernels of each
+        /// signature, signature after signature (the one list of names: the module load takes
+        /// each signature's from [`Signature::KERNELS`]).
+        pub const KERNELS: [&str; [$($($kernel,)+)*].len()] = [$($($kernel,)+)*];
 
         /// Every signature: its marker's name, its kernels and its parameters.
         #[cfg(test)]
@@ -224,7 +232,8 @@ kernel_signatures! {
     );
 
     /// `hash_rows_*` (hash.cu): the leaves of rows read from column-major `src`, and with
-    /// `rows_out` the rows row-major.
+    /// `rows_out` the rows row-major. Listed in the order of `HASHES`, each whole rows then
+    /// partitioned.
     HashRows => fn hash_rows[
         "hash_rows_rpo",
         "hash_rows_rpo_partitioned",
@@ -255,6 +264,7 @@ kernel_signatures! {
     );
 
     /// `merkle_level_*` (hash.cu): `count` parents, each the hash of two adjacent children.
+    /// Listed in the order of `HASHES`.
     MerkleLevel => fn merkle_level[
         "merkle_level_rpo",
         "merkle_level_rpx",
@@ -269,7 +279,8 @@ kernel_signatures! {
 
     /// `merkle_top_*` (hash.cu): the top `levels` levels of a tree in one block, from `parents`
     /// nodes of the level of `count` (from node `first` on, whose children are `children`) up,
-    /// each level halving all three, into `nodes` (the node array below `2·count`).
+    /// each level halving all three, into `nodes` (the node array below `2·count`). Listed in
+    /// the order of `HASHES`.
     MerkleTop => fn merkle_top[
         "merkle_top_rpo",
         "merkle_top_rpx",
@@ -305,7 +316,8 @@ kernel_signatures! {
         total: u64,
     );
 
-    /// `fri_fold_*` (fri.cu): one FRI layer folded into the next.
+    /// `fri_fold_*` (fri.cu): one FRI layer folded into the next. Listed by extension degree,
+    /// 1 to 3.
     FriFold => fn fri_fold["fri_fold_base", "fri_fold_quadratic", "fri_fold_cubic"](
         out: DeviceSliceMut<'_, Felt>,
         input: DeviceSlice<'_, Felt>,
@@ -327,7 +339,7 @@ kernel_signatures! {
     );
 
     /// `grind_*` (hash.cu): the nonces `start .. start + count` on a sponge coin's `state`; the
-    /// smallest accepted one into `found` where it is smaller.
+    /// smallest accepted one into `found` where it is smaller. Listed RPO, then RPX.
     Grind => fn grind["grind_rpo", "grind_rpx"](
         found: DeviceSliceMut<'_, u64>,
         state: DeviceSlice<'_, u64>,
@@ -345,7 +357,7 @@ kernel_signatures! {
     );
 
     /// `deep_combine_*` (deep.cu): adds the columns of `polys`, weighted by `coeffs`, into `acc`
-    /// (or writes them there with `init`).
+    /// (or writes them there with `init`). Listed by extension degree, 1 to 3.
     DeepCombine => fn deep_combine[
         "deep_combine_base",
         "deep_combine_quadratic",
@@ -361,6 +373,7 @@ kernel_signatures! {
     );
 
     /// `deep_evaluate_*` (deep.cu): each block's share of the columns' values at two points.
+    /// Listed by extension degree, 1 to 3.
     DeepEvaluate => fn deep_evaluate[
         "deep_evaluate_base",
         "deep_evaluate_quadratic",
@@ -381,7 +394,10 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::cuda::program::{KERNELS, KERNEL_FILES};
+    use crate::{
+        cuda::program::{HASHES, KERNEL_FILES},
+        hash::HashFunction,
+    };
 
     /// A kernel definition found in the CUDA sources: its name and parameters (or why one could
     /// not be read).
@@ -521,14 +537,46 @@ mod tests {
 
     #[test]
     fn every_kernel_has_exactly_one_signature() {
-        let typed: Vec<&str> = SIGNATURES.iter().flat_map(|(_, k, _)| k.iter().copied()).collect();
         for kernel in KERNELS {
-            let count = typed.iter().filter(|&&k| k == kernel).count();
-            assert_eq!(count, 1, "`{kernel}` has {count} typed signatures");
+            let count = KERNELS.iter().filter(|&&k| k == kernel).count();
+            assert_eq!(count, 1, "`{kernel}` is listed {count} times");
         }
-        assert_eq!(typed.len(), KERNELS.len(), "a typed signature names a kernel not in KERNELS");
         for (name, _) in all_definitions() {
-            assert!(KERNELS.contains(&name.as_str()), "`{name}` in cuda/ but not in KERNELS");
+            assert!(KERNELS.contains(&name.as_str()), "`{name}` in cuda/ but in no signature");
+        }
+    }
+
+    /// The load takes the kernels of several hash functions and extension degrees by their place
+    /// in their signature's list: the lists follow its order.
+    #[test]
+    fn kernels_are_listed_in_the_order_the_load_takes_them() {
+        let names = |kernels: &[&str]| kernels.iter().map(|k| k.to_string()).collect::<Vec<_>>();
+        let by_hash = |pattern: &dyn Fn(HashFunction) -> Vec<String>| {
+            HASHES.into_iter().flat_map(pattern).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(<sig::HashRows as Signature>::KERNELS),
+            by_hash(&|h| vec![
+                format!("hash_rows_{}", h.ident()),
+                format!("hash_rows_{}_partitioned", h.ident())
+            ])
+        );
+        assert_eq!(
+            names(<sig::MerkleLevel as Signature>::KERNELS),
+            by_hash(&|h| vec![format!("merkle_level_{}", h.ident())])
+        );
+        assert_eq!(
+            names(<sig::MerkleTop as Signature>::KERNELS),
+            by_hash(&|h| vec![format!("merkle_top_{}", h.ident())])
+        );
+        assert_eq!(<sig::Grind as Signature>::KERNELS, ["grind_rpo", "grind_rpx"]);
+        for (base, kernels) in [
+            ("fri_fold", <sig::FriFold as Signature>::KERNELS),
+            ("deep_combine", <sig::DeepCombine as Signature>::KERNELS),
+            ("deep_evaluate", <sig::DeepEvaluate as Signature>::KERNELS),
+        ] {
+            let by_degree = ["base", "quadratic", "cubic"].map(|d| format!("{base}_{d}"));
+            assert_eq!(names(kernels), by_degree, "{base}");
         }
     }
 

@@ -58,6 +58,8 @@ impl Module {
     pub(super) fn load(ctx: &Arc<CudaContext>, cubin: &[u8]) -> DriverResult<Self> {
         bind(ctx)?;
         let raw =
+            // SAFETY: the context is bound and `cubin` is a complete CUBIN image, which the driver
+            // copies while loading.
             check(unsafe { result::module::load_data(cubin.as_ptr().cast()) }, "cuModuleLoadData")?;
         Ok(Self { raw, ctx: ctx.clone() })
     }
@@ -79,6 +81,7 @@ impl Module {
         }
         let c_name = std::ffi::CString::new(name).map_err(|_| invalid("contains a NUL byte"))?;
         let raw = check(
+            // SAFETY: `raw` is a loaded module of this value and `c_name` a NUL-terminated name.
             unsafe { result::module::get_function(self.raw, c_name) },
             "cuModuleGetFunction",
         )?;
@@ -95,6 +98,7 @@ impl Module {
 impl Drop for Module {
     fn drop(&mut self) {
         if bind(&self.ctx).is_ok() {
+            // SAFETY: `raw` is this value's module, unloaded once here with its context bound.
             let _ = unsafe { result::module::unload(self.raw) };
         }
     }
@@ -102,6 +106,7 @@ impl Drop for Module {
 
 // SAFETY: module handles may be used from any thread with their context bound.
 unsafe impl Send for Module {}
+// SAFETY: a loaded module is immutable; the driver serializes calls on its handle.
 unsafe impl Sync for Module {}
 
 /// A kernel of a loaded [`Module`] (valid while the module is), of signature `S`.
@@ -117,6 +122,8 @@ pub(super) struct Kernel<S> {
 
 // SAFETY: function handles are immutable driver objects.
 unsafe impl<S> Send for Kernel<S> {}
+// SAFETY: a function handle is immutable; launching it from several threads is allowed by the
+// driver.
 unsafe impl<S> Sync for Kernel<S> {}
 
 impl<S> Kernel<S> {

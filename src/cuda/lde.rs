@@ -15,7 +15,7 @@ use super::{
     driver::{DriverResult, Event},
     gpu::{Gpu, GpuState},
     kernels::{self, Grid},
-    plan::{Passes, Plan, Share},
+    plan::{Pass, Passes, Plan, Share},
     program::NTT_BLOCK,
     tables::{self, NttPass},
     timeline::{Stage, Timeline},
@@ -96,19 +96,19 @@ impl Upload {
     }
 
     /// Uploads group `index` (if this GPU has it), interpolates it and extends it over the
-    /// first pass's cosets.
+    /// cosets of the `first` pass.
     pub(super) fn enqueue_group(
         &self,
         gpu: &Gpu,
         state: &mut GpuState,
-        plan: &Plan<'_>,
-        passes: &Passes,
+        first: Pass<'_>,
         index: usize,
         timeline: &mut Timeline,
     ) -> Result<()> {
         let Some((group, group_sources)) = self.groups.get(index).cloned() else {
             return Ok(());
         };
+        let plan = first.plan;
         let n = plan.shape.poly_len;
         let m = plan.sources[0].len();
         let source = state.buffers.source.current_mut()?;
@@ -134,22 +134,21 @@ impl Upload {
             true,
         )?;
         let bufs = &mut state.buffers;
-        scale(
-            gpu,
-            bufs.polys.current_mut()?.slice_mut(group.start * n..group.end * n)?,
-            bufs.source.current()?.as_slice(),
-            bufs.col_src
+        let sources = ColumnSources {
+            input: bufs.source.current()?.as_slice(),
+            col_src: bufs
+                .col_src
                 .current()?
                 .slice(group.start * COL_SRC_WORDS..group.end * COL_SRC_WORDS)?,
-            bufs.polys_tables.current()?.as_slice(),
-            plan.log_n,
-            m,
-            m / n,
-            group.len(),
-        )?;
+            pow_tables: bufs.polys_tables.current()?.as_slice(),
+            src_len: m as u64,
+            src_stride: to_u32(m / n, "the stride of a source column")?,
+        };
+        let polys = bufs.polys.current_mut()?.slice_mut(group.start * n..group.end * n)?;
+        scale(gpu, polys, &sources, plan.log_n, group.len())?;
         timeline.mark(gpu, Stage::Interpolate)?;
         self.polys_ready.record(&gpu.compute)?;
-        coset_lde(gpu, state, plan, passes, 0, group)?;
+        coset_lde(gpu, state, first, group)?;
         timeline.mark(gpu, Stage::Lde)?;
         self.lde_ready.record(&gpu.compute)?;
         Ok(())
@@ -159,39 +158,36 @@ impl Upload {
 // COSET LDE
 // ================================================================================================
 
-/// Enqueues the LDE of pass `pass` (every column of this GPU); returns its completion event.
+/// Enqueues the LDE of `pass` (every column of this GPU); returns its completion event.
 pub(super) fn enqueue_pass_lde(
     gpu: &Gpu,
     state: &mut GpuState,
-    plan: &Plan<'_>,
     share: &Share,
-    passes: &Passes,
-    pass: usize,
+    pass: Pass<'_>,
     timeline: &mut Timeline,
 ) -> Result<Event> {
     timeline.mark(gpu, Stage::Wait)?;
-    coset_lde(gpu, state, plan, passes, pass, 0..share.cols.len())?;
+    coset_lde(gpu, state, pass, 0..share.cols.len())?;
     timeline.mark(gpu, Stage::Lde)?;
     gpu.completion()
 }
 
-/// Evaluates local columns `group` over pass `pass`'s cosets: the first DIT pass scales the
+/// Evaluates local columns `group` over the cosets of `pass`: the first DIT pass scales the
 /// bit-reversed coefficients by the powers of each coset's base as it loads them, the others run
 /// in place. The LDE buffer then holds those columns over the pass's cosets (column by column,
 /// coset by coset).
 fn coset_lde(
     gpu: &Gpu,
     state: &mut GpuState,
-    plan: &Plan<'_>,
-    passes: &Passes,
-    pass: usize,
+    pass: Pass<'_>,
     group: std::ops::Range<usize>,
 ) -> DriverResult<()> {
+    let (plan, passes) = (pass.plan, &pass.passes);
     let n = plan.shape.poly_len;
     let m = plan.sources[0].len();
     // the pass's power tables: one per (scale group, coset of the pass)
     let pass_tables_len = plan.scales.len() * passes.cosets * tables::power_table_len(plan.log_n);
-    let pass_tables = pass * pass_tables_len;
+    let pass_tables = pass.index * pass_tables_len;
     let twiddles = state.twiddles.table(gpu, plan.lde_twiddles())?;
     let bufs = &mut state.buffers;
     let segments = group.len() << passes.log_cosets;
@@ -200,14 +196,19 @@ fn coset_lde(
         .current_mut()?
         .slice_mut((group.start << passes.log_cosets) * n..(group.end << passes.log_cosets) * n)?;
     let sources = CosetSources {
-        input: bufs.source.current()?.as_slice(),
-        col_src: bufs
-            .col_src
-            .current()?
-            .slice(group.start * COL_SRC_WORDS..group.end * COL_SRC_WORDS)?,
-        pow_tables: bufs.lde_tables.current()?.slice(pass_tables..pass_tables + pass_tables_len)?,
-        src_len: m as u64,
-        src_stride: to_u32(m / n, "the stride of a source column")?,
+        columns: ColumnSources {
+            input: bufs.source.current()?.as_slice(),
+            col_src: bufs
+                .col_src
+                .current()?
+                .slice(group.start * COL_SRC_WORDS..group.end * COL_SRC_WORDS)?,
+            pow_tables: bufs
+                .lde_tables
+                .current()?
+                .slice(pass_tables..pass_tables + pass_tables_len)?,
+            src_len: m as u64,
+            src_stride: to_u32(m / n, "the stride of a source column")?,
+        },
         log_slots: passes.log_cosets,
     };
     // a column has at least 2 coefficients (`CommitRequest::validate`), so there is a first pass
@@ -278,49 +279,53 @@ fn ntt_pass(
     }
 }
 
-/// Enqueues `scale_coefficients` over `cols` output columns: their natural-order polynomials.
-#[allow(clippy::too_many_arguments)]
+/// Enqueues `scale_coefficients` over `cols` output columns of 2^log_n coefficients, read from
+/// `sources` (their power tables: the polynomials' scaling): their natural-order polynomials.
 fn scale(
     gpu: &Gpu,
     out: DeviceSliceMut<'_, Felt>,
-    input: DeviceSlice<'_, Felt>,
-    col_src: DeviceSlice<'_, u32>,
-    tables: DeviceSlice<'_, u64>,
+    sources: &ColumnSources<'_>,
     log_n: u32,
-    src_len: usize,
-    src_stride: usize,
     cols: usize,
 ) -> DriverResult<()> {
     let total = (cols << log_n) as u64;
     // a grid-stride loop over at most 132 · 64 blocks
     let grid = Grid { blocks: total.div_ceil(256).min(132 * 64) as u32, threads_per_block: 256 };
-    // SAFETY: `out` holds the `cols` columns of 2^log_n elements, `col_src` their sources in
-    // `input` and their scale groups in `tables`.
+    // SAFETY: `out` holds the `cols` columns of 2^log_n elements, the column sources their
+    // sources in the input and their scale groups in the power tables.
     unsafe {
         kernels::scale_coefficients(
             &gpu.kernels.scale_coefficients,
             &gpu.compute,
             grid,
             out,
-            input,
-            col_src,
-            tables,
+            sources.input,
+            sources.col_src,
+            sources.pow_tables,
             log_n,
             tables::split_bits(log_n),
-            src_len as u64,
-            to_u32(src_stride, "the stride of a source column")?,
+            sources.src_len,
+            sources.src_stride,
             total,
         )
     }
 }
 
-/// Where `coset_ntt_first_pass` reads a group's coefficients and powers.
-struct CosetSources<'a> {
+/// Where the kernels of a group of output columns read them: the source columns' bit-reversed
+/// coefficients (`src_len` each, `src_stride` apart in an output column), each output column's
+/// source (column, offset, scale group), and the power tables that scale them.
+struct ColumnSources<'a> {
     input: DeviceSlice<'a, Felt>,
     col_src: DeviceSlice<'a, u32>,
     pow_tables: DeviceSlice<'a, u64>,
     src_len: u64,
     src_stride: u32,
+}
+
+/// Where `coset_ntt_first_pass` reads a group's coefficients and powers, and the cosets it
+/// evaluates each column over (2^log_slots).
+struct CosetSources<'a> {
+    columns: ColumnSources<'a>,
     log_slots: u32,
 }
 
@@ -347,16 +352,16 @@ fn coset_first_pass(
             &gpu.compute,
             grid,
             out,
-            sources.input,
-            sources.col_src,
-            sources.pow_tables,
+            sources.columns.input,
+            sources.columns.col_src,
+            sources.columns.pow_tables,
             twiddles,
             log_n,
             pass.t_bits,
             sources.log_slots,
             tables::split_bits(log_n),
-            sources.src_len,
-            sources.src_stride,
+            sources.columns.src_len,
+            sources.columns.src_stride,
         )
     }
 }

@@ -26,9 +26,10 @@
 use super::{
     buffer::{Allocator, DeviceElement, Scratch},
     driver::{bind, check, DriverResult},
-    gpu::{twiddles_bytes, Buffers, GpuState, TwiddleKey},
+    gpu::{Buffers, Gpu, GpuState},
+    plan::{BufferSizes, Footprint},
+    tables::{twiddles_bytes, TwiddleKey},
     transfer::MAX_RUN_BYTES,
-    Gpu,
 };
 use crate::error::{GpuError, Result};
 
@@ -40,100 +41,8 @@ const DRIVER_RESERVE: u64 = 512 << 20;
 /// folding constants and query indices).
 const LAUNCH_TABLES: u64 = 1 << 20;
 
-// FOOTPRINT
+// PASSES
 // ================================================================================================
-
-/// Element counts of one GPU's buffers for a commitment, from which the bytes of any pass size
-/// follow.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Footprint {
-    /// Uploaded source evaluations.
-    pub source: usize,
-    /// This GPU's polynomials.
-    pub polys: usize,
-    /// This GPU's LDE columns, per coset.
-    pub lde_per_coset: usize,
-    /// Gathered rows (all columns of this GPU's rows; several GPUs only), per coset.
-    pub slab_per_coset: usize,
-    /// Row-major rows of this GPU, per coset.
-    pub rows_per_coset: usize,
-    /// Bytes of one coset's row-major row run on the host (its row width, in bytes).
-    pub row_bytes: usize,
-    /// Digests of the leaves and of the nodes (the LDE domain's rows), each.
-    pub digests: usize,
-    /// Power table entries of the polynomials' scaling.
-    pub polys_tables: usize,
-    /// Power table entries of the coset scaling, every pass's.
-    pub lde_tables: usize,
-    /// Column source entries (32-bit words).
-    pub col_src: usize,
-    /// The twiddle tables of the interpolation and of the LDE.
-    pub twiddles: [TwiddleKey; 2],
-}
-
-/// Bytes of each pipeline buffer on one GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct BufferSizes {
-    pub source: usize,
-    pub polys: usize,
-    pub lde: usize,
-    pub slab: usize,
-    /// One pass's rows, twice over when there are several passes (the rows of one pass
-    /// download while the next pass hashes into the other half).
-    pub rows: usize,
-    pub leaves: usize,
-    pub nodes: usize,
-    pub polys_tables: usize,
-    pub lde_tables: usize,
-    pub col_src: usize,
-}
-
-impl BufferSizes {
-    /// The sizes in the order of [`Buffers::bytes_each`].
-    pub(super) fn in_order(&self) -> [usize; 10] {
-        [
-            self.source,
-            self.polys,
-            self.lde,
-            self.slab,
-            self.rows,
-            self.leaves,
-            self.nodes,
-            self.polys_tables,
-            self.lde_tables,
-            self.col_src,
-        ]
-    }
-
-    fn total(&self) -> u64 {
-        self.in_order().iter().map(|&b| b as u64).sum()
-    }
-}
-
-impl Footprint {
-    /// Buffer bytes with `cosets` cosets per pass out of `blowup`.
-    pub(super) fn sizes(&self, cosets: usize, blowup: usize) -> BufferSizes {
-        let halves = if cosets < blowup { 2 } else { 1 };
-        BufferSizes {
-            source: self.source * 8,
-            polys: self.polys * 8,
-            lde: self.lde_per_coset * cosets * 8,
-            slab: self.slab_per_coset * cosets * 8,
-            rows: self.rows_per_coset * cosets * 8 * halves,
-            leaves: self.digests * 32,
-            nodes: self.digests * 32,
-            polys_tables: self.polys_tables * 8,
-            lde_tables: self.lde_tables * 8,
-            col_src: self.col_src * 4,
-        }
-    }
-
-    /// Device bytes of a pass of `cosets` cosets out of `blowup`: the buffers and the twiddle
-    /// tables.
-    pub(super) fn bytes(&self, cosets: usize, blowup: usize) -> u64 {
-        self.sizes(cosets, blowup).total() + twiddles_bytes(&self.twiddles)
-    }
-}
 
 /// Bytes `buffers` hold once a commitment needing `sizes` has grown them (none shrink).
 fn held_with(buffers: &Buffers, sizes: &BufferSizes) -> u64 {
@@ -144,9 +53,6 @@ fn held_with(buffers: &Buffers, sizes: &BufferSizes) -> u64 {
         .map(|(&held, need)| held.max(need) as u64)
         .sum()
 }
-
-// PASSES
-// ================================================================================================
 
 /// The most cosets per pass (a power of two up to `blowup`) whose buffers and twiddle tables fit
 /// every GPU's budget: `limit` bytes per GPU, or the device's free memory plus what the

@@ -23,17 +23,21 @@
 //! - `kernels`: one typed launch function per kernel signature, the only place kernel arguments
 //!   are packed (checked against `cuda/*.cu` by its test);
 //! - `program`: the kernel sources, the constants generated for them, NVRTC compilation;
-//! - `tables`: power tables and the split of an NTT into passes;
+//! - `tables`: power tables, the keys and sizes of the twiddle tables, and the split of an NTT
+//!   into passes;
 //! - `devices`: which GPUs (the driver's count, the options' list checked against it);
 //! - `gpu`: one open GPU (streams, kernels, buffers, cached tables);
 //! - `transfer`: host transfers through rings of pinned buffers;
-//! - `plan`: the shape of a commitment's work (per request, per GPU, per pass);
+//! - `plan`: the shape of a commitment's work (per request, per GPU, per pass) and the buffers
+//!   it needs (its footprint);
 //! - `shared_device`: what the committers of the process share on one GPU (its memory gauge, the
 //!   turn of their calls);
 //! - `memory`: the device memory budget (cosets per pass);
 //! - `lde`, `hashing`: the stages enqueued on one GPU (upload, interpolation and LDE; row
 //!   hashing and Merkle levels);
-//! - `commit`: one commitment over the GPUs, their exchange of LDE rows, the passes;
+//! - `lane`: one GPU's lane through a commitment (its state, share, timeline and events), and
+//!   the exchange of LDE rows between lanes;
+//! - `commit`: one commitment over the GPUs' lanes, in its four steps;
 //! - `assemble`: the results on the host (their memory, downloads and assembly);
 //! - `result_pool`: host memory registered once and lent for the LDE rows and Merkle trees,
 //!   which the GPUs write directly, and for the sources, which they read directly
@@ -44,7 +48,8 @@
 //! - `fri`: the FRI commit phase (DEEP evaluation, layer commitments and folding) on the first GPU;
 //! - `standalone`: the trait's single stages (`hash_rows`, `build_tree`, `grind`) on the first
 //!   GPU;
-//! - `timeline`: stage times from events.
+//! - `timeline`: stage times from events;
+//! - `recovery`: the GPUs drained, or marked lost, after a failed call.
 
 mod assemble;
 mod buffer;
@@ -58,12 +63,14 @@ mod hashing;
 mod health;
 mod kept_rows;
 mod kernels;
+mod lane;
 mod launch;
 mod lde;
 mod memory;
 mod options;
 mod plan;
 mod program;
+mod recovery;
 mod resident;
 mod result_pool;
 mod shared_device;
@@ -83,8 +90,9 @@ use std::sync::{
 use crate::health::inject::Injector;
 
 pub use devices::{device_count, pci_addresses, PciAddress};
+pub use kernels::KERNELS;
 pub use options::{CudaOptions, DEVICES_ENV, MEMORY_LIMIT_ENV};
-pub use program::{compile_for_arch, kernel_source, kernel_source_with, KERNELS};
+pub use program::{compile_for_arch, kernel_source, kernel_source_with};
 
 use self::{
     commit::HostWork,
@@ -92,9 +100,12 @@ use self::{
     gpu::{Gpu, GpuState},
     health::Health,
     kept_rows::CudaKeptRows,
+    plan::Plan,
+    recovery::recover,
     resident::{CudaResident, ResidentShare},
     result_pool::ResultPool,
     staged_sources::StagedSources,
+    status::unavailable,
 };
 use crate::{
     backend::Backend,
@@ -176,7 +187,7 @@ impl CudaCommitter {
         options.check()?;
         let ordinals = devices::select(options.devices.as_deref())?;
         if !program::nvrtc_present() {
-            return Err(program::unavailable("the NVRTC library (libnvrtc) was not found"));
+            return Err(unavailable("the NVRTC library (libnvrtc) was not found"));
         }
         let health = Arc::new(Health::new(Backend::Cuda, options.wait_timeout));
         let mut gpus = Vec::with_capacity(ordinals.len());
@@ -314,12 +325,11 @@ impl CudaCommitter {
             let gpus: Vec<&Gpu> = self.gpus.iter().collect();
             let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
             let limit = self.options.memory_limit;
+            let plan = Plan::new(request, shape, sources_registered);
             let (mut commitment, times, rows_kept) = commit::commit(
                 &gpus,
                 &mut state_refs,
-                request,
-                sources_registered,
-                shape,
+                plan,
                 limit,
                 Keep { polys: keep_polys, rows: keep_rows },
                 &self.host_work,
@@ -514,22 +524,5 @@ impl GpuCommitter for CudaCommitter {
             )?;
             fri::commit_fri(&self.gpus, &mut states[0], request, shape, channel)
         })
-    }
-}
-
-// RECOVERY
-// ================================================================================================
-
-/// After a call that failed with `error`: an error that leaves the GPUs unusable marks them
-/// lost, and their work is not waited for; otherwise every stream of `gpus` is drained, so that
-/// none of the call's work still runs when its buffers are reused, and a drain that fails marks
-/// them lost.
-fn recover(gpus: &[Gpu], health: &Health, error: &GpuError) {
-    health.note(error);
-    if health.is_lost() {
-        return;
-    }
-    if let Err(drain) = gpus.iter().try_for_each(Gpu::drain) {
-        health.mark_lost(&drain.to_string());
     }
 }

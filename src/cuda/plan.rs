@@ -3,13 +3,14 @@
 //! A [`Plan`] holds what the kernels need to know about a request (sizes, source columns and
 //! their mapping to output columns, scale factors, coset shifts, the hash); a [`Share`] is what
 //! one GPU does (its output columns, its LDE rows and its Merkle blocks); [`Passes`] is how the
-//! LDE is walked when the device memory budget (see `memory`) asks for streaming. Keeping these
+//! LDE is walked when the device memory budget (see `memory`) asks for streaming; a [`Footprint`]
+//! is what one GPU's buffers hold for it, from which the budget picks the pass size. Keeping these
 //! apart from the stages lets every stage take the same description of the work.
 
 use miden_crypto::Felt;
 use winter_math::{fft::permute_index, FieldElement, StarkField};
 
-use super::{gpu::TwiddleKey, memory::Footprint, tables};
+use super::tables::{self, twiddles_bytes, TwiddleKey};
 use crate::{
     committer::{CommitRequest, PolyInput, RowHashing, Shape},
     error::{to_u32, Result},
@@ -156,6 +157,101 @@ pub(super) fn partition_size(row_hashing: RowHashing) -> u32 {
     }
 }
 
+// FOOTPRINT
+// ================================================================================================
+
+/// Element counts of one GPU's buffers for a commitment, from which the bytes of any pass size
+/// follow.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Footprint {
+    /// Uploaded source evaluations.
+    pub source: usize,
+    /// This GPU's polynomials.
+    pub polys: usize,
+    /// This GPU's LDE columns, per coset.
+    pub lde_per_coset: usize,
+    /// Gathered rows (all columns of this GPU's rows; several GPUs only), per coset.
+    pub slab_per_coset: usize,
+    /// Row-major rows of this GPU, per coset.
+    pub rows_per_coset: usize,
+    /// Bytes of one coset's row-major row run on the host (its row width, in bytes).
+    pub row_bytes: usize,
+    /// Digests of the leaves and of the nodes (the LDE domain's rows), each.
+    pub digests: usize,
+    /// Power table entries of the polynomials' scaling.
+    pub polys_tables: usize,
+    /// Power table entries of the coset scaling, every pass's.
+    pub lde_tables: usize,
+    /// Column source entries (32-bit words).
+    pub col_src: usize,
+    /// The twiddle tables of the interpolation and of the LDE.
+    pub twiddles: [TwiddleKey; 2],
+}
+
+/// Bytes of each pipeline buffer on one GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct BufferSizes {
+    pub source: usize,
+    pub polys: usize,
+    pub lde: usize,
+    pub slab: usize,
+    /// One pass's rows, twice over when there are several passes (the rows of one pass
+    /// download while the next pass hashes into the other half).
+    pub rows: usize,
+    pub leaves: usize,
+    pub nodes: usize,
+    pub polys_tables: usize,
+    pub lde_tables: usize,
+    pub col_src: usize,
+}
+
+impl BufferSizes {
+    /// The sizes in the order of `Buffers::bytes_each`.
+    pub(super) fn in_order(&self) -> [usize; 10] {
+        [
+            self.source,
+            self.polys,
+            self.lde,
+            self.slab,
+            self.rows,
+            self.leaves,
+            self.nodes,
+            self.polys_tables,
+            self.lde_tables,
+            self.col_src,
+        ]
+    }
+
+    fn total(&self) -> u64 {
+        self.in_order().iter().map(|&b| b as u64).sum()
+    }
+}
+
+impl Footprint {
+    /// Buffer bytes with `cosets` cosets per pass out of `blowup`.
+    pub(super) fn sizes(&self, cosets: usize, blowup: usize) -> BufferSizes {
+        let halves = if cosets < blowup { 2 } else { 1 };
+        BufferSizes {
+            source: self.source * 8,
+            polys: self.polys * 8,
+            lde: self.lde_per_coset * cosets * 8,
+            slab: self.slab_per_coset * cosets * 8,
+            rows: self.rows_per_coset * cosets * 8 * halves,
+            leaves: self.digests * 32,
+            nodes: self.digests * 32,
+            polys_tables: self.polys_tables * 8,
+            lde_tables: self.lde_tables * 8,
+            col_src: self.col_src * 4,
+        }
+    }
+
+    /// Device bytes of a pass of `cosets` cosets out of `blowup`: the buffers and the twiddle
+    /// tables.
+    pub(super) fn bytes(&self, cosets: usize, blowup: usize) -> u64 {
+        self.sizes(cosets, blowup).total() + twiddles_bytes(&self.twiddles)
+    }
+}
+
 // PASSES
 // ================================================================================================
 
@@ -177,6 +273,44 @@ impl Passes {
     /// First coset of pass `p`.
     pub(super) fn k0(&self, p: usize) -> usize {
         p * self.cosets
+    }
+
+    /// The last pass over the LDE of `plan` (there is at least one: `cosets` divides the
+    /// blowup).
+    pub(super) fn last<'p>(&self, plan: &'p Plan<'p>) -> Pass<'p> {
+        Pass { plan, passes: *self, index: self.count - 1 }
+    }
+
+    /// The passes over the LDE of `plan`, in order.
+    pub(super) fn each<'p>(&self, plan: &'p Plan<'p>) -> impl Iterator<Item = Pass<'p>> {
+        let passes = *self;
+        (0..passes.count).map(move |index| Pass { plan, passes, index })
+    }
+}
+
+/// One pass over a commitment's LDE, as the stages on each GPU see it: the plan, how the LDE is
+/// walked, and which pass this is.
+#[derive(Clone, Copy)]
+pub(super) struct Pass<'p> {
+    pub(super) plan: &'p Plan<'p>,
+    pub(super) passes: Passes,
+    pub(super) index: usize,
+}
+
+impl<'p> Pass<'p> {
+    /// The first pass over the LDE of `plan` (the one that step 1 extends the columns over).
+    pub(super) fn first(plan: &'p Plan<'p>, passes: Passes) -> Self {
+        Self { plan, passes, index: 0 }
+    }
+
+    /// Whether this is the last pass (the one after which the subtrees are built).
+    pub(super) fn is_last(&self) -> bool {
+        self.index + 1 == self.passes.count
+    }
+
+    /// The first coset of this pass.
+    pub(super) fn k0(&self) -> usize {
+        self.passes.k0(self.index)
     }
 }
 

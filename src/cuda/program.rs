@@ -18,7 +18,7 @@ use miden_crypto::{
     Felt,
 };
 
-use super::CudaOptions;
+use super::{options::CudaOptions, status::unavailable};
 use crate::{
     backend::Backend,
     error::GpuError,
@@ -76,48 +76,6 @@ const DEEP: &str = include_str!("../../cuda/deep.cu");
 #[cfg(test)]
 pub(super) const KERNEL_FILES: [(&str, &str); 4] =
     [("ntt.cu", NTT), ("hash.cu", HASH), ("fri.cu", FRI), ("deep.cu", DEEP)];
-
-/// Every kernel the backend launches.
-pub const KERNELS: [&str; 38] = [
-    "ntt_pass",
-    "scale_coefficients",
-    "coset_ntt_first_pass",
-    "hash_rows_rpo",
-    "hash_rows_rpo_partitioned",
-    "hash_rows_rpx",
-    "hash_rows_rpx_partitioned",
-    "hash_rows_poseidon2",
-    "hash_rows_poseidon2_partitioned",
-    "hash_rows_blake3_192",
-    "hash_rows_blake3_192_partitioned",
-    "hash_rows_blake3_256",
-    "hash_rows_blake3_256_partitioned",
-    "merkle_level_rpo",
-    "merkle_level_rpx",
-    "merkle_level_poseidon2",
-    "merkle_level_blake3_192",
-    "merkle_level_blake3_256",
-    "merkle_top_rpo",
-    "merkle_top_rpx",
-    "merkle_top_poseidon2",
-    "merkle_top_blake3_192",
-    "merkle_top_blake3_256",
-    "grind_rpo",
-    "grind_rpx",
-    "fri_spread",
-    "fri_to_slots",
-    "fri_fold_base",
-    "fri_fold_quadratic",
-    "fri_fold_cubic",
-    "gather_words",
-    "copy_rows",
-    "deep_combine_base",
-    "deep_combine_quadratic",
-    "deep_combine_cubic",
-    "deep_evaluate_base",
-    "deep_evaluate_quadratic",
-    "deep_evaluate_cubic",
-];
 
 // SOURCE
 // ================================================================================================
@@ -251,6 +209,7 @@ fn hex_list<'a>(values: impl Iterator<Item = &'a Felt>) -> String {
 /// Whether the NVRTC library can be loaded (dynamic loading panics on a missing library, so every
 /// entry point checks this first).
 pub(super) fn nvrtc_present() -> bool {
+    // SAFETY: only looks for the library; loads nothing and calls no entry point.
     unsafe { nvrtc::is_culib_present() }
 }
 
@@ -284,6 +243,8 @@ fn compile(source: &str, arch: &str) -> Result<Vec<u8>, GpuError> {
         options.iter().map(|o| CString::new(o.as_str()).expect("no NUL in options")).collect();
     let pointers: Vec<*const core::ffi::c_char> = options.iter().map(|o| o.as_ptr()).collect();
     let status =
+        // SAFETY: `program` is live, and `pointers` holds `pointers.len()` NUL-terminated options
+        // that `options` keeps alive through the call.
         unsafe { nvrtc::nvrtcCompileProgram(program.0, pointers.len() as i32, pointers.as_ptr()) };
     let log = program.log()?;
     nvrtc_check(status, "nvrtcCompileProgram").map_err(|e| with_log(e, &log))?;
@@ -291,9 +252,12 @@ fn compile(source: &str, arch: &str) -> Result<Vec<u8>, GpuError> {
         return Err(with_log(compile_error("NVRTC reported diagnostics"), &log));
     }
     let mut size = 0usize;
+    // SAFETY: `program` is live and has been compiled; `size` is a live integer to write.
     nvrtc_check(unsafe { nvrtc::nvrtcGetCUBINSize(program.0, &mut size) }, "nvrtcGetCUBINSize")?;
     let mut cubin = vec![0u8; size];
     nvrtc_check(
+        // SAFETY: `cubin` holds the `size` bytes that `nvrtcGetCUBINSize` reported for this
+        // program.
         unsafe { nvrtc::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast()) },
         "nvrtcGetCUBIN",
     )?;
@@ -308,6 +272,8 @@ impl Program {
         let source =
             CString::new(source).map_err(|_| compile_error("kernel source contains a NUL byte"))?;
         let mut raw = core::ptr::null_mut();
+        // SAFETY: `raw` is a live handle to write, `source` and the name are NUL-terminated and
+        // outlive the call (NVRTC copies them), and no headers are given (count 0, null arrays).
         let status = unsafe {
             nvrtc::nvrtcCreateProgram(
                 &mut raw,
@@ -325,11 +291,14 @@ impl Program {
     fn log(&self) -> Result<String, GpuError> {
         let mut size = 0usize;
         nvrtc_check(
+            // SAFETY: the program is live and `size` a live integer to write.
             unsafe { nvrtc::nvrtcGetProgramLogSize(self.0, &mut size) },
             "nvrtcGetProgramLogSize",
         )?;
         let mut log = vec![0u8; size.max(1)];
         nvrtc_check(
+            // SAFETY: `log` holds at least the `size` bytes that `nvrtcGetProgramLogSize` reported
+            // (one if none).
             unsafe { nvrtc::nvrtcGetProgramLog(self.0, log.as_mut_ptr().cast()) },
             "nvrtcGetProgramLog",
         )?;
@@ -341,6 +310,7 @@ impl Program {
 
 impl Drop for Program {
     fn drop(&mut self) {
+        // SAFETY: the program was created by `Program::new` and is destroyed once here.
         let _ = unsafe { nvrtc::nvrtcDestroyProgram(&mut self.0) };
     }
 }
@@ -349,6 +319,7 @@ fn nvrtc_check(status: nvrtc::nvrtcResult, what: &str) -> Result<(), GpuError> {
     if status == nvrtc::nvrtcResult::NVRTC_SUCCESS {
         return Ok(());
     }
+    // SAFETY: NVRTC returns a static NUL-terminated string for every status.
     let text = unsafe { CStr::from_ptr(nvrtc::nvrtcGetErrorString(status)) };
     Err(compile_error(&format!("{what}: {}", text.to_string_lossy())))
 }
@@ -367,8 +338,4 @@ fn with_log(error: GpuError, log: &str) -> GpuError {
         },
         other => other,
     }
-}
-
-pub(super) fn unavailable(reason: &str) -> GpuError {
-    GpuError::BackendUnavailable { backend: Backend::Cuda, reason: reason.to_string() }
 }

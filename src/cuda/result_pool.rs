@@ -64,6 +64,8 @@ struct Block {
 
 // SAFETY: a block is plain host memory owned by whoever holds the value.
 unsafe impl Send for Block {}
+// SAFETY: shared references read the address and size alone; the block's bytes are written only by
+// whoever holds it exclusively.
 unsafe impl Sync for Block {}
 
 impl ResultPool {

@@ -50,3 +50,8 @@ fn is_sticky(status: sys::CUresult) -> bool {
             | CUDA_ERROR_EXTERNAL_DEVICE
     )
 }
+
+/// [`GpuError::BackendUnavailable`] for the CUDA backend: no driver library, no device, no NVRTC.
+pub(super) fn unavailable(reason: &str) -> GpuError {
+    GpuError::BackendUnavailable { backend: Backend::Cuda, reason: reason.to_string() }
+}

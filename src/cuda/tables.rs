@@ -1,6 +1,7 @@
-//! Host-side tables the kernels read: power tables for coefficient scaling, column sources, and
-//! the split of an NTT into fused passes (the twiddles are `host::stage_twiddles`). All roots
-//! come from winter-math (`Felt::get_root_of_unity`), so the transforms are Winterfell's.
+//! Host-side tables the kernels read: power tables for coefficient scaling, column sources, the
+//! split of an NTT into fused passes, and the keys and sizes of the twiddle tables (their entries
+//! are `host::stage_twiddles`). All roots come from winter-math (`Felt::get_root_of_unity`), so
+//! the transforms are Winterfell's.
 
 use miden_crypto::Felt;
 use winter_math::{fft::permute_index, FieldElement, StarkField};
@@ -87,6 +88,22 @@ pub(super) fn ntt_passes(log_n: u32) -> Vec<NttPass> {
         b0 += t_bits;
     }
     passes
+}
+
+// TWIDDLE TABLES
+// ================================================================================================
+
+/// A twiddle table's size and direction: `(log_n, inverse)`.
+pub(super) type TwiddleKey = (u32, bool);
+
+/// Bytes of the twiddle table of a size-2^log_n transform (`stage_twiddles`: n words).
+pub(super) fn twiddle_bytes(log_n: u32) -> u64 {
+    8 << log_n
+}
+
+/// Bytes of the twiddle tables `keys`.
+pub(super) fn twiddles_bytes(keys: &[TwiddleKey]) -> u64 {
+    keys.iter().map(|&(log_n, _)| twiddle_bytes(log_n)).sum()
 }
 
 #[cfg(test)]

@@ -64,6 +64,8 @@ pub(super) struct HostDst {
 
 // SAFETY: a HostDst is a unique range of a live allocation (see `HostDst::new`).
 unsafe impl Send for HostDst {}
+// SAFETY: shared references read the address and layout alone; the range is written only by the one
+// download it was handed to.
 unsafe impl Sync for HostDst {}
 
 impl HostDst {
