@@ -173,9 +173,10 @@ macro_rules! kernel_signatures {
             }
         )*
 
-        /// Every kernel the backend launches, by its `extern "C"` name: the kernels of each
-        /// signature, signature after signature (the one list of names: the module load takes
-        /// each signature's from [`Signature::KERNELS`]).
+        // the signatures' lists are the one place kernels are named: this list is theirs, and the
+        // module load takes each signature's kernels from its own
+        /// Every kernel the backend launches, by its `extern "C"` name, signature after
+        /// signature.
         pub const KERNELS: [&str; [$($($kernel,)+)*].len()] = [$($($kernel,)+)*];
 
         /// Every signature: its marker's name, its kernels and its parameters.

@@ -21,7 +21,8 @@
 //!   bounds-checked slices);
 //! - `launch`: loaded modules and kernel handles, typed by signature;
 //! - `kernels`: one typed launch function per kernel signature, the only place kernel arguments
-//!   are packed (checked against `cuda/*.cu` by its test);
+//!   are packed and kernels are named ([`KERNELS`] is generated from its lists; checked against
+//!   `cuda/*.cu` by its test);
 //! - `program`: the kernel sources, the constants generated for them, NVRTC compilation;
 //! - `tables`: power tables, the keys and sizes of the twiddle tables, and the split of an NTT
 //!   into passes;
