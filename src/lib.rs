@@ -38,6 +38,7 @@
 
 mod backend;
 mod committer;
+pub mod constraints;
 mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
