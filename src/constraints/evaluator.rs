@@ -80,14 +80,16 @@ where
     ) -> E {
         let lde_step = step << context.lde_shift;
         context.trace.read_main_trace_frame_into(lde_step, &mut scratch.main);
-        if context.multi_segment {
-            context.trace.read_aux_trace_frame_into(lde_step, &mut scratch.aux);
+        if let Some(aux) = scratch.aux.as_mut() {
+            context.trace.read_aux_trace_frame_into(lde_step, aux);
         }
+        let aux_current: &[E] = scratch.aux.as_ref().map_or(&[], |aux| aux.current());
+        let aux_next: &[E] = scratch.aux.as_ref().map_or(&[], |aux| aux.next());
         let inputs = FrameInputs {
             main_current: scratch.main.current(),
             main_next: scratch.main.next(),
-            aux_current: E::slice_as_base_elements(scratch.aux.current()),
-            aux_next: E::slice_as_base_elements(scratch.aux.next()),
+            aux_current: E::slice_as_base_elements(aux_current),
+            aux_next: E::slice_as_base_elements(aux_next),
             periodic: self.periodic.row(step),
             random: &self.random,
         };
@@ -100,7 +102,7 @@ where
             .iter()
             .zip(&context.main_coefficients)
             .fold(E::ZERO, |acc, (&id, &coef)| acc + coef.mul_base(values[id as usize]));
-        if context.multi_segment {
+        if scratch.aux.is_some() {
             scratch.aux_results.clear();
             scratch
                 .aux_results
@@ -115,7 +117,7 @@ where
         let boundary = self
             .boundary
             .iter()
-            .map(|group| group.evaluate(scratch.main.current(), scratch.aux.current(), x, step));
+            .map(|group| group.evaluate(scratch.main.current(), aux_current, x, step));
         let mut combined = E::ZERO;
         for (value, divisor) in core::iter::once(transition).chain(boundary).zip(&context.divisors)
         {
@@ -150,17 +152,17 @@ where
             trace,
             domain,
             lde_shift: domain.ce_to_lde_blowup().trailing_zeros(),
-            multi_segment: self.air.trace_info().is_multi_segment(),
             main_coefficients: self.transition.main_constraint_coef(),
             aux_coefficients: self.transition.aux_constraint_coef(),
             divisors,
         };
         let trace_info = trace.trace_info();
+        let multi_segment = self.air.trace_info().is_multi_segment();
         let mut result = vec![E::ZERO; domain.ce_domain_size()];
         result.par_chunks_mut(ROWS_PER_TASK).enumerate().for_each(|(task, rows)| {
             let mut scratch = Scratch {
                 main: EvaluationFrame::new(trace_info.main_trace_width()),
-                aux: EvaluationFrame::new(trace_info.aux_segment_width()),
+                aux: multi_segment.then(|| EvaluationFrame::new(trace_info.aux_segment_width())),
                 values: Vec::new(),
                 aux_results: Vec::new(),
             };
@@ -181,7 +183,6 @@ struct RowContext<'a, T, E: FieldElement<BaseField = Felt>> {
     trace: &'a T,
     domain: &'a StarkDomain<Felt>,
     lde_shift: u32,
-    multi_segment: bool,
     main_coefficients: Vec<E>,
     aux_coefficients: Vec<E>,
     divisors: Vec<Divisor<'a>>,
@@ -209,7 +210,8 @@ impl<'a> Divisor<'a> {
 /// A task's buffers, reused over its rows.
 struct Scratch<E: FieldElement<BaseField = Felt>> {
     main: EvaluationFrame<Felt>,
-    aux: EvaluationFrame<E>,
+    /// The auxiliary frame, for a multi-segment trace.
+    aux: Option<EvaluationFrame<E>>,
     values: Vec<Felt>,
     aux_results: Vec<Felt>,
 }
