@@ -88,14 +88,32 @@ where
     let main = ColMatrix::new(
         (0..info.main_trace_width()).map(|_| (0..n).map(|_| random_felt(rng)).collect()).collect(),
     );
+    let width = info.aux_segment_width();
+    let random_aux = |rng: &mut StdRng, _: &[E]| {
+        ColMatrix::new((0..width).map(|_| random_elements::<E>(rng, n)).collect())
+    };
+    assert_composition_parity_on(air, &main, random_aux, rng, label);
+}
+
+/// Both evaluators over the LDE of `main` and of the auxiliary segment `aux` builds from the
+/// random elements; panics at the first differing row.
+fn assert_composition_parity_on<A, E>(
+    air: &A,
+    main: &ColMatrix<Felt>,
+    aux: impl FnOnce(&mut StdRng, &[E]) -> ColMatrix<E>,
+    rng: &mut StdRng,
+    label: &str,
+) where
+    A: Air<BaseField = Felt>,
+    E: FieldElement<BaseField = Felt>,
+{
+    let info = air.trace_info();
     let domain = StarkDomain::new(air);
-    let (mut lde, _) = Lde::<E>::new(info, &main, &domain, PartitionOptions::default());
+    let (mut lde, _) = Lde::<E>::new(info, main, &domain, PartitionOptions::default());
     let aux_rand = info.is_multi_segment().then(|| {
-        let aux = ColMatrix::new(
-            (0..info.aux_segment_width()).map(|_| random_elements::<E>(rng, n)).collect(),
-        );
-        lde.set_aux_trace(&aux, &domain);
-        AuxRandElements::new(random_elements(rng, info.get_num_aux_segment_rand_elements()))
+        let elements = random_elements(rng, info.get_num_aux_segment_rand_elements());
+        lde.set_aux_trace(&aux(rng, &elements), &domain);
+        AuxRandElements::new(elements)
     });
     let coefficients = ConstraintCompositionCoefficients {
         transition: random_elements(rng, air.context().num_transition_constraints()),
@@ -750,6 +768,48 @@ fn random_air_graphs_equal_their_code() {
         let description = Description::random(&mut rng, 64);
         with_field(&description, &mut rng, &graph_check);
     }
+}
+
+// ================================================================================================
+// MIDEN
+// ================================================================================================
+
+/// Miden's `ProcessorAir` on the trace of a program that hashes, touches memory and
+/// range-checks (`HASH_MEMORY`: the hasher and memory chiplets and the range checker).
+#[cfg(feature = "miden")]
+#[test]
+fn miden_composition_equals_winterfell() {
+    use miden_air::{ProcessorAir, PublicInputs};
+    use miden_assembly::Assembler;
+    use miden_gpu::miden::programs::HASH_MEMORY;
+    use miden_processor::{execute, AdviceInputs, DefaultHost, ExecutionOptions, StackInputs};
+    use miden_prover::{HashFunction, ProvingOptions};
+
+    let program = Assembler::default().assemble_program(HASH_MEMORY).expect("program assembles");
+    let stack_inputs = StackInputs::new(vec![Felt::new(20)]).expect("stack inputs");
+    let trace = execute(
+        &program,
+        stack_inputs.clone(),
+        AdviceInputs::default(),
+        &mut DefaultHost::default(),
+        ExecutionOptions::default(),
+    )
+    .expect("program runs");
+    let inputs = PublicInputs::new(
+        trace.program_info().clone(),
+        stack_inputs,
+        trace.stack_outputs().clone(),
+        trace.final_precompile_transcript().state(),
+    );
+    let options = ProvingOptions::with_96_bit_security(HashFunction::Rpo256).into();
+    let air = ProcessorAir::new(trace.info().clone(), inputs, options);
+    let graph = capture::<_, QuadExtension<Felt>>(&air).expect("ProcessorAir is captured");
+    let mut rng = StdRng::seed_from_u64(6);
+    assert_graph_matches_air::<_, QuadExtension<Felt>>(&air, &graph, &mut rng, 20);
+    let aux = |_: &mut StdRng, elements: &[QuadExtension<Felt>]| {
+        trace.build_aux_trace(elements).expect("Miden builds its aux trace")
+    };
+    assert_composition_parity_on(&air, trace.main_segment(), aux, &mut rng, "miden");
 }
 
 // ================================================================================================
