@@ -979,3 +979,53 @@ fn value_dependent_air_is_reported() {
         assert!(matches!(result, Err(CaptureError::Unrecordable { .. })));
     }
 }
+
+// ================================================================================================
+// CUDA SOURCE
+// ================================================================================================
+
+/// The generated CUDA of the Fibonacci AIR and of a large random AIR compiles with NVRTC for
+/// Hopper, in chunks; skipped, with the reason, without `libnvrtc`.
+#[cfg(feature = "cuda")]
+#[test]
+fn generated_cuda_compiles_with_nvrtc() {
+    use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
+    use miden_gpu::constraints::cuda_source;
+
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        eprintln!("generated CUDA: skipped, the NVRTC library (libnvrtc) was not found");
+        return;
+    }
+    let fib = capture::<_, QuadExtension<Felt>>(&fib_air(4, 64, 8, FieldExtension::Quadratic))
+        .expect("fib is captured");
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut description = Description::random(&mut rng, 64);
+    description.extension = FieldExtension::Cubic;
+    for _ in 0..40 {
+        let degree = rng.random_range(5..=9);
+        let expr = description.expr(&mut rng, degree, false);
+        description.main.push((expr, degree));
+    }
+    let large = capture::<_, CubeExtension<Felt>>(&description.air()).expect("captured");
+    assert!(large.num_operations() > 400, "{} operations", large.num_operations());
+
+    for (name, graph, chunk) in [("fib", &fib, 8), ("large", &large, 128)] {
+        let generated = cuda_source(graph, name, chunk);
+        let chunks = graph.num_operations().div_ceil(chunk);
+        assert!(generated.contains(&format!("{name}_chunk{}(", chunks - 1)));
+        assert!(!generated.contains(&format!("{name}_chunk{chunks}(")));
+        let source = format!(
+            "{}\n{generated}\nextern \"C\" __global__ void {name}_kernel({name}_frame f, \
+             u64* main_out, u64* aux_out) {{\n    u64 carry[{name}_CARRY];\n    \
+             {name}(f, carry, main_out, aux_out);\n}}\n",
+            include_str!("../cuda/field.cuh")
+        );
+        let options = CompileOptions {
+            arch: Some("sm_90"),
+            options: vec!["--std=c++17".into()],
+            ..Default::default()
+        };
+        compile_ptx_with_opts(&source, options)
+            .unwrap_or_else(|e| panic!("{name}: NVRTC rejected the generated source: {e:?}"));
+    }
+}

@@ -85,7 +85,7 @@ impl Op {
     }
 
     /// The operand ids of the node.
-    fn operands(self) -> impl Iterator<Item = NodeId> {
+    pub(crate) fn operands(self) -> impl Iterator<Item = NodeId> {
         let (first, second) = match self {
             Op::Const(_) | Op::Input(_) => (None, None),
             Op::Add(a, b) | Op::Sub(a, b) | Op::Mul(a, b) => (Some(a), Some(b)),

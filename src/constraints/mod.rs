@@ -9,12 +9,16 @@
 //! [`GraphConstraintEvaluator`] computes the whole composition over the constraint-evaluation
 //! domain, equal bit for bit to winter-prover's `DefaultConstraintEvaluator`.
 //!
+//! [`cuda_source`] writes a graph as CUDA `__device__` functions over the crate's field code, in
+//! chunks of bounded size.
+//!
 //! An AIR whose constraint code compares, inverts or divides field elements (or reinterprets
 //! them as bytes) is not captured: [`CaptureError`] says why, and the prover's own evaluator
 //! serves it.
 
 mod boundary;
 mod capture;
+mod cuda;
 mod evaluator;
 mod graph;
 mod interpret;
@@ -22,6 +26,7 @@ mod periodic;
 mod symbolic;
 
 pub use capture::{capture, CaptureError};
+pub use cuda::cuda_source;
 pub use evaluator::GraphConstraintEvaluator;
 pub use graph::{ConstraintGraph, Input, NodeId, Op};
 pub use interpret::FrameInputs;
