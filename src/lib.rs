@@ -21,6 +21,9 @@
 //! - Selection: [`BackendOptions`] names the backend and holds every
 //!   backend's options; [`BackendOptions::create`] makes the committer, and `Auto` decides
 //!   before opening any device.
+//! - Constraints ([`constraints`]): any Winterfell AIR's transition constraints captured as an
+//!   expression graph, its CPU interpreter and the composition from it, equal to
+//!   `DefaultConstraintEvaluator`'s; the base of device constraint evaluation (not wired yet).
 //! - Prover integration ([`GpuProver`], [`ProverOptions`], [`GpuTraceLde`],
 //!   [`GpuConstraintCommitment`]): knows nothing of any backend's internals.
 //!
@@ -39,6 +42,7 @@
 
 mod backend;
 mod committer;
+pub mod constraints;
 mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;

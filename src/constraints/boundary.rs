@@ -1,0 +1,164 @@
+//! Boundary constraints grouped by divisor, evaluated as winter-prover's evaluator does.
+//!
+//! The groups come from winter-air's own `BoundaryConstraints` (`Air::get_boundary_constraints`);
+//! winter-prover's evaluation of them is private to it, so it is followed here term for term:
+//! per group, the main terms then the auxiliary ones, each set in the order single value, small
+//! polynomial (fewer than 63 coefficients, evaluated at `x · x_offset` on the fly), large
+//! polynomial (tabulated over the CE domain).
+
+use winter_air::{Air, BoundaryConstraint, ConstraintDivisor};
+use winter_math::{fft, ExtensionOf, FieldElement};
+
+use crate::Felt;
+
+/// Polynomials with at least this many coefficients are tabulated (winter-prover's bound).
+const SMALL_POLY_DEGREE: usize = 63;
+
+// ================================================================================================
+// TERMS
+// ================================================================================================
+
+/// How one assertion's expected value is found at a step.
+#[derive(Debug, Clone)]
+enum Expected<F> {
+    /// One value for every step.
+    Single(F),
+    /// A small polynomial in `x · x_offset`.
+    SmallPoly { poly: Vec<F>, x_offset: Felt },
+    /// A polynomial's values over the CE domain, read `step_offset` steps back.
+    LargePoly { values: Vec<F>, step_offset: usize },
+}
+
+/// One assertion: `coefficient · (state[column] − expected(x))`.
+#[derive(Debug, Clone)]
+struct Term<F, E> {
+    column: usize,
+    expected: Expected<F>,
+    coefficient: E,
+}
+
+impl<F, E> Term<F, E>
+where
+    F: FieldElement<BaseField = Felt>,
+    E: FieldElement<BaseField = Felt> + ExtensionOf<F>,
+{
+    fn new<A: Air<BaseField = Felt>>(source: &BoundaryConstraint<F, E>, air: &A) -> Self {
+        let poly = source.poly();
+        let expected = if poly.len() == 1 {
+            Expected::Single(poly[0])
+        } else if poly.len() < SMALL_POLY_DEGREE {
+            Expected::SmallPoly { poly: poly.to_vec(), x_offset: source.poly_offset().1 }
+        } else {
+            let twiddles = fft::get_twiddles::<Felt>(poly.len());
+            let blowup = air.ce_domain_size() / poly.len();
+            let values =
+                fft::evaluate_poly_with_offset(poly, &twiddles, air.domain_offset(), blowup);
+            let step_offset = source.poly_offset().0 * air.ce_blowup_factor();
+            Expected::LargePoly { values, step_offset }
+        };
+        Self { column: source.column(), expected, coefficient: *source.cc() }
+    }
+
+    /// The order winter-prover evaluates a group's terms in: single, small, large.
+    fn rank(&self) -> u8 {
+        match self.expected {
+            Expected::Single(_) => 0,
+            Expected::SmallPoly { .. } => 1,
+            Expected::LargePoly { .. } => 2,
+        }
+    }
+
+    fn evaluate(&self, state: &[F], x: Felt, step: usize) -> E {
+        let expected = match &self.expected {
+            Expected::Single(value) => *value,
+            Expected::SmallPoly { poly, x_offset } => {
+                let x = x * *x_offset;
+                poly.iter().rev().fold(F::ZERO, |acc, &coeff| acc.mul_base(x) + coeff)
+            },
+            Expected::LargePoly { values, step_offset } => {
+                let index = if *step_offset > step {
+                    values.len() + step - step_offset
+                } else {
+                    step - step_offset
+                };
+                values[index]
+            },
+        };
+        self.coefficient.mul_base(state[self.column] - expected)
+    }
+}
+
+/// The terms of one segment, in evaluation order.
+fn terms<F, E, A>(source: &[BoundaryConstraint<F, E>], air: &A) -> Vec<Term<F, E>>
+where
+    F: FieldElement<BaseField = Felt>,
+    E: FieldElement<BaseField = Felt> + ExtensionOf<F>,
+    A: Air<BaseField = Felt>,
+{
+    let mut terms: Vec<_> = source.iter().map(|constraint| Term::new(constraint, air)).collect();
+    terms.sort_by_key(Term::rank);
+    terms
+}
+
+// ================================================================================================
+// GROUPS
+// ================================================================================================
+
+/// The assertions sharing one divisor: main terms, then auxiliary ones.
+#[derive(Debug, Clone)]
+pub(crate) struct BoundaryGroup<E: FieldElement<BaseField = Felt>> {
+    divisor: ConstraintDivisor<Felt>,
+    main: Vec<Term<Felt, E>>,
+    aux: Vec<Term<E, E>>,
+}
+
+impl<E: FieldElement<BaseField = Felt>> BoundaryGroup<E> {
+    /// The groups of `air`'s boundary constraints: one per main divisor, an auxiliary group
+    /// joining the main group of an equal divisor or appended after them.
+    pub(crate) fn all<A: Air<BaseField = Felt>>(
+        air: &A,
+        aux_rand_elements: Option<&winter_air::AuxRandElements<E>>,
+        coefficients: &[E],
+    ) -> Vec<Self> {
+        let source = air.get_boundary_constraints(aux_rand_elements, coefficients);
+        let mut groups: Vec<Self> = source
+            .main_constraints()
+            .iter()
+            .map(|group| Self {
+                divisor: group.divisor().clone(),
+                main: terms(group.constraints(), air),
+                aux: Vec::new(),
+            })
+            .collect();
+        for group in source.aux_constraints() {
+            let mut aux = terms(group.constraints(), air);
+            match groups.iter_mut().find(|g| &g.divisor == group.divisor()) {
+                Some(existing) => {
+                    existing.aux.append(&mut aux);
+                    existing.aux.sort_by_key(Term::rank);
+                },
+                None => {
+                    groups.push(Self { divisor: group.divisor().clone(), main: Vec::new(), aux })
+                },
+            }
+        }
+        groups
+    }
+
+    /// The group's divisor.
+    pub(crate) fn divisor(&self) -> &ConstraintDivisor<Felt> {
+        &self.divisor
+    }
+
+    /// The group's sum at CE step `step` (point `x`).
+    pub(crate) fn evaluate(&self, main: &[Felt], aux: &[E], x: Felt, step: usize) -> E {
+        let mut result = E::ZERO;
+        for term in &self.main {
+            result += term.evaluate(main, x, step);
+        }
+        for term in &self.aux {
+            result += term.evaluate(aux, x, step);
+        }
+        result
+    }
+}
