@@ -276,19 +276,6 @@ pub(super) fn commit(
         .zip(&timelines)
         .map(|(gpu, timeline)| timeline.stage_times(gpu.ordinal, passes.count, g_count > 1))
         .collect::<DriverResult<Vec<_>>>()?;
-    for t in &times {
-        tracing::info!(
-            gpu = t.device,
-            passes = t.passes,
-            upload_lde_ms = t.upload_lde_ms,
-            interpolate_ms = t.interpolate_ms,
-            lde_ms = t.lde_ms,
-            exchange_ms = t.exchange_ms,
-            hash_ms = t.hash_ms,
-            tree_ms = t.tree_ms,
-            "cuda stage times"
-        );
-    }
     Ok((commitment, times, keep_rows))
 }
 
