@@ -36,15 +36,14 @@ fn rescue_block(
     mds: &[[Felt; WIDTH]],
 ) -> Result<Vec<u8>> {
     if ark1.len() != ROUNDS || ark2.len() != ROUNDS || mds.len() != WIDTH {
-        return Err(refused(
-            "kernel constants",
-            format!(
-            "Rescue tables have {}/{} rounds and {} MDS rows; the kernels expect {ROUNDS} and {WIDTH}",
+        let condition = format!(
+            "Rescue tables have {}/{} rounds and {} MDS rows; the kernels expect {ROUNDS} and \
+             {WIDTH}",
             ark1.len(),
             ark2.len(),
             mds.len()
-        ),
-        ));
+        );
+        return Err(refused("kernel constants", condition));
     }
     let mut bytes = Vec::new();
     for row in ark1.iter().chain(ark2) {
