@@ -6,6 +6,12 @@ use thiserror::Error;
 
 use crate::backend::Backend;
 
+mod device;
+mod request;
+
+pub use device::{DeviceFailure, DeviceStatus, LossCause};
+pub use request::{DeepError, FriError, GrindError};
+
 /// Everything that can go wrong when committing on a backend or building a GPU prover.
 ///
 /// Bad input is always answered with one of these, never a panic: the messages say what was
@@ -15,6 +21,22 @@ pub enum GpuError {
     /// The number of trace rows is not a power of two (or is smaller than 2).
     #[error("trace length must be a power of two and at least 2, but was {0}")]
     TraceLengthNotPowerOfTwo(usize),
+    /// The number of leaves of a Merkle tree is not a power of two (or is smaller than 2).
+    #[error("a Merkle tree needs a power of two of leaves and at least 2, but had {0}")]
+    LeafCountNotPowerOfTwo(usize),
+    /// An LDE handed over as rows does not have whole rows that hold its columns.
+    #[error(
+        "an LDE of {elements} elements in rows of {row_width} for {num_cols} columns; the rows \
+         must be at least as wide as the columns and divide the elements"
+    )]
+    LdeRowLayout {
+        /// Base elements of the LDE.
+        elements: usize,
+        /// Base elements per row.
+        row_width: usize,
+        /// Columns each row holds.
+        num_cols: usize,
+    },
     /// A segment with no columns was given.
     #[error("a trace segment must have at least one column, but had zero")]
     ZeroColumns,
@@ -104,14 +126,14 @@ pub enum GpuError {
     },
     /// A FRI request is malformed (folding factor, layer count, component count or length).
     #[error("invalid FRI request: {0}")]
-    InvalidFri(String),
+    InvalidFri(FriError),
     /// A DEEP combination request is malformed (segments, degrees or coefficient count).
     #[error("invalid DEEP combination request: {0}")]
-    InvalidDeep(String),
+    InvalidDeep(DeepError),
     /// A proof-of-work search cannot end: a grinding factor above 64, or no nonce accepted
     /// below [`crate::committer::grind::MAX_NONCE`].
     #[error("invalid grinding request: {0}")]
-    InvalidGrinding(String),
+    InvalidGrinding(GrindError),
     /// A read of LDE rows kept on the device asked for a row past the LDE.
     #[error("row {row} read from an LDE of {rows} rows")]
     RowOutOfRange {
@@ -129,24 +151,24 @@ pub enum GpuError {
         operation: &'static str,
     },
     /// The device or its driver failed while committing (allocation, launch, device loss).
-    #[error("{backend} device failure: {message}")]
+    #[error("{backend} device failure: {failure}")]
     Device {
         /// The backend whose device failed.
         backend: Backend,
-        /// What the driver reported.
-        message: String,
+        /// The failed call and what it reported.
+        failure: DeviceFailure,
     },
     /// The device can no longer be used: the driver reported an error after which its context is
     /// unusable (an illegal address, a failed launch, an uncorrectable ECC error), the device was
     /// lost, or a wait on it exceeded its deadline. The committer records it and refuses every
     /// later call at once with this error; make a new committer (for CUDA, a new process) to
     /// use the device again.
-    #[error("{backend} device lost: {message}; this committer refuses further work")]
+    #[error("{backend} device lost: {cause}; this committer refuses further work")]
     DeviceLost {
         /// The backend whose device was lost.
         backend: Backend,
-        /// What the driver reported, or why the device was given up.
-        message: String,
+        /// The failed call that lost it, or the earlier loss a call was refused for.
+        cause: LossCause,
     },
     /// A wait on the device exceeded its deadline (`wait_timeout` in the backend's options): the
     /// device did not finish the work it was given. The device counts as lost afterwards.
@@ -196,6 +218,34 @@ pub enum GpuError {
         /// What the verifier reported.
         reason: String,
     },
+}
+
+impl GpuError {
+    /// [`GpuError::Device`] of `backend` for `call`, refused by `condition` (a check this crate
+    /// makes, not a status a driver reported).
+    pub(crate) fn internal(
+        backend: Backend,
+        call: &'static str,
+        condition: impl Into<String>,
+    ) -> Self {
+        let status = DeviceStatus::Internal(condition.into());
+        Self::Device { backend, failure: DeviceFailure::new(call, status) }
+    }
+
+    /// This error, naming the kernel or operation `operation` its failed call served, if it is
+    /// a device failure or loss; any other error unchanged.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn serving(self, operation: &str) -> Self {
+        match self {
+            Self::Device { backend, failure } => {
+                Self::Device { backend, failure: failure.serving(operation) }
+            },
+            Self::DeviceLost { backend, cause: LossCause::Failure(failure) } => {
+                Self::DeviceLost { backend, cause: LossCause::Failure(failure.serving(operation)) }
+            },
+            other => other,
+        }
+    }
 }
 
 /// `value` as a 32-bit launch dimension or kernel scalar; [`GpuError::DimensionOverflow`] naming

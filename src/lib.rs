@@ -68,7 +68,9 @@ pub use committer::{
     ResidentPolys, RowHashing, StageTimes,
 };
 pub use cpu::{CpuCommitter, CpuOptions};
-pub use error::{GpuError, Result};
+pub use error::{
+    DeepError, DeviceFailure, DeviceStatus, FriError, GpuError, GrindError, LossCause, Result,
+};
 pub use hash::{Digest, GpuHasher, HashFunction, RescueLanes, DIGEST_BYTES};
 #[cfg(feature = "tools")]
 pub use health::faults;

@@ -17,8 +17,8 @@ use std::{
 use miden_crypto::hash::{blake::Blake3_256, rpo::Rpo256};
 use miden_gpu::{
     fri::{FoldingChannel, FriLayers, FriRequest},
-    Backend, CommitRequest, Commitment, CpuCommitter, Digest, Felt, GpuCommitter, GpuError,
-    GpuProver, HashFunction, Keep, KeptRows, LdeRows, RowHashing,
+    Backend, CommitRequest, Commitment, CpuCommitter, DeviceFailure, DeviceStatus, Digest, Felt,
+    GpuCommitter, GpuError, GpuProver, HashFunction, Keep, KeptRows, LdeRows, RowHashing,
 };
 use winter_air::proof::Proof;
 use winter_crypto::{DefaultRandomCoin, MerkleTree};
@@ -259,7 +259,9 @@ impl KeptRows for HeldRows {
     fn read(&self, positions: &[usize]) -> miden_gpu::Result<Vec<Vec<Felt>>> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         if self.fail {
-            return Err(GpuError::Device { backend: Backend::Cpu, message: "read failed".into() });
+            let status = DeviceStatus::Internal("failed".into());
+            let failure = DeviceFailure::new("kept row read", status);
+            return Err(GpuError::Device { backend: Backend::Cpu, failure });
         }
         Ok(positions.iter().map(|&p| self.lde.row(p).to_vec()).collect())
     }
@@ -305,7 +307,7 @@ fn a_failed_read_of_kept_rows_without_fallback_panics_with_the_error() {
     let outcome = catch_unwind(AssertUnwindSafe(|| prover.prove(FibTrace::new(2, 256))));
     let payload = outcome.expect_err("a proof without the rows");
     let message = payload.downcast_ref::<String>().cloned().unwrap_or_default();
-    assert_eq!(message, "constraint queries failed: cpu device failure: read failed");
+    assert_eq!(message, "constraint queries failed: cpu device failure: kept row read: failed");
 }
 
 /// The self-check's cost: the time of `GpuProver::prove` on the CPU backend with and without

@@ -25,7 +25,7 @@ use winter_math::FieldElement;
 use crate::{
     backend::Backend,
     committer::ResidentPolys,
-    error::{GpuError, Result},
+    error::{DeepError, GpuError, Result},
 };
 
 // REQUEST
@@ -57,11 +57,11 @@ impl CombineRequest<'_> {
     pub fn validate(&self, backend: Backend) -> Result<usize> {
         let (poly_len, columns) = check_segments(self.segments, self.ext_degree, backend)?;
         if self.coefficients.len() != columns * self.ext_degree {
-            return Err(GpuError::InvalidDeep(format!(
-                "{} coefficient components for {columns} columns of degree {}",
-                self.coefficients.len(),
-                self.ext_degree
-            )));
+            return Err(GpuError::InvalidDeep(DeepError::CoefficientCount {
+                received: self.coefficients.len(),
+                columns,
+                degree: self.ext_degree,
+            }));
         }
         Ok(poly_len)
     }
@@ -84,11 +84,10 @@ impl EvaluateRequest<'_> {
         // the segments' check bounds the extension degree before it sizes the points
         let (poly_len, _) = check_segments(self.segments, self.ext_degree, backend)?;
         if self.points.len() != 2 * self.ext_degree {
-            return Err(GpuError::InvalidDeep(format!(
-                "{} point components; expected two points of degree {}",
-                self.points.len(),
-                self.ext_degree
-            )));
+            return Err(GpuError::InvalidDeep(DeepError::PointCount {
+                received: self.points.len(),
+                degree: self.ext_degree,
+            }));
         }
         Ok(poly_len)
     }
@@ -158,33 +157,39 @@ fn check_segments(
     ext_degree: usize,
     backend: Backend,
 ) -> Result<(usize, usize)> {
-    let invalid = |reason: String| Err(GpuError::InvalidDeep(reason));
+    let invalid = |error: DeepError| Err(GpuError::InvalidDeep(error));
     if !(1..=3).contains(&ext_degree) {
-        return invalid(format!("extension degree {ext_degree}; expected 1, 2 or 3"));
+        return invalid(DeepError::ExtensionDegree(ext_degree));
     }
     let Some(first) = segments.first() else {
-        return invalid("no segments".into());
+        return invalid(DeepError::NoSegments);
     };
     let poly_len = first.polys.poly_len();
     let mut columns = 0;
     for (s, segment) in segments.iter().enumerate() {
         let polys = segment.polys;
         if polys.backend() != backend {
-            return invalid(format!("segment {s} is held by {}, not {backend}", polys.backend()));
+            return invalid(DeepError::SegmentBackend {
+                segment: s,
+                held_by: polys.backend(),
+                expected: backend,
+            });
         }
         if polys.poly_len() != poly_len {
-            return invalid(format!(
-                "segment {s} has polynomials of {} coefficients, not {poly_len}",
-                polys.poly_len()
-            ));
+            return invalid(DeepError::SegmentLength {
+                segment: s,
+                poly_len: polys.poly_len(),
+                expected: poly_len,
+            });
         }
         let known_degree = segment.degree == 1 || segment.degree == ext_degree;
         if !known_degree || !polys.num_cols().is_multiple_of(segment.degree) {
-            return invalid(format!(
-                "segment {s}: {} base columns cannot be columns of degree {}",
-                polys.num_cols(),
-                segment.degree
-            ));
+            return invalid(DeepError::SegmentColumns {
+                segment: s,
+                base_columns: polys.num_cols(),
+                degree: segment.degree,
+                ext_degree,
+            });
         }
         columns += polys.num_cols() / segment.degree;
     }

@@ -16,7 +16,7 @@ use miden_crypto::Felt;
 
 use crate::{
     committer::domain::lde_domain_len,
-    error::{GpuError, Result},
+    error::{FriError, GpuError, Result},
     hash::{Digest, HashFunction},
 };
 
@@ -73,14 +73,16 @@ impl FriRequest<'_> {
     /// Checks the request and returns its shape. Sizes are computed with checked arithmetic: a
     /// domain or a layer count whose powers overflow is a typed error naming it.
     pub fn validate(&self) -> Result<FriShape> {
-        let invalid = |reason: String| Err(GpuError::InvalidFri(reason));
+        let invalid = |error: FriError| Err(GpuError::InvalidFri(error));
         let ext_degree = self.components.len();
         if !(1..=3).contains(&ext_degree) {
-            return invalid(format!("{ext_degree} components; expected 1, 2 or 3"));
+            return invalid(FriError::ComponentCount(ext_degree));
         }
         let poly_len = self.components[0].len();
-        if self.components.iter().any(|c| c.len() != poly_len) {
-            return invalid("components of different lengths".into());
+        let differing = self.components.iter().position(|c| c.len() != poly_len);
+        if let Some(component) = differing {
+            let len = self.components[component].len();
+            return invalid(FriError::ComponentLength { component, len, expected: poly_len });
         }
         if poly_len < 2 || !poly_len.is_power_of_two() {
             return Err(GpuError::TraceLengthNotPowerOfTwo(poly_len));
@@ -89,10 +91,7 @@ impl FriRequest<'_> {
             return Err(GpuError::InvalidBlowup(self.blowup));
         }
         if !FOLDING_FACTORS.contains(&self.folding_factor) {
-            return invalid(format!(
-                "folding factor {}; expected 2, 4, 8 or 16",
-                self.folding_factor
-            ));
+            return invalid(FriError::FoldingFactor(self.folding_factor));
         }
         let domain_len = lde_domain_len(poly_len, self.blowup)?;
         // the layers fold the domain by `folding_factor^num_layers`, which must leave two
@@ -101,10 +100,11 @@ impl FriRequest<'_> {
             .ok()
             .and_then(|layers| self.folding_factor.checked_pow(layers));
         if self.num_layers == 0 || folded.is_none_or(|f| f > domain_len / 2) {
-            return invalid(format!(
-                "{} layers of folding by {} do not fit a domain of {domain_len}",
-                self.num_layers, self.folding_factor
-            ));
+            return invalid(FriError::LayerCount {
+                layers: self.num_layers,
+                folding_factor: self.folding_factor,
+                domain_len,
+            });
         }
         Ok(FriShape { ext_degree, poly_len, domain_len })
     }

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use winter_crypto::RandomCoin;
 
 use crate::{
-    error::{GpuError, Result},
+    error::{GpuError, GrindError, Result},
     hash::HashFunction,
 };
 
@@ -68,9 +68,8 @@ impl GrindRequest {
             )));
         }
         if self.grinding_factor > 64 {
-            return Err(GpuError::InvalidGrinding(format!(
-                "grinding factor {} above 64",
-                self.grinding_factor
+            return Err(GpuError::InvalidGrinding(GrindError::FactorTooLarge(
+                self.grinding_factor,
             )));
         }
         Ok(())
@@ -110,7 +109,7 @@ pub(crate) fn first_in_batches(
         }
         start += count;
     }
-    Err(GpuError::InvalidGrinding(format!("no proof-of-work nonce below {MAX_NONCE}")))
+    Err(GpuError::InvalidGrinding(GrindError::NoNonce { below: MAX_NONCE }))
 }
 
 // HOST SEARCH

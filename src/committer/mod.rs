@@ -13,8 +13,10 @@
 //! The folder holds this layer whole: the trait and its commitment request and result types
 //! here, and the requests and results of the proof's later device steps beside it ([`deep`],
 //! [`fri`], [`grind`]), the domain check they share, the polynomials a backend keeps
-//! ([`ResidentPolys`]) and the stage times it reports ([`StageTimes`]).
+//! ([`ResidentPolys`]), the stage times it reports ([`StageTimes`]), and the request checks
+//! every backend makes first (`checks`).
 
+mod checks;
 pub mod deep;
 pub(crate) mod domain;
 pub mod fri;
@@ -22,6 +24,9 @@ pub mod grind;
 mod resident;
 mod stage_times;
 
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub(crate) use checks::GpuRequestChecks;
+pub(crate) use checks::{check_lde_rows, check_leaves};
 pub use resident::ResidentPolys;
 pub use stage_times::StageTimes;
 
@@ -392,40 +397,4 @@ pub trait GpuCommitter: Send + Sync {
     fn last_stage_times(&self) -> Vec<StageTimes> {
         Vec::new()
     }
-}
-
-/// [`GpuError::UnsupportedHasher`] unless `hash` is among `supported` (a backend's kernels).
-#[cfg(any(feature = "cuda", feature = "wgpu"))]
-pub(crate) fn check_hash(hash: HashFunction, supported: &[HashFunction]) -> Result<()> {
-    if supported.contains(&hash) {
-        Ok(())
-    } else {
-        Err(GpuError::UnsupportedHasher(hash.to_string()))
-    }
-}
-
-/// Checks the leaf count of a Merkle tree request.
-pub(crate) fn check_leaves(leaves: &[Digest]) -> Result<()> {
-    if leaves.len() < 2 || !leaves.len().is_power_of_two() {
-        return Err(GpuError::TraceLengthNotPowerOfTwo(leaves.len()));
-    }
-    Ok(())
-}
-
-/// Checks an [`LdeRows`] handed to [`GpuCommitter::hash_rows`].
-pub(crate) fn check_lde_rows(lde: &LdeRows, row_hashing: RowHashing) -> Result<()> {
-    if lde.num_cols == 0 {
-        return Err(GpuError::ZeroColumns);
-    }
-    if lde.row_width < lde.num_cols || !lde.data.len().is_multiple_of(lde.row_width) {
-        return Err(GpuError::ColumnLengthMismatch {
-            column: 0,
-            expected: lde.row_width,
-            actual: lde.data.len() % lde.row_width.max(1),
-        });
-    }
-    if let RowHashing::Partitioned(0) = row_hashing {
-        return Err(GpuError::InvalidPartition);
-    }
-    Ok(())
 }

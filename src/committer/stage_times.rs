@@ -33,3 +33,23 @@ pub struct StageTimes {
     /// a commitment (the time the device spent on it, wherever it overlapped other stages).
     pub exchange_ms: Option<f32>,
 }
+
+impl StageTimes {
+    /// Logs these times at info level: the one record of a commitment's stage times that every
+    /// GPU backend writes.
+    #[cfg(any(feature = "cuda", feature = "wgpu"))]
+    pub(crate) fn log(&self) {
+        tracing::info!(
+            device = %self.device,
+            passes = self.passes,
+            upload_lde_ms = self.upload_lde_ms,
+            interpolate_ms = self.interpolate_ms,
+            lde_ms = self.lde_ms,
+            exchange_ms = self.exchange_ms,
+            rows_ms = self.rows_ms,
+            hash_ms = self.hash_ms,
+            tree_ms = self.tree_ms,
+            "stage times"
+        );
+    }
+}

@@ -10,7 +10,7 @@ use winter_utils::transpose_slice;
 use super::build_tree;
 use crate::{
     committer::fri::{FoldingChannel, FriLayer, FriLayers, FriRequest},
-    error::{GpuError, Result},
+    error::{FriError, GpuError, Result},
     hash::HashFunction,
 };
 
@@ -92,11 +92,10 @@ fn fold_layer<E: FieldElement<BaseField = Felt>, const N: usize>(
 /// `alpha` from the base-field components the channel returned.
 fn challenge<E: FieldElement<BaseField = Felt>>(components: &[Felt]) -> Result<E> {
     if components.len() != E::EXTENSION_DEGREE {
-        return Err(GpuError::InvalidFri(format!(
-            "the channel drew {} components for an element of degree {}",
-            components.len(),
-            E::EXTENSION_DEGREE
-        )));
+        return Err(GpuError::InvalidFri(FriError::ChallengeComponents {
+            drawn: components.len(),
+            degree: E::EXTENSION_DEGREE,
+        }));
     }
     Ok(E::slice_from_base_elements(components)[0])
 }

@@ -27,10 +27,10 @@ use cudarc::driver::{
 use miden_crypto::Felt;
 
 use super::{
-    driver::{bind, check, device_error, DriverResult, Stream},
+    driver::{bind, check, device_error, refused, DriverResult, Stream},
     health::{driver_call, Health},
 };
-use crate::{backend::Backend, error::GpuError, hash::Digest};
+use crate::{error::GpuError, hash::Digest};
 
 // ELEMENTS
 // ================================================================================================
@@ -314,14 +314,14 @@ fn bounds(range: impl RangeBounds<usize>, len: usize) -> DriverResult<Range<usiz
     };
     match (start, end) {
         (Some(start), Some(end)) if start <= end && end <= len => Ok(start..end),
-        _ => Err(GpuError::Device {
-            backend: Backend::Cuda,
-            message: format!(
-                "device range {:?}..{:?} out of bounds of {len} elements",
+        _ => Err(refused(
+            "device range",
+            format!(
+                "{:?}..{:?} out of bounds of {len} elements",
                 range.start_bound(),
                 range.end_bound()
             ),
-        }),
+        )),
     }
 }
 
@@ -488,10 +488,7 @@ impl<T: DeviceElement> Scratch<T> {
 }
 
 fn unsized_scratch() -> GpuError {
-    GpuError::Device {
-        backend: Backend::Cuda,
-        message: "a device buffer was used before it was allocated".into(),
-    }
+    refused("device scratch", "a device buffer was used before it was allocated")
 }
 
 // COPIES
@@ -548,14 +545,10 @@ impl Stream {
         src: DeviceSlice<'_, T>,
     ) -> DriverResult<()> {
         if dst.len() != src.len() {
-            return Err(GpuError::Device {
-                backend: Backend::Cuda,
-                message: format!(
-                    "device copy of {} elements into a range of {}",
-                    src.len(),
-                    dst.len()
-                ),
-            });
+            return Err(refused(
+                "cuMemcpyPeerAsync",
+                format!("a copy of {} elements into a range of {}", src.len(), dst.len()),
+            ));
         }
         let bytes = src.len() * size_of::<T>();
         let (dst_ctx, src_ctx) = (dst.ctx(), src.ctx());

@@ -163,19 +163,6 @@ pub(super) fn commit(
         .iter()
         .map(|lane| lane.stage_times(passes.count))
         .collect::<DriverResult<Vec<_>>>()?;
-    for t in &times {
-        tracing::info!(
-            gpu = t.device,
-            passes = t.passes,
-            upload_lde_ms = t.upload_lde_ms,
-            interpolate_ms = t.interpolate_ms,
-            lde_ms = t.lde_ms,
-            exchange_ms = t.exchange_ms,
-            hash_ms = t.hash_ms,
-            tree_ms = t.tree_ms,
-            "cuda stage times"
-        );
-    }
     Ok((commitment, times, keep_rows))
 }
 

@@ -22,7 +22,7 @@ use crate::{
     committer::deep::{
         join_blocks, CombineRequest, DeepSegment, EvaluateRequest, EVALUATION_BLOCK,
     },
-    error::{to_u32, GpuError, Result},
+    error::{to_u32, DeepError, GpuError, Result},
 };
 
 /// Threads per block of the DEEP kernels.
@@ -167,7 +167,7 @@ pub(super) fn combine(
         }
         keep_gathered.extend(gathered.map(|(_, buffer)| buffer));
     }
-    let (g, buffer) = acc.ok_or_else(|| GpuError::InvalidDeep("no columns".into()))?;
+    let (g, buffer) = acc.ok_or(GpuError::InvalidDeep(DeepError::NoColumns))?;
     let done = gpus[g].completion()?;
     let sum = download_vec(&gpus[g], &mut states[g].ring, buffer.as_slice(), &done)?;
     drop((keep_gathered, keep_tables, keep_accumulators));
@@ -177,9 +177,7 @@ pub(super) fn combine(
 /// The segment's storage, if `committer` holds it.
 fn resident<'a>(segment: &DeepSegment<'a>, committer: u64) -> Result<&'a CudaResident> {
     let resident = segment.polys.storage::<CudaResident>().filter(|r| r.committer == committer);
-    resident.ok_or_else(|| {
-        GpuError::InvalidDeep("a segment's polynomials are not held by this committer".into())
-    })
+    resident.ok_or(GpuError::InvalidDeep(DeepError::NotResident))
 }
 
 /// A segment's columns gathered on one GPU (when a share splits a column of `degree`

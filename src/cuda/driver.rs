@@ -13,7 +13,7 @@ use std::sync::Arc;
 use cudarc::driver::{result, sys, CudaContext};
 
 use super::health::{self, driver_call, Health};
-pub(super) use super::status::{check, device_error, DriverResult};
+pub(super) use super::status::{check, device_error, refused, DriverResult};
 
 /// Binds `ctx` to the calling thread (driver calls act on the current context).
 pub(super) fn bind(ctx: &Arc<CudaContext>) -> DriverResult<()> {

@@ -17,7 +17,7 @@ use winter_math::{FieldElement, StarkField};
 use super::{
     assemble::download_vec,
     buffer::{DeviceBuffer, DeviceSlice},
-    driver::Event,
+    driver::{refused, Event},
     gpu::{Gpu, GpuState},
     hashing::{hash_rows, merkle_levels, RowsOf},
     kernels::{self, Grid},
@@ -26,12 +26,11 @@ use super::{
     tables::TwiddleKey,
 };
 use crate::{
-    backend::Backend,
     committer::fri::{
         path_indices, FoldingChannel, FriLayer, FriLayers, FriRequest, FriShape, KeptLayers,
         LayerOpening,
     },
-    error::{to_u32, GpuError, Result},
+    error::{to_u32, FriError, GpuError, Result},
     hash::Digest,
     host::on_copy_pool,
 };
@@ -153,10 +152,10 @@ pub(super) fn commit_fri(
         let root: Vec<Digest> = download_vec(gpu, &mut state.ring, nodes.slice(1..2)?, &done)?;
         let alpha = channel(root[0]);
         if alpha.len() != d {
-            return Err(GpuError::InvalidFri(format!(
-                "the channel drew {} components for an element of degree {d}",
-                alpha.len()
-            )));
+            return Err(GpuError::InvalidFri(FriError::ChallengeComponents {
+                drawn: alpha.len(),
+                degree: d,
+            }));
         }
 
         let last = l + 1 == request.num_layers;
@@ -250,12 +249,14 @@ impl KeptLayers for CudaKeptLayers {
 impl CudaKeptLayers {
     /// Layer `layer`'s rows and Merkle paths at `positions`, gathered on the first GPU.
     fn gather(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
-        let kept = self.layers.get(layer).ok_or_else(|| {
-            GpuError::InvalidFri(format!("layer {layer} of {} opened", self.layers.len()))
-        })?;
+        let kept =
+            self.layers.get(layer).ok_or(GpuError::InvalidFri(FriError::LayerOutOfRange {
+                layer,
+                layers: self.layers.len(),
+            }))?;
         let (rows, width) = (kept.rows, kept.width);
         if let Some(&p) = positions.iter().find(|&&p| p >= rows) {
-            return Err(GpuError::InvalidFri(format!("position {p} in a layer of {rows} rows")));
+            return Err(GpuError::InvalidFri(FriError::PositionOutOfRange { position: p, rows }));
         }
         let gpu = &self.gpus[0];
         let depth = rows.ilog2() as usize;
@@ -345,10 +346,8 @@ pub(super) fn gather_to_host(
     gathers: &[(DeviceSlice<'_, u64>, Vec<u64>)],
 ) -> Result<Vec<u64>> {
     if gathers.iter().any(|(src, indices)| indices.iter().any(|&i| i >= src.len() as u64)) {
-        return Err(GpuError::Device {
-            backend: Backend::Cuda,
-            message: "a gather index lies past its buffer".into(),
-        });
+        return Err(refused("cuLaunchKernel", "a gather index lies past its buffer")
+            .serving("gather_words"));
     }
     let total: usize = gathers.iter().map(|(_, w)| w.len()).sum();
     let mut out = DeviceBuffer::<u64>::new(&gpu.alloc, total.max(1))?;

@@ -25,10 +25,10 @@ use miden_crypto::Felt;
 use super::launch::Param;
 use super::{
     buffer::{DeviceElement, DeviceSlice, DeviceSliceMut, PeerSlice},
-    driver::{DriverResult, Stream},
+    driver::{refused, DriverResult, Stream},
     launch::{Kernel, Signature},
 };
-use crate::{backend::Backend, error::GpuError, hash::Digest};
+use crate::hash::Digest;
 
 // ARGUMENTS
 // ================================================================================================
@@ -72,10 +72,7 @@ fn on_gpu(
     if Arc::ptr_eq(owner, ctx) {
         Ok(ptr)
     } else {
-        Err(GpuError::Device {
-            backend: Backend::Cuda,
-            message: "a kernel argument lies on another GPU than the launch".into(),
-        })
+        Err(refused("cuLaunchKernel", "a kernel argument lies on another GPU than the launch"))
     }
 }
 

@@ -13,10 +13,9 @@ use std::{marker::PhantomData, sync::Arc};
 use cudarc::driver::{result, sys, CudaContext};
 
 use super::{
-    driver::{bind, check, DriverResult, Stream},
+    driver::{bind, check, refused, DriverResult, Stream},
     health::driver_call,
 };
-use crate::{backend::Backend, error::GpuError};
 
 // SIGNATURES
 // ================================================================================================
@@ -72,10 +71,8 @@ impl Module {
         name: &str,
         sync_each_launch: bool,
     ) -> DriverResult<Kernel<S>> {
-        let invalid = |why: &str| GpuError::Device {
-            backend: Backend::Cuda,
-            message: format!("kernel `{name}` {why}"),
-        };
+        let invalid =
+            |why: &str| refused("cuModuleGetFunction", format!("the kernel {why}")).serving(name);
         if !S::KERNELS.contains(&name) {
             return Err(invalid("does not have the signature it is loaded as"));
         }
@@ -162,17 +159,9 @@ impl<S> Kernel<S> {
             Launch,
             result::launch_kernel(self.raw, (grid, 1, 1), (block, 1, 1), 0, stream.raw(), args)
         );
-        check(status, &self.name)?;
+        check(status, "cuLaunchKernel").map_err(|e| e.serving(&self.name))?;
         if self.sync_each_launch {
-            stream.synchronize().map_err(|e| match e {
-                GpuError::Device { backend, message } => {
-                    GpuError::Device { backend, message: format!("{}: {message}", self.name) }
-                },
-                GpuError::DeviceLost { backend, message } => {
-                    GpuError::DeviceLost { backend, message: format!("{}: {message}", self.name) }
-                },
-                other => other,
-            })?;
+            stream.synchronize().map_err(|e| e.serving(&self.name))?;
         }
         Ok(())
     }

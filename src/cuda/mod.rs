@@ -97,7 +97,7 @@ pub use program::{compile_for_arch, kernel_source, kernel_source_with};
 
 use self::{
     commit::HostWork,
-    driver::bind,
+    driver::{bind, refused},
     gpu::{Gpu, GpuState},
     health::Health,
     kept_rows::CudaKeptRows,
@@ -116,14 +116,16 @@ use crate::{
     committer::ResidentPolys,
     committer::StageTimes,
     committer::{
-        check_hash, check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, Keep,
-        LdeRows, RowHashing,
+        CommitRequest, Commitment, GpuCommitter, GpuRequestChecks, Keep, LdeRows, RowHashing,
     },
     error::{GpuError, Result},
-    hash::{blake3_tables::check_row_width, Digest, HashFunction},
+    hash::{Digest, HashFunction},
     host::default_prefault_threads,
 };
 use program::HASHES;
+
+/// The checks every request passes first, against the hash functions of [`HASHES`].
+const CHECKS: GpuRequestChecks = GpuRequestChecks::new(&HASHES);
 
 // Host `Felt` memory is copied to and from the device byte for byte.
 const _: () = assert!(
@@ -301,9 +303,7 @@ impl CudaCommitter {
     /// Commits, keeping on each GPU what `keep` asks for where the budget allows instead of
     /// downloading it: its polynomials, its LDE columns.
     fn commit_on_gpus(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
-        check_hash(request.hash, &HASHES)?;
-        let shape = request.validate()?;
-        check_row_width(request.hash, shape.num_cols)?;
+        let shape = CHECKS.commit(request)?;
         let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
         let columns = commit::column_shares(self.gpus.len(), &shape);
         let kept_len = |polys: bool, rows: bool| {
@@ -335,6 +335,7 @@ impl CudaCommitter {
                 Keep { polys: keep_polys, rows: keep_rows },
                 &self.host_work,
             )?;
+            times.iter().for_each(StageTimes::log);
             *self.last_times.lock().unwrap_or_else(|p| p.into_inner()) = times;
             if keep_polys {
                 let shares = self.take_shares(states, &columns, |b| b.polys.take())?;
@@ -391,9 +392,8 @@ impl CudaCommitter {
     ) -> Result<Vec<ResidentShare>> {
         let mut shares = Vec::with_capacity(columns.len());
         for (g, cols) in columns.iter().enumerate() {
-            let buffer = take(&mut states[g].buffers).ok_or_else(|| GpuError::Device {
-                backend: Backend::Cuda,
-                message: "the commitment left no buffer to keep".into(),
+            let buffer = take(&mut states[g].buffers).ok_or_else(|| {
+                refused("keeping the polynomials", "the commitment left no buffer to keep")
             })?;
             shares.push(ResidentShare::new(
                 g,
@@ -479,9 +479,7 @@ impl GpuCommitter for CudaCommitter {
         row_hashing: RowHashing,
         hash: HashFunction,
     ) -> Result<Vec<Digest>> {
-        check_hash(hash, &HASHES)?;
-        check_lde_rows(lde, row_hashing)?;
-        check_row_width(hash, lde.num_cols)?;
+        CHECKS.hash_rows(lde, row_hashing, hash)?;
         let _span = tracing::info_span!("cuda.hash_rows", rows = lde.num_rows()).entered();
         let limit = self.options.memory_limit;
         self.call(|states| {
@@ -490,8 +488,7 @@ impl GpuCommitter for CudaCommitter {
     }
 
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
-        check_hash(hash, &HASHES)?;
-        check_leaves(leaves)?;
+        CHECKS.build_tree(leaves, hash)?;
         let _span = tracing::info_span!("cuda.build_tree", leaves = leaves.len()).entered();
         let limit = self.options.memory_limit;
         self.call(|states| {

@@ -21,7 +21,7 @@ use miden_crypto::{
 use super::{options::CudaOptions, status::unavailable};
 use crate::{
     backend::Backend,
-    error::GpuError,
+    error::{DeviceFailure, DeviceStatus, GpuError},
     hash::{blake3_tables, HashFunction},
 };
 
@@ -247,9 +247,9 @@ fn compile(source: &str, arch: &str) -> Result<Vec<u8>, GpuError> {
         // that `options` keeps alive through the call.
         unsafe { nvrtc::nvrtcCompileProgram(program.0, pointers.len() as i32, pointers.as_ptr()) };
     let log = program.log()?;
-    nvrtc_check(status, "nvrtcCompileProgram").map_err(|e| with_log(e, &log))?;
+    nvrtc_check_logged(status, "nvrtcCompileProgram", &log)?;
     if !log.trim().is_empty() {
-        return Err(with_log(compile_error("NVRTC reported diagnostics"), &log));
+        return Err(nvrtc_error("nvrtcCompileProgram", status, "NVRTC reported diagnostics", &log));
     }
     let mut size = 0usize;
     // SAFETY: `program` is live and has been compiled; `size` is a live integer to write.
@@ -269,8 +269,13 @@ struct Program(nvrtc::nvrtcProgram);
 
 impl Program {
     fn new(source: &str) -> Result<Self, GpuError> {
-        let source =
-            CString::new(source).map_err(|_| compile_error("kernel source contains a NUL byte"))?;
+        let source = CString::new(source).map_err(|_| {
+            GpuError::internal(
+                Backend::Cuda,
+                "nvrtcCreateProgram",
+                "the kernel source contains a NUL byte",
+            )
+        })?;
         let mut raw = core::ptr::null_mut();
         // SAFETY: `raw` is a live handle to write, `source` and the name are NUL-terminated and
         // outlive the call (NVRTC copies them), and no headers are given (count 0, null arrays).
@@ -315,27 +320,29 @@ impl Drop for Program {
     }
 }
 
-fn nvrtc_check(status: nvrtc::nvrtcResult, what: &str) -> Result<(), GpuError> {
+/// [`GpuError::Device`] unless NVRTC's `call` returned success.
+fn nvrtc_check(status: nvrtc::nvrtcResult, call: &'static str) -> Result<(), GpuError> {
+    nvrtc_check_logged(status, call, "")
+}
+
+/// [`nvrtc_check`], the error carrying the compiler's `log`.
+fn nvrtc_check_logged(
+    status: nvrtc::nvrtcResult,
+    call: &'static str,
+    log: &str,
+) -> Result<(), GpuError> {
     if status == nvrtc::nvrtcResult::NVRTC_SUCCESS {
         return Ok(());
     }
     // SAFETY: NVRTC returns a static NUL-terminated string for every status.
-    let text = unsafe { CStr::from_ptr(nvrtc::nvrtcGetErrorString(status)) };
-    Err(compile_error(&format!("{what}: {}", text.to_string_lossy())))
+    let name = unsafe { CStr::from_ptr(nvrtc::nvrtcGetErrorString(status)) };
+    Err(nvrtc_error(call, status, &name.to_string_lossy(), log))
 }
 
-fn compile_error(message: &str) -> GpuError {
-    GpuError::Device {
-        backend: Backend::Cuda,
-        message: format!("kernel compilation failed: {message}"),
-    }
-}
-
-fn with_log(error: GpuError, log: &str) -> GpuError {
-    match error {
-        GpuError::Device { backend, message } if !log.trim().is_empty() => {
-            GpuError::Device { backend, message: format!("{message}\n{log}") }
-        },
-        other => other,
-    }
+/// [`GpuError::Device`] for NVRTC's `call`, which returned `status` (named `name`) and left
+/// `log`.
+fn nvrtc_error(call: &'static str, status: nvrtc::nvrtcResult, name: &str, log: &str) -> GpuError {
+    let status =
+        DeviceStatus::Nvrtc { code: status as u32, name: name.to_string(), log: log.to_string() };
+    GpuError::Device { backend: Backend::Cuda, failure: DeviceFailure::new(call, status) }
 }

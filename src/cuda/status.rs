@@ -3,27 +3,37 @@
 
 use cudarc::driver::{result::DriverError, sys};
 
-use crate::{backend::Backend, error::GpuError};
+use crate::{
+    backend::Backend,
+    error::{DeviceFailure, DeviceStatus, GpuError, LossCause},
+};
 
 /// Result of a driver call, with the failing call named.
 pub(super) type DriverResult<T> = Result<T, GpuError>;
 
-/// Converts a driver status into [`GpuError::Device`], naming what failed.
-pub(super) fn check<T>(result: Result<T, DriverError>, what: &str) -> DriverResult<T> {
-    result.map_err(|e| device_error(what, e))
+/// Converts a driver status into [`GpuError::Device`], naming the driver call that failed.
+pub(super) fn check<T>(result: Result<T, DriverError>, call: &'static str) -> DriverResult<T> {
+    result.map_err(|e| device_error(call, e))
 }
 
 /// [`GpuError::Device`] for a failed driver call, or [`GpuError::DeviceLost`] for an error after
 /// which the context is unusable ([`is_sticky`]).
-pub(super) fn device_error(what: &str, e: DriverError) -> GpuError {
+pub(super) fn device_error(call: &'static str, e: DriverError) -> GpuError {
     let name = e.error_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let text = e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let message = format!("{what}: {name} ({text})");
+    let description =
+        e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let status = DeviceStatus::Cuda { code: e.0 as u32, name, description };
+    let failure = DeviceFailure::new(call, status);
     if is_sticky(e.0) {
-        GpuError::DeviceLost { backend: Backend::Cuda, message }
+        GpuError::DeviceLost { backend: Backend::Cuda, cause: LossCause::Failure(failure) }
     } else {
-        GpuError::Device { backend: Backend::Cuda, message }
+        GpuError::Device { backend: Backend::Cuda, failure }
     }
+}
+
+/// [`GpuError::Device`] for `call`, refused by a condition this backend checks (`condition`).
+pub(super) fn refused(call: &'static str, condition: impl Into<String>) -> GpuError {
+    GpuError::internal(Backend::Cuda, call, condition)
 }
 
 /// Whether the driver keeps reporting `status` for every later call in the context (a fault in

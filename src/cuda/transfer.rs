@@ -17,14 +17,10 @@ use cudarc::driver::CudaContext;
 
 use super::{
     buffer::{DeviceElement, DeviceSlice, DeviceSliceMut},
-    driver::{bind, DriverResult, Event, PinnedBuffer, Stream},
+    driver::{bind, refused, DriverResult, Event, PinnedBuffer, Stream},
     health::Health,
 };
-use crate::{
-    backend::Backend,
-    error::GpuError,
-    host::{self, par_copy},
-};
+use crate::host::{self, par_copy};
 
 /// Bytes per pinned slot.
 const SLOT_BYTES: usize = 32 << 20;
@@ -165,10 +161,7 @@ pub(super) fn check_lengths(dst: usize, src: usize) -> DriverResult<()> {
     if dst == src {
         return Ok(());
     }
-    Err(GpuError::Device {
-        backend: Backend::Cuda,
-        message: format!("a copy of {src} elements into a destination of {dst}"),
-    })
+    Err(refused("device copy", format!("a copy of {src} elements into a destination of {dst}")))
 }
 
 /// One GPU's side of a transfer: its context, copy stream and ring.

@@ -17,7 +17,7 @@ use std::{
 use crate::health::inject::{Injection, Injector, Operation};
 use crate::{
     backend::Backend,
-    error::{GpuError, Result},
+    error::{GpuError, LossCause, Result},
 };
 
 /// The environment variable that sets the deadline of every device wait, in seconds (read by
@@ -101,7 +101,7 @@ impl DeviceHealth {
         match self.lost.get() {
             Some(reason) => Err(GpuError::DeviceLost {
                 backend: self.backend,
-                message: format!("an earlier call failed: {reason}"),
+                cause: LossCause::Earlier { reason: reason.clone() },
             }),
             None => Ok(()),
         }

@@ -47,13 +47,11 @@ impl Fault {
             Self::Allocation => {
                 GpuError::OutOfMemory { memory: "device", needed: 1 << 40, available: 0 }
             },
-            Self::KernelFailure => GpuError::Device {
-                backend,
-                message: "kernel launch failed (injected fault)".into(),
+            Self::KernelFailure => {
+                GpuError::internal(backend, "kernel launch", "failed (injected fault)")
             },
-            Self::DeviceLost => GpuError::Device {
-                backend,
-                message: "device lost mid-commit (injected fault)".into(),
+            Self::DeviceLost => {
+                GpuError::internal(backend, "commit", "device lost mid-commit (injected fault)")
             },
         }
     }

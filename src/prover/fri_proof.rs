@@ -14,7 +14,7 @@ use winter_utils::{ByteWriter, Deserializable, Serializable};
 
 use crate::{
     committer::fri::{FriLayers, LayerOpening},
-    error::{GpuError, Result},
+    error::{FriError, GpuError, Result},
     hash::GpuHasher,
 };
 
@@ -66,10 +66,8 @@ pub(super) fn build_fri_proof<E: FieldElement<BaseField = Felt>, H: GpuHasher>(
 
 /// `count` in the integer type winter-fri's format stores it in, or [`GpuError::InvalidFri`]
 /// naming `what` where it does not fit (Winterfell's proof options keep every count far below).
-fn fits_format<T: TryFrom<usize>>(count: usize, what: &str) -> Result<T> {
-    T::try_from(count).map_err(|_| {
-        GpuError::InvalidFri(format!("{count} {what} exceed what a FRI proof can record"))
-    })
+fn fits_format<T: TryFrom<usize>>(count: usize, what: &'static str) -> Result<T> {
+    T::try_from(count).map_err(|_| GpuError::InvalidFri(FriError::CountTooLarge { what, count }))
 }
 
 /// A layer's opening in `FriProofLayer`'s serialized form: the queried rows, then the batch

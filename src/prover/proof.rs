@@ -47,7 +47,7 @@ use crate::{
     committer::fri::{FriLayers, FriRequest, FriShape},
     committer::GpuCommitter,
     cpu::CpuCommitter,
-    error::{GpuError, Result},
+    error::{FriError, GpuError, Result},
     hash::{Digest, GpuHasher},
 };
 
@@ -350,7 +350,13 @@ where
         let columns: usize = segments.iter().map(|s| s.polys.num_cols() / s.degree).sum();
         let values = self.on_backend(setup, "the out-of-domain frame", |c| {
             let values = c.evaluate_polys(&request)?;
-            expect_len(c, "out-of-domain values", values, columns * 2 * E::EXTENSION_DEGREE)
+            expect_len(
+                c,
+                "evaluate_polys",
+                "out-of-domain values",
+                values,
+                columns * 2 * E::EXTENSION_DEGREE,
+            )
         })?;
         let values = E::slice_from_base_elements(&values);
         let (current, next): (Vec<E>, Vec<E>) =
@@ -384,7 +390,13 @@ where
         let poly_len = segments[0].polys.poly_len();
         let sum = self.on_backend(setup, "the DEEP combination", |c| {
             let sum = c.combine_polys(&request)?;
-            expect_len(c, "DEEP combination coefficients", sum, poly_len * E::EXTENSION_DEGREE)
+            expect_len(
+                c,
+                "combine_polys",
+                "DEEP combination coefficients",
+                sum,
+                poly_len * E::EXTENSION_DEGREE,
+            )
         })?;
         Some(E::slice_from_base_elements(&sum).to_vec())
     }
@@ -500,10 +512,11 @@ where
     }
 }
 
-/// `values` if it holds `expected` elements; a [`GpuError::Device`] of `committer` otherwise: a
-/// result of the wrong size is a backend failure, never read.
+/// `values` if it holds `expected` elements; a [`GpuError::Device`] of `committer`'s `call`
+/// otherwise: a result of the wrong size is a backend failure, never read.
 fn expect_len<T>(
     committer: &dyn GpuCommitter,
+    call: &'static str,
     what: &str,
     values: Vec<T>,
     expected: usize,
@@ -511,10 +524,8 @@ fn expect_len<T>(
     if values.len() == expected {
         return Ok(values);
     }
-    Err(GpuError::Device {
-        backend: committer.backend(),
-        message: format!("returned {} {what}, expected {expected}", values.len()),
-    })
+    let condition = format!("returned {} {what}, expected {expected}", values.len());
+    Err(GpuError::internal(committer.backend(), call, condition))
 }
 
 /// `layers` if their count and remainder have the sizes `request` asks for; a
@@ -531,15 +542,13 @@ fn check_fri_layers(
     if layers.layers.len() == host_layers && layers.remainder.len() == remainder_len {
         return Ok(layers);
     }
-    Err(GpuError::Device {
-        backend: committer.backend(),
-        message: format!(
-            "returned {} FRI layers and {} remainder elements, expected {host_layers} and \
-             {remainder_len}",
-            layers.layers.len(),
-            layers.remainder.len()
-        ),
-    })
+    let condition = format!(
+        "returned {} FRI layers and {} remainder elements, expected {host_layers} and \
+         {remainder_len}",
+        layers.layers.len(),
+        layers.remainder.len()
+    );
+    Err(GpuError::internal(committer.backend(), "commit_fri", condition))
 }
 
 /// The FRI request of the proof's options over the DEEP polynomial's components (layers
@@ -585,9 +594,9 @@ fn replay_on_cpu(
     let layers = CpuCommitter::new().commit_fri(&request, &mut |root| match replay.next() {
         Some((sent, alpha)) => {
             if sent != root {
-                diverged = Some(GpuError::InvalidFri(format!(
-                    "the backend's layer root differs from the CPU's after: {error}"
-                )));
+                diverged = Some(GpuError::InvalidFri(FriError::RootDiverged {
+                    after: Box::new(error.clone()),
+                }));
             }
             alpha
         },

@@ -221,24 +221,22 @@ fn check_commitment(
     if polys_fit && lde_fits && leaves.len() == shape.lde_len && nodes.len() == shape.lde_len {
         return Ok(());
     }
-    Err(GpuError::Device {
-        backend: committer.backend(),
-        message: format!(
-            "returned a commitment of the wrong size: {} polynomials, {} LDE elements in rows of \
-             {} ({} columns), {} leaves and {} nodes for {} columns of {} coefficients and {} \
-             LDE rows of {}",
-            polys.len(),
-            lde.data.len(),
-            lde.row_width,
-            lde.num_cols,
-            leaves.len(),
-            nodes.len(),
-            shape.num_cols,
-            shape.poly_len,
-            shape.lde_len,
-            shape.row_width
-        ),
-    })
+    let condition = format!(
+        "returned a commitment of the wrong size: {} polynomials, {} LDE elements in rows of {} \
+         ({} columns), {} leaves and {} nodes for {} columns of {} coefficients and {} LDE rows \
+         of {}",
+        polys.len(),
+        lde.data.len(),
+        lde.row_width,
+        lde.num_cols,
+        leaves.len(),
+        nodes.len(),
+        shape.num_cols,
+        shape.poly_len,
+        shape.lde_len,
+        shape.row_width
+    );
+    Err(GpuError::internal(committer.backend(), "commit", condition))
 }
 
 // CONVERSIONS

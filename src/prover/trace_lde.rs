@@ -239,9 +239,9 @@ fn returned<E: FieldElement>(
     polys: Option<ColMatrix<E>>,
     backend: Backend,
 ) -> Result<ColMatrix<E>> {
-    polys.ok_or_else(|| GpuError::Device {
-        backend,
-        message: "a commitment kept polynomials it was not asked to keep".into(),
+    polys.ok_or_else(|| {
+        let condition = "kept polynomials it was not asked to keep";
+        GpuError::internal(backend, "commit", condition)
     })
 }
 

@@ -17,7 +17,7 @@ use super::{
     batch::Batch,
     buffers::{Chunked, STORAGE},
     constants::felt_bytes,
-    context::device_error,
+    context::refused,
     download::{DownloadQueue, RecordSink, Sinks, SpareDownload, Store, Target},
     hash::{on_quads, record_hash_rows, sponge_buffer, RowBlock, RowBuffers, RowSource},
     lde::{
@@ -110,15 +110,16 @@ impl Plan {
     }
 }
 
-/// Computes a [`Commitment`] on the device, its polynomials on the host only if `host_polys`;
-/// returns it with its stage times where the device can tell, and the device array of its
-/// polynomials (base column `c` at records `c·n ..`).
+/// Computes a [`Commitment`] of `request` (checked, of shape `shape`) on the device, its
+/// polynomials on the host only if `host_polys`; returns it with its stage times where the
+/// device can tell, and the device array of its polynomials (base column `c` at records
+/// `c·n ..`).
 pub(super) fn commit(
     engine: &Engine<'_>,
     request: &CommitRequest<'_>,
+    shape: Shape,
     host_polys: bool,
 ) -> Result<(Commitment, Option<StageTimes>, Chunked)> {
-    let shape = request.validate()?;
     let plan = Plan::new(shape, request, &engine.sizes)?;
     let (n, cols, rw) = (shape.poly_len, shape.num_cols, shape.row_width);
     let device = &engine.ctx.device;
@@ -190,7 +191,7 @@ pub(super) fn commit(
         drop((staged, values));
 
         let make_sinks = Box::new(move || {
-            allocation.join().map_err(|_| device_error("host allocation failed".into()))?
+            allocation.join().map_err(|_| refused("host allocation", "failed"))?
         });
         let buffers = download_bytes(&shape, with_polys).div_ceil(engine.sizes.staging);
         let mut downloads = DownloadQueue::with_buffers(
@@ -260,7 +261,7 @@ pub(super) fn commit(
                 batch.set_stage(Some(Stage::Hash));
                 record_hash_rows(batch, request.hash, request.row_hashing, block, buffers, engine.sizes.hash_events)?;
                 if copies.is_none() {
-                    let row_buffer = row_buffer.as_ref().ok_or_else(|| device_error("rows neither copied by the hashing kernel nor transposed".into()))?;
+                    let row_buffer = row_buffer.as_ref().ok_or_else(|| refused("row hashing", "rows neither copied by the hashing kernel nor transposed"))?;
                     downloads.download(row_buffer, 0, bytes, rw as u64 * FELT_BYTES, rows_target)?;
                 }
                 // the chunk's leaves travel with its rows, so after the tree only its levels remain

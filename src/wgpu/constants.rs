@@ -11,7 +11,7 @@ use miden_crypto::{
 };
 use winter_math::{get_power_series, FieldElement, StarkField};
 
-use super::{context::device_error, pipelines::Pipelines};
+use super::{context::refused, pipelines::Pipelines};
 use crate::{error::Result, hash::HashFunction, host::stage_twiddles};
 
 /// Rounds and width the WGSL `HashConstants` struct is laid out for.
@@ -36,12 +36,14 @@ fn rescue_block(
     mds: &[[Felt; WIDTH]],
 ) -> Result<Vec<u8>> {
     if ark1.len() != ROUNDS || ark2.len() != ROUNDS || mds.len() != WIDTH {
-        return Err(device_error(format!(
-            "Rescue tables have {}/{} rounds and {} MDS rows; the kernels expect {ROUNDS} and {WIDTH}",
+        let condition = format!(
+            "Rescue tables have {}/{} rounds and {} MDS rows; the kernels expect {ROUNDS} and \
+             {WIDTH}",
             ark1.len(),
             ark2.len(),
             mds.len()
-        )));
+        );
+        return Err(refused("kernel constants", condition));
     }
     let mut bytes = Vec::new();
     for row in ark1.iter().chain(ark2) {
@@ -52,13 +54,16 @@ fn rescue_block(
     let circulant =
         (0..WIDTH).all(|i| (0..WIDTH).all(|j| mds[i][j] == mds[0][(j + WIDTH - i) % WIDTH]));
     if !circulant {
-        return Err(device_error("the MDS matrix is not circulant, as the kernels expect".into()));
+        return Err(refused(
+            "kernel constants",
+            "the MDS matrix is not circulant, as the kernels expect",
+        ));
     }
     for row in mds {
         let coefficients: Vec<u64> = row.iter().map(|x| x.as_int()).collect();
         // apply_mds accumulates 16-bit digits times coefficients in 32 bits.
         if coefficients.iter().sum::<u64>() >= 1 << 16 {
-            return Err(device_error("MDS coefficients too large for the kernels".into()));
+            return Err(refused("kernel constants", "MDS coefficients too large for the kernels"));
         }
         for c in coefficients {
             bytes.extend_from_slice(&(c as u32).to_le_bytes());
@@ -74,10 +79,10 @@ fn rescue_block(
 /// `MAT_DIAG` in Montgomery form, padded to whole 16-byte vectors.
 fn poseidon2_block() -> Result<Vec<u8>> {
     if Poseidon2::STATE_WIDTH != WIDTH {
-        return Err(device_error(format!(
-            "Poseidon2 has width {}; the kernels expect {WIDTH}",
-            Poseidon2::STATE_WIDTH
-        )));
+        return Err(refused(
+            "kernel constants",
+            format!("Poseidon2 has width {}; the kernels expect {WIDTH}", Poseidon2::STATE_WIDTH),
+        ));
     }
     let mut elements: Vec<Felt> = Poseidon2::ARK_EXT_INITIAL
         .iter()

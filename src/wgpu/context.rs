@@ -13,7 +13,7 @@ use tracing::{info, warn};
 use super::{Arithmetic, WgpuOptions};
 use crate::{
     backend::Backend,
-    error::{GpuError, Result},
+    error::{DeviceFailure, DeviceStatus, GpuError, LossCause, Result},
     hash::RescueLanes,
     health::DeviceHealth,
 };
@@ -277,9 +277,9 @@ impl Context {
         if let Some(error) = errors.into_iter().next() {
             return Err(match error {
                 ::wgpu::Error::OutOfMemory { .. } => {
-                    device_error(format!("out of memory: {error}"))
+                    wgpu_failure(ERROR_SCOPE, format!("out of memory: {error}"))
                 },
-                other => device_error(other.to_string()),
+                other => wgpu_failure(ERROR_SCOPE, other),
             });
         }
         self.take_fault()?;
@@ -294,15 +294,15 @@ impl Context {
         self.health.note(&error);
         if self.health.is_lost() {
             return match error {
-                GpuError::Device { backend, message } => GpuError::DeviceLost { backend, message },
+                GpuError::Device { backend, failure } => {
+                    GpuError::DeviceLost { backend, cause: LossCause::Failure(failure) }
+                },
                 other => other,
             };
         }
         let drained = self.health.wait("draining the queue", false, || {
             let status = self.device.poll(::wgpu::PollType::Poll);
-            Ok(status
-                .map_err(|e| device_error(format!("draining the queue: {e}")))?
-                .is_queue_empty())
+            Ok(status.map_err(|e| wgpu_failure("draining the queue", e))?.is_queue_empty())
         });
         if let Err(drain) = drained {
             self.health.mark_lost(&drain.to_string());
@@ -371,15 +371,13 @@ impl Context {
 
     fn poll_map(&self, mapping: &Mapping, operation: &'static str, hang: bool) -> Result<()> {
         self.health.wait(operation, hang, || {
-            self.device
-                .poll(::wgpu::PollType::Poll)
-                .map_err(|e| device_error(format!("{operation}: {e}")))?;
+            self.device.poll(::wgpu::PollType::Poll).map_err(|e| wgpu_failure(operation, e))?;
             match mapping.try_recv() {
                 Ok(Ok(())) => Ok(true),
-                Ok(Err(e)) => Err(device_error(format!("{operation}: {e}"))),
+                Ok(Err(e)) => Err(wgpu_failure(operation, e)),
                 Err(TryRecvError::Empty) => Ok(false),
                 Err(TryRecvError::Disconnected) => {
-                    Err(device_error(format!("{operation}: the mapping was dropped")))
+                    Err(refused(operation, "the mapping was dropped"))
                 },
             }
         })
@@ -399,22 +397,24 @@ impl Context {
             Some(Injection::Hang) if operation == Operation::Wait => Ok(true),
             Some(Injection::Sticky) => {
                 self.device.destroy();
+                let status =
+                    DeviceStatus::Internal("the device was destroyed (injected fault)".to_string());
+                let failure = DeviceFailure::new(what, status);
                 let lost = GpuError::DeviceLost {
                     backend: Backend::Wgpu,
-                    message: format!("{what}: the device was destroyed (injected fault)"),
+                    cause: LossCause::Failure(failure),
                 };
                 self.health.note(&lost);
                 Err(lost)
             },
-            Some(_) => Err(device_error(format!("{what} failed (injected fault)"))),
+            Some(_) => Err(refused(what, "injected fault")),
         }
     }
 
     /// The recorded uncaptured error or device loss, if any (cleared when read).
     fn take_fault(&self) -> Result<()> {
-        let fault =
-            self.fault.lock().map_err(|_| device_error("error log poisoned".into()))?.take();
-        fault.map_or(Ok(()), |message| Err(device_error(message)))
+        let fault = self.fault.lock().map_err(|_| refused("error log", "poisoned"))?.take();
+        fault.map_or(Ok(()), |message| Err(wgpu_failure("uncaptured wgpu error", message)))
     }
 }
 
@@ -430,7 +430,16 @@ pub(super) fn unavailable(reason: String) -> GpuError {
     GpuError::BackendUnavailable { backend: Backend::Wgpu, reason }
 }
 
-/// [`GpuError::Device`] for this backend.
-pub(super) fn device_error(message: String) -> GpuError {
-    GpuError::Device { backend: Backend::Wgpu, message }
+/// The call named by errors the error scopes of [`Context::checked`] caught.
+const ERROR_SCOPE: &str = "wgpu error scope";
+
+/// [`GpuError::Device`] for `call`, which failed with wgpu's `error`.
+pub(super) fn wgpu_failure(call: &'static str, error: impl std::fmt::Display) -> GpuError {
+    let failure = DeviceFailure::new(call, DeviceStatus::Wgpu(error.to_string()));
+    GpuError::Device { backend: Backend::Wgpu, failure }
+}
+
+/// [`GpuError::Device`] for `call`, refused by a condition this backend checks (`condition`).
+pub(super) fn refused(call: &'static str, condition: impl Into<String>) -> GpuError {
+    GpuError::internal(Backend::Wgpu, call, condition)
 }

@@ -25,7 +25,7 @@ use crate::{
     committer::deep::{
         join_blocks, CombineRequest, DeepSegment, EvaluateRequest, EVALUATION_BLOCK,
     },
-    error::{to_u32, GpuError, Result},
+    error::{to_u32, DeepError, GpuError, Result},
     host::zeroed_host,
 };
 
@@ -93,9 +93,9 @@ impl Drop for WgpuResident {
 /// The segment's storage, if committer `committer` holds it.
 fn resident<'a>(segment: &DeepSegment<'a>, committer: u64) -> Result<&'a WgpuResident> {
     let resident = segment.polys.storage::<WgpuResident>();
-    resident.filter(|r| r.committer == committer).ok_or_else(|| {
-        GpuError::InvalidDeep("a segment's polynomials are not held by this committer".into())
-    })
+    resident
+        .filter(|r| r.committer == committer)
+        .ok_or(GpuError::InvalidDeep(DeepError::NotResident))
 }
 
 /// The Montgomery words of an element's components as (low, high), zero past its degree.

@@ -12,7 +12,7 @@ use tracing::debug_span;
 use super::{
     batch::Batch,
     buffers::{Chunked, PooledBuffer},
-    context::{device_error, Mapping},
+    context::{refused, wgpu_failure, Mapping},
     Engine,
 };
 use crate::{
@@ -108,7 +108,7 @@ impl Sinks {
                     // Each column grows from its end, so its length counts the coefficients
                     // written and every element below it is initialised.
                     if pos != column.len() {
-                        return Err(device_error("column download out of order".into()));
+                        return Err(refused("column download", "out of order"));
                     }
                     let take = (n - pos).min(rest.len() / 8);
                     let (piece, tail) = rest.split_at(8 * take);
@@ -117,7 +117,7 @@ impl Sinks {
                     pos = 0;
                 }
                 if !rest.is_empty() {
-                    return Err(device_error("column download past the last column".into()));
+                    return Err(refused("column download", "past the last column"));
                 }
                 pieces.into_par_iter().for_each(|(column, take, src)| {
                     column.spare_capacity_mut()[..take]
@@ -151,7 +151,7 @@ impl Sinks {
     /// Fails unless every reserved column has all its coefficients.
     fn check_columns(&self) -> Result<()> {
         if self.columns.iter().any(|c| c.len() != self.column_len) {
-            return Err(device_error("polynomial download incomplete".into()));
+            return Err(refused("polynomial download", "incomplete"));
         }
         Ok(())
     }
@@ -390,7 +390,7 @@ impl<'e, 's> DownloadQueue<'e, 's> {
             self.complete(flight)?;
         }
         self.sinks()?.check_columns()?;
-        self.sinks.take().ok_or_else(|| device_error("download sinks missing".into()))
+        self.sinks.take().ok_or_else(|| refused("download", "its sinks are missing"))
     }
 
     /// The sinks, made on first use.
@@ -398,7 +398,7 @@ impl<'e, 's> DownloadQueue<'e, 's> {
         if let Some(make) = self.make_sinks.take() {
             self.sinks = Some(make()?);
         }
-        self.sinks.as_mut().ok_or_else(|| device_error("download sinks missing".into()))
+        self.sinks.as_mut().ok_or_else(|| refused("download", "its sinks are missing"))
     }
 
     fn complete(&mut self, flight: InFlight) -> Result<()> {
@@ -414,7 +414,7 @@ impl<'e, 's> DownloadQueue<'e, 's> {
         if let Some(sinks) = self.sinks.as_mut().filter(|_| delivered.is_ok()) {
             delivered = staging
                 .get_mapped_range(0..flight.used)
-                .map_err(|e| device_error(format!("reading a download: {e}")))
+                .map_err(|e| wgpu_failure("reading a download", e))
                 .and_then(|view| {
                     flight.pieces.iter().try_for_each(|piece| {
                         let bytes =

@@ -18,7 +18,7 @@ use tracing::info_span;
 use super::{
     buffers::Chunked,
     constants::felt_bytes,
-    context::{device_error, Context},
+    context::{wgpu_failure, Context},
     download::{download_array, DownloadQueue, RecordSink, Sinks, Store, Target},
     fold::{record_fold, record_layer_rows, Layer},
     hash::{record_hash_rows, sponge_buffer, RowBlock, RowBuffers, RowSource},
@@ -34,7 +34,7 @@ use crate::{
         LayerOpening,
     },
     committer::RowHashing,
-    error::{GpuError, Result},
+    error::{FriError, GpuError, Result},
     hash::Digest,
     host::{zeroed_host, HostOptions},
 };
@@ -79,10 +79,10 @@ pub(super) fn commit_fri(
         drop(staged.take());
         let alpha = channel(committed.root);
         if alpha.len() != shape.ext_degree {
-            return Err(GpuError::InvalidFri(format!(
-                "the channel drew {} components for an element of degree {degree}",
-                alpha.len()
-            )));
+            return Err(GpuError::InvalidFri(FriError::ChallengeComponents {
+                drawn: alpha.len(),
+                degree: shape.ext_degree,
+            }));
         }
 
         let last = l + 1 == request.num_layers;
@@ -361,12 +361,14 @@ impl KeptLayers for WgpuKeptLayers {
 impl WgpuKeptLayers {
     /// Layer `layer`'s rows and Merkle paths at `positions`.
     fn read(&self, layer: usize, positions: &[usize]) -> Result<LayerOpening> {
-        let kept = self.layers.get(layer).ok_or_else(|| {
-            GpuError::InvalidFri(format!("layer {layer} of {} opened", self.layers.len()))
-        })?;
+        let kept =
+            self.layers.get(layer).ok_or(GpuError::InvalidFri(FriError::LayerOutOfRange {
+                layer,
+                layers: self.layers.len(),
+            }))?;
         let (rows, width) = (kept.layer.rows() as usize, kept.layer.width());
         if let Some(&p) = positions.iter().find(|&&p| p >= rows) {
-            return Err(GpuError::InvalidFri(format!("position {p} in a layer of {rows} rows")));
+            return Err(GpuError::InvalidFri(FriError::PositionOutOfRange { position: p, rows }));
         }
         let row_bytes = width * FELT_BYTES;
         // (buffer, byte offset, bytes) of each position's row, leaf, sibling leaf, path nodes
@@ -412,7 +414,7 @@ impl WgpuKeptLayers {
             let view = staging
                 .slice(..)
                 .get_mapped_range()
-                .map_err(|e| device_error(format!("reading FRI openings: {e}")))?;
+                .map_err(|e| wgpu_failure("reading FRI openings", e))?;
             view.chunks_exact(8)
                 .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
                 .collect()

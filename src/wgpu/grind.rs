@@ -2,7 +2,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{batch::Batch, context::device_error, kernels, Engine};
+use super::{batch::Batch, context::wgpu_failure, kernels, Engine};
 use crate::{
     committer::grind::{batch_len, first_in_batches, GrindRequest},
     error::Result,
@@ -77,7 +77,7 @@ pub(super) fn grind(engine: &Engine<'_>, request: &GrindRequest) -> Result<u64> 
             let view = readback
                 .slice(..)
                 .get_mapped_range()
-                .map_err(|e| device_error(format!("reading a grinding batch: {e}")))?;
+                .map_err(|e| wgpu_failure("reading a grinding batch", e))?;
             u32::from_le_bytes(view[..4].try_into().expect("4 bytes"))
         };
         readback.unmap();

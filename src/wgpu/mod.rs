@@ -38,12 +38,17 @@ use crate::{
     committer::grind::GrindRequest,
     committer::ResidentPolys,
     committer::StageTimes,
-    committer::{check_hash, CommitRequest, Commitment, GpuCommitter, Keep, LdeRows, RowHashing},
+    committer::{
+        CommitRequest, Commitment, GpuCommitter, GpuRequestChecks, Keep, LdeRows, RowHashing,
+    },
     error::Result,
-    hash::{blake3_tables::check_row_width, Digest, HashFunction, RescueLanes},
+    hash::{Digest, HashFunction, RescueLanes},
     host::HostOptions,
 };
 use shaders::HASHES;
+
+/// The checks every request passes first, against the hash functions of [`HASHES`].
+const CHECKS: GpuRequestChecks = GpuRequestChecks::new(&HASHES);
 
 mod batch;
 mod buffers;
@@ -72,8 +77,8 @@ mod upload;
 
 use buffers::BufferPool;
 use constants::{HashConstants, Tables};
-use context::{device_error, Context};
 pub use context::{find_adapter, AdapterSummary};
+use context::{refused, Context};
 pub use options::{prepare_headless_vulkan, WgpuOptions};
 use pipelines::Pipelines;
 pub use shaders::{composed_shaders, field_source, Arithmetic, ComposedShader};
@@ -215,24 +220,15 @@ impl WgpuCommitter {
         request: &CommitRequest<'_>,
         keep_polys: bool,
     ) -> Result<Commitment> {
-        check_hash(request.hash, &HASHES)?;
-        let shape = request.validate()?;
-        check_row_width(request.hash, shape.num_cols)?;
+        let shape = CHECKS.commit(request)?;
         *self.times() = None;
         let bytes = (shape.num_cols * shape.poly_len) as u64 * sizes::FELT_BYTES;
         let keep =
             keep_polys && self.resident_bytes.load(Ordering::SeqCst) + bytes <= MAX_RESIDENT_BYTES;
         let (mut commitment, times, polys) =
-            self.run(|engine| commit::commit(engine, request, !keep))?;
+            self.run(|engine| commit::commit(engine, request, shape, !keep))?;
         if let Some(t) = &times {
-            tracing::info!(
-                interpolate_ms = t.interpolate_ms,
-                lde_ms = t.lde_ms,
-                rows_ms = t.rows_ms,
-                hash_ms = t.hash_ms,
-                tree_ms = t.tree_ms,
-                "wgpu stage times"
-            );
+            t.log();
         }
         *self.times() = times;
         if keep {
@@ -254,8 +250,7 @@ impl WgpuCommitter {
     }
 
     fn run_alone<T>(&self, work: impl FnOnce(&Engine<'_>) -> Result<T>) -> Result<T> {
-        let _exclusive =
-            self.exclusive.lock().map_err(|_| device_error("committer poisoned".into()))?;
+        let _exclusive = self.exclusive.lock().map_err(|_| refused("committer", "poisoned"))?;
         let engine = Engine {
             ctx: &self.ctx,
             pipelines: &self.pipelines,
@@ -304,15 +299,12 @@ impl GpuCommitter for WgpuCommitter {
         row_hashing: RowHashing,
         hash: HashFunction,
     ) -> Result<Vec<Digest>> {
-        check_hash(hash, &HASHES)?;
-        crate::committer::check_lde_rows(lde, row_hashing)?;
-        check_row_width(hash, lde.num_cols)?;
+        CHECKS.hash_rows(lde, row_hashing, hash)?;
         self.run(|engine| standalone::hash_rows(engine, lde, row_hashing, hash))
     }
 
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
-        check_hash(hash, &HASHES)?;
-        crate::committer::check_leaves(leaves)?;
+        CHECKS.build_tree(leaves, hash)?;
         self.run(|engine| standalone::build_tree(engine, leaves, hash))
     }
 
@@ -344,7 +336,7 @@ impl GpuCommitter for WgpuCommitter {
     }
 
     /// Device times of the stages of the last [`GpuCommitter::commit`], from GPU timestamp
-    /// queries (kernel time; also logged as the `info` event "wgpu stage times"): one entry
+    /// queries (kernel time; also logged as the `info` event "stage times"): one entry
     /// (`device` "wgpu", one pass), or none if the device cannot time stages
     /// ([`WgpuCommitter::can_time_stages`]), before the first commitment, after a failed one,
     /// or if a commitment ran more compute passes than one query set holds (2048).

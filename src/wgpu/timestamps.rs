@@ -13,7 +13,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use super::context::{device_error, Context};
+use super::context::{wgpu_failure, Context};
 use crate::{committer::StageTimes, error::Result};
 
 /// Timestamps of one query set; two per timed pass.
@@ -185,7 +185,7 @@ impl Timer {
                 .readback
                 .slice(0..bytes)
                 .get_mapped_range()
-                .map_err(|e| device_error(format!("reading the timestamps: {e}")))?;
+                .map_err(|e| wgpu_failure("reading the timestamps", e))?;
             for (stage, pair) in log.stages.iter().zip(view.chunks_exact(16)) {
                 let word =
                     |i: usize| u64::from_le_bytes(pair[i..i + 8].try_into().expect("8 bytes"));

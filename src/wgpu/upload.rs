@@ -5,7 +5,7 @@
 use super::{
     batch::Batch,
     buffers::{Chunked, PooledBuffer},
-    context::device_error,
+    context::wgpu_failure,
     Engine,
 };
 use crate::{error::Result, host::copy_slices};
@@ -75,7 +75,7 @@ pub(super) fn upload(
             let mut view = staging
                 .slice(..size)
                 .get_mapped_range_mut()
-                .map_err(|e| device_error(format!("writing an upload: {e}")))?;
+                .map_err(|e| wgpu_failure("writing an upload", e))?;
             let mut whole = view.slice(..);
             // SAFETY: the view is the whole of a mapped staging buffer, `whole.len()` bytes that
             // nothing else accesses while it lives; wgpu zero-fills new buffers, so the bytes
