@@ -30,7 +30,7 @@ pub struct MidenProveOptions {
     pub self_check: bool,
     /// When the self-check fails, prove again on the CPU backend, with a warning (default
     /// `true`); otherwise return [`ProveError::SelfCheck`]. A backend failure inside the proof
-    /// is recomputed on the CPU either way ([`FallbackPolicy::checked_by_caller`]).
+    /// is recomputed on the CPU either way: without, it would be a panic, not a typed error.
     pub cpu_fallback: bool,
     /// The precompile verifiers of the self-check (default: the Miden core library's, as
     /// `miden verify` uses); a program that calls precompiles of other libraries needs theirs.

@@ -70,6 +70,7 @@ impl FallbackPolicy {
     /// self-check here (it would only repeat the caller's), and a failed step recomputed on the
     /// CPU whatever the caller's fallback says (without, a step's failure would be a panic, not
     /// the caller's typed error).
+    #[cfg(feature = "miden")]
     pub(crate) fn checked_by_caller(self) -> Self {
         Self { cpu_fallback: true, self_check: false, ..self }
     }
