@@ -118,7 +118,7 @@ use crate::{
     committer::{
         CommitRequest, Commitment, GpuCommitter, GpuRequestChecks, Keep, LdeRows, RowHashing,
     },
-    error::{GpuError, Result},
+    error::Result,
     hash::{Digest, HashFunction},
     host::default_prefault_threads,
 };

@@ -20,9 +20,10 @@ use super::{
     context::refused,
     download::{DownloadQueue, RecordSink, Sinks, SpareDownload, Store, Target},
     hash::{on_quads, record_hash_rows, sponge_buffer, RowBlock, RowBuffers, RowSource},
+    kernels::RowsParams,
     lde::{
         record_coset_evaluation, record_finish_interpolation, record_to_rows, CoefficientBlock,
-        CosetArrays, CosetShape, RowsParams,
+        CosetArrays, CosetShape,
     },
     merkle::{push_level_sinks, record_tree_downloads, tree_levels, Layout},
     ntt::record_dif,

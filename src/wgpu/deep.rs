@@ -10,10 +10,10 @@ use std::sync::{
     Arc,
 };
 
-use bytemuck::{Pod, Zeroable};
 use miden_crypto::Felt;
 use tracing::info_span;
 
+use super::kernels::DeepParams;
 use super::{
     buffers::Chunked,
     download::{download_array, DownloadQueue, RecordSink, Sinks, Store, Target},
@@ -28,22 +28,6 @@ use crate::{
     error::{to_u32, DeepError, GpuError, Result},
     host::zeroed_host,
 };
-
-/// `DeepParams` of deep.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Pod, Zeroable)]
-pub(super) struct DeepParams {
-    count: u32,
-    first: u32,
-    src: [u32; 3],
-    col_degree: u32,
-    degree: u32,
-    init: u32,
-    k: [[u32; 2]; 3],
-    x1: [[u32; 2]; 3],
-    block_len: u32,
-    _pad: u32,
-}
 
 /// The layout of this module's parameter structs, checked against their WGSL twins.
 #[cfg(test)]

@@ -5,7 +5,6 @@
 //! into its leaf), in parts of whole rows, so the row-hashing kernel reads it as it reads LDE
 //! rows. Each dispatch stays inside one source part and one destination part.
 
-use bytemuck::{Pod, Zeroable};
 use miden_crypto::Felt;
 use winter_math::{FieldElement, StarkField};
 
@@ -14,6 +13,7 @@ use crate::{
     hash::HashFunction,
 };
 
+use super::kernels::FriParams;
 use super::{
     batch::Batch,
     buffers::Chunked,
@@ -23,26 +23,6 @@ use super::{
     sizes::FELT_BYTES,
     Engine,
 };
-
-/// `FriParams` of fri.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, Default, Pod, Zeroable)]
-pub(super) struct FriParams {
-    count: u32,
-    src_offset: u32,
-    dst_offset: u32,
-    dst_stride: u32,
-    folding: u32,
-    degree: u32,
-    first: u32,
-    log_unit: u32,
-    slot_step: u32,
-    rows: u32,
-    domain_mask: u32,
-    root_table: u32,
-    alpha: [[u32; 2]; 3],
-    f_inv: [u32; 2],
-}
 
 /// The layout of this module's parameter structs, checked against their WGSL twins.
 #[cfg(test)]

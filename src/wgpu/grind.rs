@@ -1,23 +1,11 @@
 //! The proof-of-work search (`grind.wgsl`): batches of nonces, in order, until one is accepted.
 
-use bytemuck::{Pod, Zeroable};
-
+use super::kernels::GrindParams;
 use super::{batch::Batch, context::wgpu_failure, kernels, Engine};
 use crate::{
     committer::grind::{batch_len, first_in_batches, GrindRequest},
     error::Result,
 };
-
-/// `GrindParams` of grind.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-pub(super) struct GrindParams {
-    state: [[u32; 4]; 6],
-    start_lo: u32,
-    start_hi: u32,
-    count: u32,
-    factor: u32,
-}
 
 /// The layout of this module's parameter struct, checked against its WGSL twin.
 #[cfg(test)]

@@ -2,8 +2,7 @@
 //! of RPO/RPX on a device with subgroups one quad per row (`hash_rows_quad.wgsl`), reading the
 //! row-major LDE (the quad kernel can also read the NTT's output directly).
 
-use bytemuck::{Pod, Zeroable};
-
+use super::kernels::HashRowsParams;
 use super::{
     batch::Batch,
     buffers::{PooledBuffer, STORAGE},
@@ -16,26 +15,6 @@ use crate::{
     error::{to_u32, Result},
     hash::HashFunction,
 };
-
-/// `HashRowsParams` of hash_rows.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-pub(super) struct HashRowsParams {
-    num_rows: u32,
-    row_width: u32,
-    num_cols: u32,
-    partition_size: u32,
-    src_offset: u32,
-    dst_offset: u32,
-    first_event: u32,
-    num_events: u32,
-    total_events: u32,
-    copy_offset: u32,
-    copy_rows: u32,
-    coset_rows: u32,
-    log_len: u32,
-    row0: u32,
-}
 
 /// The layout of this module's parameter structs, checked against their WGSL twins.
 #[cfg(test)]

@@ -8,21 +8,14 @@
 //! composed shader with naga and checks each entry point's bindings (the parameter uniform,
 //! then the storage buffers with their access, and the hash constants' group) against the
 //! typed kernel and the pipeline layout made for it, so a drift between the Rust and WGSL sides
-//! fails without a device. The parameter structs themselves are checked against their WGSL
-//! twins by `params_layout`.
+//! fails without a device. The parameter structs are defined here too, below the kernels that take
+//! them, and checked against their WGSL twins by `params_layout`.
 
 use std::marker::PhantomData;
 
-use super::{
-    deep::DeepParams,
-    fold::FriParams,
-    grind::GrindParams,
-    hash::HashRowsParams,
-    lde::{CosetParams, InterpolateParams, RowsParams},
-    merkle::MergeParams,
-    ntt::NttParams,
-    pipelines::Kernel,
-};
+use bytemuck::{Pod, Zeroable};
+
+use super::pipelines::Kernel;
 use crate::hash::HashFunction;
 
 // TYPED KERNEL
@@ -209,4 +202,141 @@ mod tests {
         }
         assert!(failures.is_empty(), "kernel bindings differ:\n{}", failures.join("\n"));
     }
+}
+
+// PARAMETER BLOCKS
+// ================================================================================================
+
+/// `DeepParams` of deep.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Pod, Zeroable)]
+pub(super) struct DeepParams {
+    pub(super) count: u32,
+    pub(super) first: u32,
+    pub(super) src: [u32; 3],
+    pub(super) col_degree: u32,
+    pub(super) degree: u32,
+    pub(super) init: u32,
+    pub(super) k: [[u32; 2]; 3],
+    pub(super) x1: [[u32; 2]; 3],
+    pub(super) block_len: u32,
+    pub(super) _pad: u32,
+}
+
+/// `FriParams` of fri.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Pod, Zeroable)]
+pub(super) struct FriParams {
+    pub(super) count: u32,
+    pub(super) src_offset: u32,
+    pub(super) dst_offset: u32,
+    pub(super) dst_stride: u32,
+    pub(super) folding: u32,
+    pub(super) degree: u32,
+    pub(super) first: u32,
+    pub(super) log_unit: u32,
+    pub(super) slot_step: u32,
+    pub(super) rows: u32,
+    pub(super) domain_mask: u32,
+    pub(super) root_table: u32,
+    pub(super) alpha: [[u32; 2]; 3],
+    pub(super) f_inv: [u32; 2],
+}
+
+/// `GrindParams` of grind.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+pub(super) struct GrindParams {
+    pub(super) state: [[u32; 4]; 6],
+    pub(super) start_lo: u32,
+    pub(super) start_hi: u32,
+    pub(super) count: u32,
+    pub(super) factor: u32,
+}
+
+/// `HashRowsParams` of hash_rows.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+pub(super) struct HashRowsParams {
+    pub(super) num_rows: u32,
+    pub(super) row_width: u32,
+    pub(super) num_cols: u32,
+    pub(super) partition_size: u32,
+    pub(super) src_offset: u32,
+    pub(super) dst_offset: u32,
+    pub(super) first_event: u32,
+    pub(super) num_events: u32,
+    pub(super) total_events: u32,
+    pub(super) copy_offset: u32,
+    pub(super) copy_rows: u32,
+    pub(super) coset_rows: u32,
+    pub(super) log_len: u32,
+    pub(super) row0: u32,
+}
+
+/// `InterpolateParams` of interpolate.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+pub(super) struct InterpolateParams {
+    pub(super) count: u32,
+    pub(super) log_len: u32,
+    pub(super) src_offset: u32,
+    pub(super) src_stride: u32,
+    pub(super) log_src_len: u32,
+    pub(super) dst_offset: u32,
+    pub(super) first: u32,
+    pub(super) offset_table: u32,
+    pub(super) factor_lo: u32,
+    pub(super) factor_hi: u32,
+}
+
+/// `CosetParams` of coset.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+pub(super) struct CosetParams {
+    pub(super) count: u32,
+    pub(super) log_len: u32,
+    pub(super) src_offset: u32,
+    pub(super) src_stride: u32,
+    pub(super) dst_offset: u32,
+    pub(super) exp_offset: u32,
+    pub(super) coset: u32,
+    pub(super) accumulate: u32,
+    pub(super) domain_mask: u32,
+    pub(super) generator_table: u32,
+    pub(super) root_table: u32,
+}
+
+/// `RowsParams` of rows.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+pub(super) struct RowsParams {
+    pub count: u32,
+    pub num_cols: u32,
+    pub src_offset: u32,
+    pub log_len: u32,
+    pub row0: u32,
+    pub row_width: u32,
+    pub col0: u32,
+    pub dst_offset: u32,
+}
+
+/// `MergeParams` of merkle.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+pub(super) struct MergeParams {
+    pub(super) count: u32,
+    pub(super) log_group: u32,
+    pub(super) left_offset: u32,
+    pub(super) right_offset: u32,
+    pub(super) dst_offset: u32,
+}
+
+/// `NttParams` of ntt.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+pub(super) struct NttParams {
+    pub(super) offset: u32,
+    pub(super) count: u32,
+    pub(super) log_half: u32,
 }

@@ -1,10 +1,10 @@
 //! The kernels around the NTTs: finishing an interpolation (`interpolate.wgsl`), evaluating a
 //! coset (`coset.wgsl`, then the forward NTT) and writing evaluations as LDE rows (`rows.wgsl`).
 
-use bytemuck::{Pod, Zeroable};
 use miden_crypto::Felt;
 use winter_math::FieldElement;
 
+use super::kernels::{CosetParams, InterpolateParams, RowsParams};
 use super::{
     batch::Batch,
     buffers::Chunked,
@@ -19,22 +19,6 @@ const NO_OFFSET: u32 = u32::MAX;
 
 // INTERPOLATION
 // ================================================================================================
-
-/// `InterpolateParams` of interpolate.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-pub(super) struct InterpolateParams {
-    count: u32,
-    log_len: u32,
-    src_offset: u32,
-    src_stride: u32,
-    log_src_len: u32,
-    dst_offset: u32,
-    first: u32,
-    offset_table: u32,
-    factor_lo: u32,
-    factor_hi: u32,
-}
 
 /// A block of consecutive output columns cut from inverse-NTT output columns.
 #[derive(Debug, Clone, Copy)]
@@ -82,23 +66,6 @@ pub(super) fn record_finish_interpolation(
 
 // COSET INPUT
 // ================================================================================================
-
-/// `CosetParams` of coset.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-pub(super) struct CosetParams {
-    count: u32,
-    log_len: u32,
-    src_offset: u32,
-    src_stride: u32,
-    dst_offset: u32,
-    exp_offset: u32,
-    coset: u32,
-    accumulate: u32,
-    domain_mask: u32,
-    generator_table: u32,
-    root_table: u32,
-}
 
 /// Records `dst[c][t] (+)= src[c][t] * (GENERATOR g^coset)^(exp_offset + t)`.
 fn record_coset_scale(
@@ -197,20 +164,6 @@ pub(super) fn record_coset_evaluation(
 
 // ROWS
 // ================================================================================================
-
-/// `RowsParams` of rows.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-pub(super) struct RowsParams {
-    pub count: u32,
-    pub num_cols: u32,
-    pub src_offset: u32,
-    pub log_len: u32,
-    pub row0: u32,
-    pub row_width: u32,
-    pub col0: u32,
-    pub dst_offset: u32,
-}
 
 /// The layout of this module's parameter structs, checked against their WGSL twins.
 #[cfg(test)]

@@ -9,8 +9,7 @@
 //! group-major with half as many groups; from the level with one group on, the layout is
 //! natural and adjacent pairs merge. No level is ever reordered on the device.
 
-use bytemuck::{Pod, Zeroable};
-
+use super::kernels::MergeParams;
 use super::{
     batch::Batch,
     buffers::{BufferPool, Chunked},
@@ -23,17 +22,6 @@ use crate::{
     error::{to_u32, Result},
     hash::HashFunction,
 };
-
-/// `MergeParams` of merkle.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-pub(super) struct MergeParams {
-    count: u32,
-    log_group: u32,
-    left_offset: u32,
-    right_offset: u32,
-    dst_offset: u32,
-}
 
 /// The layout of this module's parameter structs, checked against their WGSL twins.
 #[cfg(test)]

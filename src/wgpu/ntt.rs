@@ -1,8 +1,7 @@
 //! Batched NTTs (`ntt.wgsl`): the large stages two per dispatch, the small ones in workgroup
 //! memory.
 
-use bytemuck::{Pod, Zeroable};
-
+use super::kernels::NttParams;
 use super::{
     batch::Batch,
     kernels::{ntt_stage, ntt_stage_pair, ntt_tile},
@@ -11,15 +10,6 @@ use crate::error::{to_u32, Result};
 
 /// log2 of the elements one `ntt_tile` workgroup transforms (`LOG_TILE` in ntt.wgsl).
 const LOG_TILE: u32 = 11;
-
-/// `NttParams` of ntt.wgsl.
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-pub(super) struct NttParams {
-    offset: u32,
-    count: u32,
-    log_half: u32,
-}
 
 /// The layout of this module's parameter structs, checked against their WGSL twins.
 #[cfg(test)]

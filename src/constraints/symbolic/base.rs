@@ -112,7 +112,7 @@ impl Div for SymBase {
     }
 }
 
-super::ext::assign_ops!([] SymBase);
+super::shared::assign_ops!([] SymBase);
 
 // CONVERSIONS
 // ------------------------------------------------------------------------------------------------
@@ -169,7 +169,7 @@ impl ExtensionOf<Felt> for SymBase {
     }
 }
 
-super::ext::unrecordable_traits!([] SymBase, 8);
+super::shared::unrecordable_traits!([] SymBase, 8);
 
 // FIELD ELEMENT
 // ------------------------------------------------------------------------------------------------
@@ -193,7 +193,7 @@ impl FieldElement for SymBase {
     }
 
     fn exp_vartime(self, power: u64) -> Self {
-        super::ext::exp_vartime(self, power)
+        super::shared::exp_vartime(self, power)
     }
 
     fn inv(self) -> Self {

@@ -14,6 +14,7 @@
 mod base;
 mod ext;
 mod recorder;
+mod shared;
 
 pub(crate) use base::SymBase;
 pub(crate) use ext::SymExt;
