@@ -14,11 +14,11 @@ use winter_prover::matrix::{build_segments, get_evaluation_offsets, ColMatrix};
 
 use crate::{
     backend::Backend,
-    committer::fri::{FoldingChannel, FriLayers, FriRequest},
-    committer::grind::{first_nonce_on_host, GrindRequest},
     committer::{
-        check_lde_rows, check_leaves, CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing,
-        Shape, SEGMENT_WIDTH,
+        check_lde_rows, check_leaves,
+        fri::{FoldingChannel, FriLayers, FriRequest},
+        grind::{first_nonce_on_host, GrindRequest},
+        CommitRequest, Commitment, GpuCommitter, LdeRows, RowHashing, Shape, SEGMENT_WIDTH,
     },
     error::Result,
     hash::{Digest, HashFunction},

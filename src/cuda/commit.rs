@@ -41,8 +41,7 @@ use super::{
     transfer::{Download, Ring},
 };
 use crate::{
-    committer::StageTimes,
-    committer::{Commitment, Keep, Shape},
+    committer::{Commitment, Keep, Shape, StageTimes},
     error::Result,
     host::{prefault, HostOptions},
 };

@@ -110,13 +110,12 @@ use self::{
 };
 use crate::{
     backend::Backend,
-    committer::deep::{CombineRequest, EvaluateRequest},
-    committer::fri::{FoldingChannel, FriLayers, FriRequest},
-    committer::grind::GrindRequest,
-    committer::ResidentPolys,
-    committer::StageTimes,
     committer::{
-        CommitRequest, Commitment, GpuCommitter, GpuRequestChecks, Keep, LdeRows, RowHashing,
+        deep::{CombineRequest, EvaluateRequest},
+        fri::{FoldingChannel, FriLayers, FriRequest},
+        grind::GrindRequest,
+        CommitRequest, Commitment, GpuCommitter, GpuRequestChecks, Keep, LdeRows, ResidentPolys,
+        RowHashing, StageTimes,
     },
     error::Result,
     hash::{Digest, HashFunction},
@@ -141,7 +140,7 @@ const _: () = assert!(
 /// A failed call leaves no work of its own running: every stream of every GPU is drained (within
 /// the wait deadline) before the call returns and its buffers are reused. An error after which
 /// the GPUs cannot be used (a sticky driver error, a wait past its deadline, a drain that fails)
-/// marks the committer lost: every later call is [`GpuError::DeviceLost`] at once.
+/// marks the committer lost: every later call is [`crate::GpuError::DeviceLost`] at once.
 pub struct CudaCommitter {
     gpus: Arc<Vec<Gpu>>,
     /// The GPUs' health, shared by their driver wrappers.

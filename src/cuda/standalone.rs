@@ -20,8 +20,10 @@ use super::{
 };
 use crate::{
     backend::Backend,
-    committer::grind::{batch_len, first_in_batches, GrindRequest},
-    committer::{LdeRows, RowHashing},
+    committer::{
+        grind::{batch_len, first_in_batches, GrindRequest},
+        LdeRows, RowHashing,
+    },
     error::{to_u32, GpuError, Result},
     hash::{Digest, HashFunction},
 };

@@ -11,10 +11,12 @@ use winter_math::FieldElement;
 
 use crate::{
     backend::Backend,
-    committer::deep::{CombineRequest, EvaluateRequest},
-    committer::fri::{FoldingChannel, FriLayers, FriRequest, KeptLayers, LayerOpening},
-    committer::grind::GrindRequest,
-    committer::{CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, RowHashing},
+    committer::{
+        deep::{CombineRequest, EvaluateRequest},
+        fri::{FoldingChannel, FriLayers, FriRequest, KeptLayers, LayerOpening},
+        grind::GrindRequest,
+        CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, RowHashing,
+    },
     error::{GpuError, Result},
     hash::{Digest, HashFunction},
 };

@@ -17,8 +17,7 @@ use super::{
     trace_lde::{host_polys, queries_of},
 };
 use crate::{
-    committer::ResidentPolys,
-    committer::{Keep, KeptRows},
+    committer::{Keep, KeptRows, ResidentPolys},
     cpu::CpuCommitter,
     error::Result,
     hash::GpuHasher,

@@ -43,9 +43,11 @@ use super::{
     spans, GpuConstraintCommitment, GpuProver, GpuTraceLde,
 };
 use crate::{
-    committer::deep::{CombineRequest, DeepSegment, EvaluateRequest},
-    committer::fri::{FriLayers, FriRequest, FriShape},
-    committer::GpuCommitter,
+    committer::{
+        deep::{CombineRequest, DeepSegment, EvaluateRequest},
+        fri::{FriLayers, FriRequest, FriShape},
+        GpuCommitter,
+    },
     cpu::CpuCommitter,
     error::{FriError, GpuError, Result},
     hash::{Digest, GpuHasher},

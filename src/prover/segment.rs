@@ -17,10 +17,9 @@ use winter_math::FieldElement;
 use winter_prover::matrix::ColMatrix;
 
 use crate::{
-    committer::ResidentPolys,
     committer::{
-        CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, PolyInput, RowHashing,
-        Shape,
+        CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, PolyInput, ResidentPolys,
+        RowHashing, Shape,
     },
     error::{GpuError, Result},
     hash::{Digest, GpuHasher, HashFunction},

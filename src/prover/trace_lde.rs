@@ -14,8 +14,7 @@ use super::{
 };
 use crate::{
     backend::Backend,
-    committer::ResidentPolys,
-    committer::{GpuCommitter, Keep},
+    committer::{GpuCommitter, Keep, ResidentPolys},
     error::{GpuError, Result},
     hash::GpuHasher,
 };

@@ -34,8 +34,7 @@ use super::{
     Engine,
 };
 use crate::{
-    committer::StageTimes,
-    committer::{CommitRequest, Commitment, LdeRows, PolyInput, Shape},
+    committer::{CommitRequest, Commitment, LdeRows, PolyInput, Shape, StageTimes},
     error::{to_u32, GpuError, Result},
     host::{zeroed_host, HostOptions},
 };

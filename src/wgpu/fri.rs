@@ -29,11 +29,13 @@ use super::{
     Engine,
 };
 use crate::{
-    committer::fri::{
-        path_indices, FoldingChannel, FriLayer, FriLayers, FriRequest, FriShape, KeptLayers,
-        LayerOpening,
+    committer::{
+        fri::{
+            path_indices, FoldingChannel, FriLayer, FriLayers, FriRequest, FriShape, KeptLayers,
+            LayerOpening,
+        },
+        RowHashing,
     },
-    committer::RowHashing,
     error::{FriError, GpuError, Result},
     hash::Digest,
     host::{zeroed_host, HostOptions},

@@ -33,13 +33,12 @@ use tracing::info_span;
 
 use crate::{
     backend::Backend,
-    committer::deep::{CombineRequest, EvaluateRequest},
-    committer::fri::{FoldingChannel, FriLayers, FriRequest},
-    committer::grind::GrindRequest,
-    committer::ResidentPolys,
-    committer::StageTimes,
     committer::{
-        CommitRequest, Commitment, GpuCommitter, GpuRequestChecks, Keep, LdeRows, RowHashing,
+        deep::{CombineRequest, EvaluateRequest},
+        fri::{FoldingChannel, FriLayers, FriRequest},
+        grind::GrindRequest,
+        CommitRequest, Commitment, GpuCommitter, GpuRequestChecks, Keep, LdeRows, ResidentPolys,
+        RowHashing, StageTimes,
     },
     error::Result,
     hash::{Digest, HashFunction, RescueLanes},

@@ -277,28 +277,5 @@ impl<const D: usize> FieldElement for SymExt<D> {
         *self
     }
 
-    fn base_element(&self, _i: usize) -> Felt {
-        fail(Unrecordable::Reinterpretation);
-        Felt::ZERO
-    }
-
-    fn slice_as_base_elements(_elements: &[Self]) -> &[Felt] {
-        fail(Unrecordable::Reinterpretation);
-        &[]
-    }
-
-    fn slice_from_base_elements(_elements: &[Felt]) -> &[Self] {
-        fail(Unrecordable::Reinterpretation);
-        &[]
-    }
-
-    fn elements_as_bytes(_elements: &[Self]) -> &[u8] {
-        fail(Unrecordable::Reinterpretation);
-        &[]
-    }
-
-    unsafe fn bytes_as_elements(_bytes: &[u8]) -> Result<&[Self], DeserializationError> {
-        fail(Unrecordable::Reinterpretation);
-        Err(DeserializationError::InvalidValue("symbolic elements have no bytes".into()))
-    }
+    super::shared::unrecordable_views!();
 }

@@ -66,6 +66,43 @@ macro_rules! unrecordable_traits {
 }
 pub(super) use unrecordable_traits;
 
+/// The `FieldElement` items that view elements as base elements or bytes: a symbol has neither,
+/// so each marks the recording as failed. Expanded inside each symbol's `FieldElement` impl.
+macro_rules! unrecordable_views {
+    () => {
+        fn base_element(&self, _i: usize) -> crate::Felt {
+            super::recorder::fail(super::recorder::Unrecordable::Reinterpretation);
+            <crate::Felt as winter_math::FieldElement>::ZERO
+        }
+
+        fn slice_as_base_elements(_elements: &[Self]) -> &[crate::Felt] {
+            super::recorder::fail(super::recorder::Unrecordable::Reinterpretation);
+            &[]
+        }
+
+        fn slice_from_base_elements(_elements: &[crate::Felt]) -> &[Self] {
+            super::recorder::fail(super::recorder::Unrecordable::Reinterpretation);
+            &[]
+        }
+
+        fn elements_as_bytes(_elements: &[Self]) -> &[u8] {
+            super::recorder::fail(super::recorder::Unrecordable::Reinterpretation);
+            &[]
+        }
+
+        // SAFETY: reads nothing; a symbol has no bytes.
+        unsafe fn bytes_as_elements(
+            _bytes: &[u8],
+        ) -> Result<&[Self], winter_utils::DeserializationError> {
+            super::recorder::fail(super::recorder::Unrecordable::Reinterpretation);
+            Err(winter_utils::DeserializationError::InvalidValue(
+                "symbolic elements have no bytes".into(),
+            ))
+        }
+    };
+}
+pub(super) use unrecordable_views;
+
 /// winter-math's default `exp_vartime` for a constant exponent, without its `b == ZERO` early
 /// return (the loop gives the same zero word for a zero base).
 pub(super) fn exp_vartime<E: FieldElement>(base: E, power: u64) -> E {
