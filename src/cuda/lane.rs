@@ -247,8 +247,8 @@ fn copy_grid(words: usize) -> Grid {
 /// LDE into `me`'s slab (several lanes, the slab sized), once the source's latest LDE has
 /// passed: the rows' t-range of each (column, coset), which is contiguous in the coset-major
 /// layout. Where lane `me`'s GPU reads the source's memory directly, one `copy_rows` launch
-/// moves them all (W1 on 4 x H100: 7-10 ms a GPU for every column, against 17-19 ms for a copy
-/// each); otherwise one peer copy per (column, coset).
+/// moves them all (measured faster than a copy each on 4 x H100); otherwise one peer copy per
+/// (column, coset).
 pub(super) fn gather(
     lanes: &mut [GpuLane<'_>],
     me: usize,

@@ -8,8 +8,8 @@
 //! committer keeps the registered blocks: a result is lent from one ([`HostBuffer`]), and the
 //! block comes back when it drops (the tree's leaves and nodes as soon as the prover has
 //! converted them to Winterfell's tree, after the turn). The first commitment of a size
-//! registers its blocks (0.8 s for W1's 5.4 GB of rows: faulted in huge pages by several
-//! threads, then pinned); later ones write straight into them.
+//! registers its blocks (faulted in huge pages by several threads, then pinned: slow for
+//! gigabytes of rows); later ones write straight into them.
 //!
 //! The blocks registered at once, by all the committers of the process, are bounded
 //! ([`CudaOptions::pinned_rows_bytes`]): past it, or where the driver refuses, a result takes
@@ -115,8 +115,8 @@ impl ResultPool {
     }
 
     /// Allocates (zeroed) and registers `bytes`: in huge pages where the kernel has them,
-    /// faulted in by several threads first (the driver's own faulting, one page at a time, took
-    /// seconds for a W1 block).
+    /// faulted in by several threads first (the driver's own faulting, one page at a time, is
+    /// far slower for a large block).
     fn allocate(&self, bytes: usize) -> Option<Block> {
         check_host_room::<u8>(bytes).ok()?;
         let layout = Layout::from_size_align(bytes, BLOCK_ALIGN).ok()?;

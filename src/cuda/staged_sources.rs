@@ -3,10 +3,9 @@
 //!
 //! Through the pinned slots (`transfer::upload`) the host copies each column into a slot while
 //! the copy engine moves the previous one: the call's upload waits on that copy, inside the turn
-//! and beside every other proof's host work. With eight W2 proofs on two GPUs it took 30 to
-//! 220 ms of a trace commitment's turn, against 18 ms of interpolation and LDE on the GPU. In a
-//! block of the committer's `result_pool` the copy runs before the turn, on the copy threads,
-//! and the DMA reads the columns where they lie. A committer that registers nothing
+//! and beside every other proof's host work, and with several proofs a GPU that copy took many
+//! times the GPU's own interpolation and LDE. In a block of the committer's `result_pool` the
+//! copy runs before the turn, on the copy threads, and the DMA reads the columns where they lie. A committer that registers nothing
 //! (`CudaOptions::pinned_rows_bytes` 0, the default for a lone committer) uploads through the
 //! slots as before.
 

@@ -104,7 +104,8 @@ pub(super) fn build_tree(
     Ok(nodes)
 }
 
-/// Nonces of one grinding launch: at least a wave of blocks, at most about 80 ms of RPO.
+/// Nonces of one grinding launch: at least a wave of blocks, at most 2^24, so that one launch
+/// stays short.
 const GRIND_BATCH: (u64, u64) = (1 << 12, 1 << 24);
 
 /// The first nonce `request` (validated) accepts, on `gpu`: batches in order, each launch
