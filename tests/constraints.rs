@@ -4,10 +4,51 @@
 //! single, periodic and sequence assertions, auxiliary segments, base, quadratic and cubic
 //! fields, CE blowups below the LDE blowup, 2^3 to 2^16 rows), and AIRs a graph cannot follow.
 
-#[path = "../examples/fib/mod.rs"]
-mod fib;
+mod common;
 
-use fib::{FibAir, FibTrace};
+use common::{
+    device::{tests, DeviceTests},
+    fib::{self, FibAir, FibTrace},
+};
+
+/// Why the random AIRs' compositions cannot be compared in this build: `None` in a release
+/// build. A debug build of winter-prover checks the constraint degrees on the trace, which a
+/// random AIR's random trace fails.
+const RANDOM_COMPOSITIONS_IN_DEBUG: Option<&str> = if cfg!(debug_assertions) {
+    Some("a debug build: winter-prover checks constraint degrees on the trace, which random traces fail; run with --release")
+} else {
+    None
+};
+
+fn main() {
+    let host = DeviceTests::new("cpu", None)
+        .on_host(tests![
+            fib_composition_equals_winterfell,
+            fib_graph_equals_its_code,
+            random_air_graphs_equal_their_code,
+            equal_operations_are_shared,
+            constant_operations_fold_and_dead_nodes_go,
+            structural_hash_ignores_constant_values,
+            value_dependent_air_is_reported,
+        ])
+        .on_host_unless(
+            RANDOM_COMPOSITIONS_IN_DEBUG,
+            tests![random_air_compositions_equal_winterfell],
+        );
+    #[cfg(feature = "miden")]
+    let host = host.on_host(tests![miden_composition_equals_winterfell]);
+    #[cfg(feature = "cuda")]
+    let host = {
+        // SAFETY: only asks the dynamic loader whether libnvrtc can be opened.
+        let nvrtc_present = unsafe { cudarc::nvrtc::sys::is_culib_present() };
+        let absent =
+            (!nvrtc_present).then(|| "the NVRTC library (libnvrtc) was not found".to_string());
+        host.and(
+            DeviceTests::new("cuda", absent).on_device(tests![generated_cuda_compiles_with_nvrtc]),
+        )
+    };
+    host.run()
+}
 use miden_crypto::hash::blake::Blake3_256;
 use miden_gpu::{
     constraints::{
@@ -208,7 +249,6 @@ fn fib_air(pairs: usize, length: usize, blowup: usize, extension: FieldExtension
     FibAir::new(trace.info().clone(), trace.inputs(), options)
 }
 
-#[test]
 fn fib_composition_equals_winterfell() {
     let mut rng = StdRng::seed_from_u64(1);
     for (pairs, length, blowup) in [(1, 8, 2), (3, 64, 8), (2, 1024, 4)] {
@@ -221,7 +261,6 @@ fn fib_composition_equals_winterfell() {
     }
 }
 
-#[test]
 fn fib_graph_equals_its_code() {
     let mut rng = StdRng::seed_from_u64(2);
     let air = fib_air(4, 64, 8, FieldExtension::Quadratic);
@@ -734,13 +773,7 @@ fn graph_check(air: &RandomAir, rng: &mut StdRng, field: FieldKind) {
     }
 }
 
-#[test]
 fn random_air_compositions_equal_winterfell() {
-    // Winterfell checks the constraint degrees of a debug build on the (random) trace
-    if cfg!(debug_assertions) {
-        eprintln!("random AIRs: skipped without --release (Winterfell's debug degree check)");
-        return;
-    }
     let mut rng = StdRng::seed_from_u64(3);
     let lengths = (0..40).map(|i| 1usize << (3 + i % 6)).chain([1 << 12, 1 << 14, 1 << 16]);
     for (case, length) in lengths.enumerate() {
@@ -761,7 +794,6 @@ fn random_air_compositions_equal_winterfell() {
     }
 }
 
-#[test]
 fn random_air_graphs_equal_their_code() {
     let mut rng = StdRng::seed_from_u64(4);
     for _ in 0..30 {
@@ -777,7 +809,6 @@ fn random_air_graphs_equal_their_code() {
 /// Miden's `ProcessorAir` on the trace of a program that hashes, touches memory and
 /// range-checks (`HASH_MEMORY`: the hasher and memory chiplets and the range checker).
 #[cfg(feature = "miden")]
-#[test]
 fn miden_composition_equals_winterfell() {
     use miden_air::{ProcessorAir, PublicInputs};
     use miden_assembly::Assembler;
@@ -842,7 +873,6 @@ fn constant(value: u64) -> Box<Expr> {
     Box::new(Expr::Leaf(Leaf::Const(value)))
 }
 
-#[test]
 fn equal_operations_are_shared() {
     let sum = || Box::new(Expr::Add(column(0), column(1)));
     let graph =
@@ -852,7 +882,6 @@ fn equal_operations_are_shared() {
     assert_eq!(graph.nodes().len(), 4);
 }
 
-#[test]
 fn constant_operations_fold_and_dead_nodes_go() {
     let expr = Expr::Mul(Box::new(Expr::Add(constant(2), constant(3))), column(0));
     let graph = capture::<_, QuadExtension<Felt>>(&one_constraint_air(expr, 1)).unwrap();
@@ -866,7 +895,6 @@ fn constant_operations_fold_and_dead_nodes_go() {
     assert_eq!(graph.num_operations(), 4);
 }
 
-#[test]
 fn structural_hash_ignores_constant_values() {
     let mut rng = StdRng::seed_from_u64(5);
     for _ in 0..10 {
@@ -963,7 +991,6 @@ impl Air for ValueDependentAir {
     }
 }
 
-#[test]
 fn value_dependent_air_is_reported() {
     for operation in [Unrecordable::Comparison, Unrecordable::Inversion, Unrecordable::Division] {
         let inner = fib_air(2, 64, 8, FieldExtension::Quadratic);
@@ -985,17 +1012,12 @@ fn value_dependent_air_is_reported() {
 // ================================================================================================
 
 /// The generated CUDA of the Fibonacci AIR and of a large random AIR compiles with NVRTC for
-/// Hopper, in chunks; skipped, with the reason, without `libnvrtc`.
+/// Hopper, in chunks (reported as ignored, with the reason, without `libnvrtc`).
 #[cfg(feature = "cuda")]
-#[test]
 fn generated_cuda_compiles_with_nvrtc() {
     use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
     use miden_gpu::constraints::cuda_source;
 
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        eprintln!("generated CUDA: skipped, the NVRTC library (libnvrtc) was not found");
-        return;
-    }
     let fib = capture::<_, QuadExtension<Felt>>(&fib_air(4, 64, 8, FieldExtension::Quadratic))
         .expect("fib is captured");
     let mut rng = StdRng::seed_from_u64(7);

@@ -74,6 +74,25 @@ impl DeviceTests {
         self
     }
 
+    /// Tests that need no device but cannot run in this build where `reason` is `Some`: then
+    /// each is reported as ignored with it.
+    pub fn on_host_unless(
+        mut self,
+        reason: Option<&'static str>,
+        tests: &[(&'static str, fn())],
+    ) -> Self {
+        self.trials.extend(tests.iter().map(|&(name, test)| {
+            Trial::ignorable_test(name, move || match reason {
+                None => {
+                    test();
+                    Ok(Completion::Completed)
+                },
+                Some(reason) => Ok(Completion::ignored_with(reason)),
+            })
+        }));
+        self
+    }
+
     /// These tests and those of `other` (another backend's), run together.
     pub fn and(mut self, other: DeviceTests) -> Self {
         self.trials.extend(other.trials);
