@@ -206,6 +206,8 @@ where
             aux_next: E::slice_as_base_elements(aux_next),
             periodic: &periodic,
             random: E::slice_as_base_elements(&random),
+            x_powers: &[],
+            tables: &[],
         };
         graph.interpret(&inputs, graph.constants(), &mut values);
 

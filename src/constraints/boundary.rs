@@ -1,14 +1,19 @@
-//! Boundary constraints grouped by divisor, evaluated as winter-prover's evaluator does.
+//! Boundary constraints grouped by divisor, recorded into the composition as winter-prover's
+//! evaluator computes them.
 //!
 //! The groups come from winter-air's own `BoundaryConstraints` (`Air::get_boundary_constraints`);
 //! winter-prover's evaluation of them is private to it, so it is followed here term for term:
 //! per group, the main terms then the auxiliary ones, each set in the order single value, small
-//! polynomial (fewer than 63 coefficients, evaluated at `x · x_offset` on the fly), large
-//! polynomial (tabulated over the CE domain).
+//! polynomial (fewer than 63 coefficients, evaluated at `x · x_offset`), large polynomial
+//! (tabulated over the CE domain: a step table of the composition).
+
+use core::ops::{Add, Sub};
 
 use winter_air::{Air, BoundaryConstraint, ConstraintDivisor};
 use winter_math::{fft, ExtensionOf, FieldElement};
 
+use super::compose::{Recorder, StepTable};
+use super::symbolic::{SymBase, SymExt};
 use crate::Felt;
 
 /// Polynomials with at least this many coefficients are tabulated (winter-prover's bound).
@@ -68,23 +73,77 @@ where
         }
     }
 
-    fn evaluate(&self, state: &[F], x: Felt, step: usize) -> E {
+    /// `coefficient · (state[column] − expected(x))` on symbols of the term's field.
+    fn record<S: TermValue<F>, const D: usize>(
+        &self,
+        state: &[S],
+        recorder: &mut Recorder,
+    ) -> SymExt<D> {
         let expected = match &self.expected {
-            Expected::Single(value) => *value,
+            Expected::Single(value) => S::constant(*value),
             Expected::SmallPoly { poly, x_offset } => {
-                let x = x * *x_offset;
-                poly.iter().rev().fold(F::ZERO, |acc, &coeff| acc.mul_base(x) + coeff)
+                let x = recorder.x() * SymBase::constant(*x_offset);
+                poly.iter().rev().fold(S::constant(F::ZERO), |acc, &coeff| {
+                    acc.mul_symbol(x) + S::constant(coeff)
+                })
             },
             Expected::LargePoly { values, step_offset } => {
-                let index = if *step_offset > step {
-                    values.len() + step - step_offset
-                } else {
-                    step - step_offset
-                };
-                values[index]
+                let words = F::slice_as_base_elements(values).to_vec();
+                let table = StepTable::new(words, F::EXTENSION_DEGREE, *step_offset);
+                S::from_words(&recorder.table(table))
             },
         };
-        self.coefficient.mul_base(state[self.column] - expected)
+        let coefficient = E::slice_as_base_elements(core::slice::from_ref(&self.coefficient));
+        (state[self.column] - expected).times(SymExt::constant(coefficient))
+    }
+}
+
+/// A symbol standing for a value of a term's field `F` (`Felt` or the extension).
+trait TermValue<F>: Copy + Add<Output = Self> + Sub<Output = Self> {
+    /// A new constant of `value`.
+    fn constant(value: F) -> Self;
+    /// The value of these base words (`F`'s components).
+    fn from_words(words: &[SymBase]) -> Self;
+    /// `self · x` for a base symbol `x`.
+    fn mul_symbol(self, x: SymBase) -> Self;
+    /// `coefficient · self`, in the extension.
+    fn times<const D: usize>(self, coefficient: SymExt<D>) -> SymExt<D>;
+}
+
+impl TermValue<Felt> for SymBase {
+    fn constant(value: Felt) -> Self {
+        SymBase::constant(value)
+    }
+
+    fn from_words(words: &[SymBase]) -> Self {
+        words[0]
+    }
+
+    fn mul_symbol(self, x: SymBase) -> Self {
+        self * x
+    }
+
+    fn times<const D: usize>(self, coefficient: SymExt<D>) -> SymExt<D> {
+        ExtensionOf::<SymBase>::mul_base(coefficient, self)
+    }
+}
+
+impl<F: FieldElement<BaseField = Felt>, const N: usize> TermValue<F> for SymExt<N> {
+    fn constant(value: F) -> Self {
+        SymExt::constant(F::slice_as_base_elements(core::slice::from_ref(&value)))
+    }
+
+    fn from_words(words: &[SymBase]) -> Self {
+        SymExt(core::array::from_fn(|c| words[c]))
+    }
+
+    fn mul_symbol(self, x: SymBase) -> Self {
+        ExtensionOf::<SymBase>::mul_base(self, x)
+    }
+
+    fn times<const D: usize>(self, coefficient: SymExt<D>) -> SymExt<D> {
+        // an auxiliary term's field is the coefficients' extension: N = D
+        coefficient * SymExt(core::array::from_fn(|c| self.0[c]))
     }
 }
 
@@ -150,14 +209,19 @@ impl<E: FieldElement<BaseField = Felt>> BoundaryGroup<E> {
         &self.divisor
     }
 
-    /// The group's sum at CE step `step` (point `x`).
-    pub(crate) fn evaluate(&self, main: &[Felt], aux: &[E], x: Felt, step: usize) -> E {
-        let mut result = E::ZERO;
+    /// The group's sum at the evaluated point, on the current rows' symbols.
+    pub(crate) fn record<const D: usize>(
+        &self,
+        main: &[SymBase],
+        aux: &[SymExt<D>],
+        recorder: &mut Recorder,
+    ) -> SymExt<D> {
+        let mut result = SymExt::<D>::ZERO;
         for term in &self.main {
-            result += term.evaluate(main, x, step);
+            result += term.record(main, recorder);
         }
         for term in &self.aux {
-            result += term.evaluate(aux, x, step);
+            result += term.record(aux, recorder);
         }
         result
     }

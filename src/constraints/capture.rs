@@ -5,7 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use winter_air::{Air, AuxRandElements, EvaluationFrame};
 use winter_math::FieldElement;
 
-use super::graph::{ConstraintGraph, Input, NodeId};
+use super::graph::{ConstraintGraph, GraphBuilder, Input, NodeId, Outputs};
 use super::symbolic::{record, Recorded, SymBase, SymExt, Unrecordable};
 use crate::Felt;
 
@@ -61,9 +61,20 @@ where
 fn capture_with<A: Air<BaseField = Felt>, const D: usize>(
     air: &A,
 ) -> Result<ConstraintGraph, CaptureError> {
-    let recorded = record(|| catch_unwind(AssertUnwindSafe(|| record_constraints::<A, D>(air))));
+    let ((main, aux), builder) = recording(|| record_constraints::<A, D>(air))?;
+    Ok(builder.finish(Outputs { main, aux, ..Outputs::default() }, D))
+}
+
+/// Runs `body` in a fresh recording: its result and the recorded nodes, or why the recording
+/// cannot stand for the code it ran (an unrecordable operation, a panic, a nested recording).
+pub(crate) fn recording<T>(body: impl FnOnce() -> T) -> Result<(T, GraphBuilder), CaptureError> {
+    let recorded = record(|| catch_unwind(AssertUnwindSafe(body)));
     let Recorded { result, builder, failure } = recorded.ok_or(CaptureError::Nested)?;
-    let (main_outputs, aux_outputs) = result.map_err(|panic| {
+    // an unrecordable operation first: a panic after it may come from its placeholder
+    if let Some((operation, count)) = failure {
+        return Err(CaptureError::Unrecordable { operation, count });
+    }
+    let result = result.map_err(|panic| {
         let message = panic
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
@@ -71,14 +82,11 @@ fn capture_with<A: Air<BaseField = Felt>, const D: usize>(
             .unwrap_or_else(|| "a non-string panic".into());
         CaptureError::Panicked(message)
     })?;
-    if let Some((operation, count)) = failure {
-        return Err(CaptureError::Unrecordable { operation, count });
-    }
-    Ok(builder.finish(main_outputs, aux_outputs, D))
+    Ok((result, builder))
 }
 
 /// Runs the AIR's constraint code on symbolic frames; returns the output nodes.
-fn record_constraints<A: Air<BaseField = Felt>, const D: usize>(
+pub(crate) fn record_constraints<A: Air<BaseField = Felt>, const D: usize>(
     air: &A,
 ) -> (Vec<NodeId>, Vec<NodeId>) {
     let trace_info = air.trace_info();

@@ -1,18 +1,20 @@
 //! CUDA source for a [`ConstraintGraph`], over the Goldilocks field code of `cuda/field.cuh`
-//! (whose operations return winter-math's very words, so the device reproduces the interpreter).
+//! (whose operations are field-exact on any word, as the interpreter's are).
 //!
 //! The operation nodes are split, in order, into chunks of at most `max_operations`; each chunk
 //! is a `__device__ __noinline__` function, which bounds the registers and the compile time of
 //! any one function (one large function of a big AIR spills and takes NVRTC minutes). A value a
-//! later chunk or an output needs goes through the caller's `carry` array; inputs and constants
-//! are read where they are used.
+//! later chunk or an output needs goes through the caller's `carry` array.
 //!
-//! For a graph named `NAME` the source defines:
-//! - `struct NAME_frame { const u64 *main_current, *main_next, *aux_current, *aux_next,
-//!   *periodic, *random, *constants; }` (extension values as base components, flattened);
-//! - `#define NAME_CARRY n`, the length of the `carry` array;
-//! - `__device__ void NAME(const NAME_frame& f, u64* carry, u64* main_out, u64* aux_out)`,
-//!   writing the main constraints' values and the aux constraints' components.
+//! The source reads its inputs through macros the including program defines, with `f` the
+//! frame the functions pass along: `CE_MAIN(column, next)`, `CE_AUX(word, next)` (an auxiliary
+//! column's base component, `column · degree + component`), `CE_PERIODIC(column)`,
+//! `CE_RANDOM(word)`, `CE_CONST(slot)`, `CE_XPOW(slot)`, `CE_TABLE(word)`, and the inverse
+//! `gl_inv`. For a graph named `NAME` it defines:
+//! - `#define NAME_CARRY n`, the length of the `carry` array, and `#define NAME_OUTPUTS m`;
+//! - `__device__ void NAME(const FRAME& f, u64* carry, u64* out)` (`FRAME` the frame's type),
+//!   writing the main constraints, the auxiliary constraints' components, then the composed
+//!   value's components to `out[0..m]`.
 
 use std::fmt::Write;
 
@@ -22,21 +24,28 @@ use super::graph::{ConstraintGraph, Input, NodeId, Op};
 // SOURCE
 // ================================================================================================
 
-/// The CUDA source of `graph` as the module docs describe, named `name` (a C identifier), in
-/// chunks of at most `max_operations` operations (at least 1). Prepend `cuda/field.cuh`.
-pub fn cuda_source(graph: &ConstraintGraph, name: &str, max_operations: usize) -> String {
+/// The CUDA source of `graph` as the module docs describe, named `name` (a C identifier), its
+/// functions taking the frame type `frame`, in chunks of at most `max_operations` operations (at
+/// least 1). The program defines the frame and the input macros before it.
+pub fn cuda_source(
+    graph: &ConstraintGraph,
+    name: &str,
+    frame: &str,
+    max_operations: usize,
+) -> String {
     let layout = Layout::new(graph, max_operations.max(1));
+    let outputs = [graph.main_outputs(), graph.aux_outputs(), graph.composition_outputs()];
     let mut source = String::new();
     let _ = writeln!(
         source,
-        "struct {name}_frame {{\n    const u64 *main_current, *main_next, *aux_current, \
-         *aux_next, *periodic, *random, *constants;\n}};\n\n#define {name}_CARRY {}\n",
-        layout.carry_len.max(1)
+        "#define {name}_CARRY {}\n#define {name}_OUTPUTS {}\n",
+        layout.carry_len.max(1),
+        outputs.iter().map(|ids| ids.len()).sum::<usize>()
     );
     for (index, chunk) in layout.chunks.iter().enumerate() {
         let _ = writeln!(
             source,
-            "__device__ __noinline__ void {name}_chunk{index}(const {name}_frame& f, u64* carry) {{"
+            "__device__ __noinline__ void {name}_chunk{index}(const {frame}& f, u64* carry) {{"
         );
         for &id in chunk {
             let operand = |operand| layout.operand(graph, operand, index);
@@ -48,19 +57,14 @@ pub fn cuda_source(graph: &ConstraintGraph, name: &str, max_operations: usize) -
         }
         source.push_str("}\n\n");
     }
-    let _ = writeln!(
-        source,
-        "__device__ void {name}(const {name}_frame& f, u64* carry, u64* main_out, u64* aux_out) {{"
-    );
+    let _ =
+        writeln!(source, "__device__ void {name}(const {frame}& f, u64* carry, u64* out) {{");
     for index in 0..layout.chunks.len() {
         let _ = writeln!(source, "    {name}_chunk{index}(f, carry);");
     }
-    let outputs = [("main_out", graph.main_outputs()), ("aux_out", graph.aux_outputs())];
-    for (array, ids) in outputs {
-        for (i, &id) in ids.iter().enumerate() {
-            let value = layout.operand(graph, id, usize::MAX);
-            let _ = writeln!(source, "    {array}[{i}] = {value};");
-        }
+    for (i, &id) in outputs.iter().flat_map(|ids| ids.iter()).enumerate() {
+        let value = layout.operand(graph, id, usize::MAX);
+        let _ = writeln!(source, "    out[{i}] = {value};");
     }
     source.push_str("}\n");
     source
@@ -68,22 +72,26 @@ pub fn cuda_source(graph: &ConstraintGraph, name: &str, max_operations: usize) -
 
 /// The expression of one node: a leaf's read, or an operation of its operands' expressions.
 fn expression(op: Op, degree: usize, operand: &dyn Fn(NodeId) -> String) -> String {
-    let row = |next: bool| if next { "next" } else { "current" };
+    let next = |next: bool| u8::from(next);
     match op {
-        Op::Const(slot) => format!("f.constants[{slot}]"),
-        Op::Input(Input::Main { column, next }) => format!("f.main_{}[{column}]", row(next)),
-        Op::Input(Input::Aux { column, component, next }) => {
-            format!("f.aux_{}[{}]", row(next), column as usize * degree + component as usize)
+        Op::Const(slot) => format!("CE_CONST({slot})"),
+        Op::Input(Input::Main { column, next: n }) => format!("CE_MAIN({column}, {})", next(n)),
+        Op::Input(Input::Aux { column, component, next: n }) => {
+            let word = column as usize * degree + component as usize;
+            format!("CE_AUX({word}, {})", next(n))
         },
-        Op::Input(Input::Periodic(column)) => format!("f.periodic[{column}]"),
+        Op::Input(Input::Periodic(column)) => format!("CE_PERIODIC({column})"),
         Op::Input(Input::Random { index, component }) => {
-            format!("f.random[{}]", index as usize * degree + component as usize)
+            format!("CE_RANDOM({})", index as usize * degree + component as usize)
         },
+        Op::Input(Input::XPower(slot)) => format!("CE_XPOW({slot})"),
+        Op::Input(Input::Table(word)) => format!("CE_TABLE({word})"),
         Op::Add(a, b) => format!("gl_add({}, {})", operand(a), operand(b)),
         Op::Sub(a, b) => format!("gl_sub({}, {})", operand(a), operand(b)),
         Op::Mul(a, b) => format!("gl_mul({}, {})", operand(a), operand(b)),
         Op::Neg(a) => format!("gl_sub(0ull, {})", operand(a)),
         Op::Double(a) => format!("gl_double({})", operand(a)),
+        Op::Inv(a) => format!("gl_inv({})", operand(a)),
     }
 }
 
@@ -124,7 +132,8 @@ impl Layout {
                 }
             }
         }
-        graph.main_outputs().iter().chain(graph.aux_outputs()).for_each(|&id| {
+        let outputs = graph.main_outputs().iter().chain(graph.aux_outputs());
+        outputs.chain(graph.composition_outputs()).for_each(|&id| {
             crosses[id as usize] |= chunk_of[id as usize].is_some();
         });
         let mut carry_len = 0;

@@ -50,6 +50,11 @@ pub enum Input {
         /// Base component of the extension element.
         component: u8,
     },
+    /// `x^e` at the evaluated point `x` of the CE domain, for the exponent `e` of slot `0` (a
+    /// parameter of the composition, so that the structure does not depend on the trace length).
+    XPower(u32),
+    /// Word `0` of the step tables' entries at the evaluated step, the tables concatenated.
+    Table(u32),
 }
 
 /// One node: an input, a constant slot or one base-field operation of earlier nodes.
@@ -69,6 +74,9 @@ pub enum Op {
     Neg(NodeId),
     /// `a.double()` (winter-math's own, which may leave a non-canonical word).
     Double(NodeId),
+    /// `1 / a` (`Felt::inv`: zero for zero); only the composition's divisors use it, an AIR's own
+    /// inversions are not captured.
+    Inv(NodeId),
 }
 
 impl Op {
@@ -81,6 +89,7 @@ impl Op {
             Op::Mul(a, b) => at(a) * at(b),
             Op::Neg(a) => -at(a),
             Op::Double(a) => at(a).double(),
+            Op::Inv(a) => at(a).inv(),
         })
     }
 
@@ -89,7 +98,7 @@ impl Op {
         let (first, second) = match self {
             Op::Const(_) | Op::Input(_) => (None, None),
             Op::Add(a, b) | Op::Sub(a, b) | Op::Mul(a, b) => (Some(a), Some(b)),
-            Op::Neg(a) | Op::Double(a) => (Some(a), None),
+            Op::Neg(a) | Op::Double(a) | Op::Inv(a) => (Some(a), None),
         };
         first.into_iter().chain(second)
     }
@@ -104,6 +113,7 @@ impl Op {
             Op::Mul(a, b) => Op::Mul(m(a), m(b)),
             Op::Neg(a) => Op::Neg(m(a)),
             Op::Double(a) => Op::Double(m(a)),
+            Op::Inv(a) => Op::Inv(m(a)),
         }
     }
 }
@@ -113,12 +123,16 @@ impl Op {
 // ================================================================================================
 
 /// The constraints of one AIR shape: nodes, the constants table and the outputs.
+///
+/// A capture ([`crate::constraints::capture`]) has the transition constraints as outputs; a
+/// composition ([`crate::constraints::Composition`]) has only the composed value's components.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConstraintGraph {
     pub(crate) nodes: Vec<Op>,
     pub(crate) constants: Vec<Felt>,
     pub(crate) main_outputs: Vec<NodeId>,
     pub(crate) aux_outputs: Vec<NodeId>,
+    pub(crate) composition: Vec<NodeId>,
     pub(crate) extension_degree: usize,
 }
 
@@ -141,6 +155,12 @@ impl ConstraintGraph {
     /// `extension_degree` nodes per auxiliary transition constraint (its base components).
     pub fn aux_outputs(&self) -> &[NodeId] {
         &self.aux_outputs
+    }
+
+    /// `extension_degree` nodes: the composed value's base components (a composition's only
+    /// outputs; empty for a capture).
+    pub fn composition_outputs(&self) -> &[NodeId] {
+        &self.composition
     }
 
     /// The extension degree of the auxiliary values (1, 2 or 3).
@@ -171,6 +191,8 @@ impl ConstraintGraph {
                         },
                         Input::Periodic(column) => (4, column, 0, 0),
                         Input::Random { index, component } => (5, index, component as u32, 0),
+                        Input::XPower(slot) => (11, slot, 0, 0),
+                        Input::Table(word) => (12, word, 0, 0),
                     };
                     hash.words(&[tag, a as u64, b as u64, c as u64]);
                 },
@@ -179,9 +201,10 @@ impl ConstraintGraph {
                 Op::Mul(a, b) => hash.words(&[8, a as u64, b as u64]),
                 Op::Neg(a) => hash.words(&[9, a as u64]),
                 Op::Double(a) => hash.words(&[10, a as u64]),
+                Op::Inv(a) => hash.words(&[13, a as u64]),
             }
         }
-        for outputs in [&self.main_outputs, &self.aux_outputs] {
+        for outputs in [&self.main_outputs, &self.aux_outputs, &self.composition] {
             hash.word(outputs.len() as u64);
             outputs.iter().for_each(|&id| hash.word(id as u64));
         }
@@ -192,7 +215,8 @@ impl ConstraintGraph {
     /// constants table compacted to the live slots.
     pub(crate) fn without_dead_nodes(&self) -> ConstraintGraph {
         let mut live = vec![false; self.nodes.len()];
-        self.main_outputs.iter().chain(&self.aux_outputs).for_each(|&id| live[id as usize] = true);
+        let outputs = self.main_outputs.iter().chain(&self.aux_outputs).chain(&self.composition);
+        outputs.for_each(|&id| live[id as usize] = true);
         for id in (0..self.nodes.len()).rev() {
             if live[id] {
                 self.nodes[id].operands().for_each(|operand| live[operand as usize] = true);
@@ -216,6 +240,7 @@ impl ConstraintGraph {
             constants,
             main_outputs: rename(&self.main_outputs),
             aux_outputs: rename(&self.aux_outputs),
+            composition: rename(&self.composition),
             extension_degree: self.extension_degree,
         }
     }
@@ -245,6 +270,17 @@ impl Fnv {
 // ================================================================================================
 // BUILDER
 // ================================================================================================
+
+/// The outputs of a recording.
+#[derive(Debug, Default)]
+pub(crate) struct Outputs {
+    /// One node per main transition constraint.
+    pub main: Vec<NodeId>,
+    /// The auxiliary transition constraints' base components.
+    pub aux: Vec<NodeId>,
+    /// The composed value's base components.
+    pub composition: Vec<NodeId>,
+}
 
 /// The node reserved for the constant zero.
 pub(crate) const ZERO_NODE: NodeId = 0;
@@ -296,17 +332,13 @@ impl GraphBuilder {
     }
 
     /// The graph of the recorded nodes with these outputs, dead nodes removed.
-    pub(crate) fn finish(
-        self,
-        main_outputs: Vec<NodeId>,
-        aux_outputs: Vec<NodeId>,
-        extension_degree: usize,
-    ) -> ConstraintGraph {
+    pub(crate) fn finish(self, outputs: Outputs, extension_degree: usize) -> ConstraintGraph {
         ConstraintGraph {
             nodes: self.nodes,
             constants: self.constants,
-            main_outputs,
-            aux_outputs,
+            main_outputs: outputs.main,
+            aux_outputs: outputs.aux,
+            composition: outputs.composition,
             extension_degree,
         }
         .without_dead_nodes()

@@ -23,6 +23,10 @@ pub struct FrameInputs<'a> {
     pub periodic: &'a [Felt],
     /// Auxiliary random elements.
     pub random: &'a [Felt],
+    /// `x^e` for each exponent slot of a composition (empty for a capture).
+    pub x_powers: &'a [Felt],
+    /// A composition's step tables' entries at the step, concatenated (empty for a capture).
+    pub tables: &'a [Felt],
 }
 
 // ================================================================================================
@@ -54,6 +58,8 @@ impl ConstraintGraph {
                     Input::Random { index, component } => {
                         inputs.random[index as usize * degree + component as usize]
                     },
+                    Input::XPower(slot) => inputs.x_powers[slot as usize],
+                    Input::Table(word) => inputs.tables[word as usize],
                 },
                 op => op.apply(|id| values[id as usize]).unwrap_or_default(),
             };

@@ -18,6 +18,7 @@
 
 mod boundary;
 mod capture;
+mod compose;
 mod cuda;
 mod evaluator;
 mod graph;
@@ -26,6 +27,7 @@ mod periodic;
 mod symbolic;
 
 pub use capture::{capture, CaptureError};
+pub use compose::{Composition, StepTable};
 pub use cuda::cuda_source;
 pub use evaluator::GraphConstraintEvaluator;
 pub use graph::{ConstraintGraph, Input, NodeId, Op};

@@ -42,6 +42,11 @@ impl PeriodicTable {
         Self { values, length, width: columns.len() }
     }
 
+    /// The values (row-major), the row count and the width.
+    pub(crate) fn parts(&self) -> (&[Felt], usize, usize) {
+        (&self.values, self.length, self.width)
+    }
+
     /// The values at CE step `step`.
     pub(crate) fn row(&self, step: usize) -> &[Felt] {
         if self.width == 0 {

@@ -28,6 +28,12 @@ impl SymBase {
         Self(constant(value))
     }
 
+    /// `1 / self` as a node: the composition's divisors, never zero on the CE domain (an AIR's own
+    /// `inv` is not recorded).
+    pub(crate) fn inverse(self) -> Self {
+        Self(node(Op::Inv(self.0)))
+    }
+
     /// `Felt::exp`, step by step: winter-math's constant-time square-and-multiply over all 64
     /// bits (the unused products are dead nodes, removed when the graph is finished).
     fn exp_constant_time(self, power: u64) -> Self {

@@ -33,6 +33,11 @@ impl<const D: usize> SymExt<D> {
         Self(core::array::from_fn(|c| SymBase::input(component(c as u8))))
     }
 
+    /// An element of new constant slots holding `components`.
+    pub(crate) fn constant(components: &[Felt]) -> Self {
+        Self(core::array::from_fn(|c| SymBase::constant(components[c])))
+    }
+
     /// The element embedding a base element: `(value, 0, ...)`, as winter-math's `From`.
     fn embed(value: SymBase) -> Self {
         let mut components = [SymBase::ZERO; D];
