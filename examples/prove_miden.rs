@@ -43,7 +43,8 @@ use miden_gpu::{
     compare_proofs,
     miden::{self as gpu_miden, programs, Execution, MidenProveOptions},
     timing::{self, RunTimes, SpanTimes},
-    Backend, BackendOptions, GpuCommitter, PoolOptions, ProofMatch, ProverPool,
+    Backend, BackendOptions, ConstraintPlacement, GpuCommitter, PoolOptions, ProofMatch,
+    ProverPool,
 };
 use miden_processor::{AdviceInputs, DefaultHost, Program, StackInputs, StackOutputs};
 use miden_prover::{ExecutionProof, HashFunction, ProvingOptions};
@@ -113,10 +114,24 @@ struct Args {
     /// default for a pool].
     #[arg(long, value_name = "GIB")]
     pinned_rows_gib: Option<u64>,
+    /// Where the constraints are evaluated: `backend` (on the GPU where it can) or `cpu` (the
+    /// wrapped prover's evaluator, for comparison).
+    #[arg(long, default_value = "backend", value_parser = ["backend", "cpu"])]
+    constraints: String,
     /// Log a line when each span RUST_LOG lets through opens and closes, with its time and
     /// fields (a timeline of the proofs' stages: `RUST_LOG=miden_gpu=debug`).
     #[arg(long)]
     span_events: bool,
+}
+
+impl Args {
+    /// Where `--constraints` evaluates the constraints.
+    fn placement(&self) -> ConstraintPlacement {
+        match self.constraints.as_str() {
+            "cpu" => ConstraintPlacement::Cpu,
+            _ => ConstraintPlacement::Backend,
+        }
+    }
 }
 
 /// Device sets of `--pool-devices`, each a list of CUDA ordinals.
@@ -239,7 +254,13 @@ fn run(args: &Args, times: &SpanTimes) -> Result<(), String> {
         let backend_options = BackendOptions { backend, ..from_env.clone() };
         let committer = backend_options.create().map_err(|e| e.to_string())?;
         let small = iterations_for(&program, 12)?;
-        prove(&program, small, &options, committer.clone(), Execution::default())?;
+        prove(
+            &program,
+            small,
+            &options,
+            committer.clone(),
+            (Execution::default(), args.placement()),
+        )?;
         println!(
             "backend {} on {}: created and warmed up in {:.1?}",
             committer.backend(),
@@ -273,8 +294,9 @@ fn run(args: &Args, times: &SpanTimes) -> Result<(), String> {
             _ => format!("miden_gpu {} {execution}", committer.backend()),
         };
         let memory = committer.clone();
-        let (proved, gpu_times) =
-            times.time(&label, || prove(&program, iterations, &options, committer, execution));
+        let (proved, gpu_times) = times.time(&label, || {
+            prove(&program, iterations, &options, committer, (execution, args.placement()))
+        });
         let (outputs, proof) = proved?;
         runs.push(gpu_times);
         print_proof(&label, &proof);
@@ -389,7 +411,11 @@ fn run_pool(
                 (stack_inputs(iterations), AdviceInputs::default()),
                 DefaultHost::default(),
                 options.clone(),
-                MidenProveOptions { execution, ..MidenProveOptions::default() },
+                MidenProveOptions {
+                    execution,
+                    constraints: args.placement(),
+                    ..MidenProveOptions::default()
+                },
             )
         };
         // one job per worker untimed, at the jobs' size: kernels compiled, device buffers, row
@@ -412,9 +438,13 @@ fn run_pool(
         };
         // the same proof alone on the first slot's committer, outside the pool
         let alone = match pool.committers().first() {
-            Some(committer) => {
-                Some(prove(program, iterations, options, committer.clone(), execution)?)
-            },
+            Some(committer) => Some(prove(
+                program,
+                iterations,
+                options,
+                committer.clone(),
+                (execution, args.placement()),
+            )?),
             None => None,
         };
         pool.shutdown();
@@ -531,7 +561,7 @@ fn prove(
     iterations: u64,
     options: &ProvingOptions,
     committer: Arc<dyn GpuCommitter>,
-    execution: Execution,
+    (execution, constraints): (Execution, ConstraintPlacement),
 ) -> Result<(StackOutputs, ExecutionProof), String> {
     gpu_miden::prove_with_options(
         program,
@@ -540,7 +570,7 @@ fn prove(
         &mut DefaultHost::default(),
         options.clone(),
         committer,
-        &MidenProveOptions { execution, ..MidenProveOptions::default() },
+        &MidenProveOptions { execution, constraints, ..MidenProveOptions::default() },
     )
     .map_err(|e| format!("miden_gpu::miden::prove failed: {e}"))
 }

@@ -10,7 +10,7 @@ mod device;
 mod request;
 
 pub use device::{DeviceFailure, DeviceStatus, LossCause};
-pub use request::{DeepError, FriError, GrindError};
+pub use request::{DeepError, EvaluationError, FriError, GrindError};
 
 /// Everything that can go wrong when committing on a backend or building a GPU prover.
 ///
@@ -130,6 +130,10 @@ pub enum GpuError {
     /// A DEEP combination request is malformed (segments, degrees or coefficient count).
     #[error("invalid DEEP combination request: {0}")]
     InvalidDeep(DeepError),
+    /// A constraint evaluation request is malformed (domain, segments, or a graph that is not
+    /// a composition).
+    #[error("invalid constraint evaluation request: {0}")]
+    InvalidEvaluation(EvaluationError),
     /// A proof-of-work search cannot end: a grinding factor above 64, or no nonce accepted
     /// below [`crate::committer::grind::MAX_NONCE`].
     #[error("invalid grinding request: {0}")]

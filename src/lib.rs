@@ -64,12 +64,13 @@ pub mod wgpu;
 
 pub use backend::Backend;
 pub use committer::{
-    deep, fri, grind, CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, PolyInput,
-    ResidentPolys, RowHashing, StageTimes,
+    composition, deep, fri, grind, CommitRequest, Commitment, GpuCommitter, Keep, KeptRows,
+    LdeRows, PolyInput, ResidentPolys, RowHashing, StageTimes,
 };
 pub use cpu::{CpuCommitter, CpuOptions};
 pub use error::{
-    DeepError, DeviceFailure, DeviceStatus, FriError, GpuError, GrindError, LossCause, Result,
+    DeepError, DeviceFailure, DeviceStatus, EvaluationError, FriError, GpuError, GrindError,
+    LossCause, Result,
 };
 pub use hash::{Digest, GpuHasher, HashFunction, RescueLanes, DIGEST_BYTES};
 #[cfg(feature = "tools")]
@@ -82,9 +83,9 @@ pub use host::{HostBuffer, HostOptions};
 pub use miden_crypto::Felt;
 pub use pool::{PoolOptions, ProverPool};
 pub use prover::{
-    commit_composition, commit_trace_segment, compare_proofs, spans, FallbackPolicy, FriPlacement,
-    GpuConstraintCommitment, GpuProver, GpuTraceLde, ProofMatch, ProverOptions, SegmentCommitment,
-    SegmentLde,
+    commit_composition, commit_trace_segment, compare_proofs, spans, ConstraintPlacement,
+    FallbackPolicy, FriPlacement, GpuConstraintCommitment, GpuProver, GpuTraceLde, ProofMatch,
+    ProverOptions, SegmentCommitment, SegmentLde,
 };
 pub use select::{BackendOptions, BACKEND_ENV};
 #[cfg(feature = "tools")]

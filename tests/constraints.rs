@@ -43,9 +43,15 @@ fn main() {
         let nvrtc_present = unsafe { cudarc::nvrtc::sys::is_culib_present() };
         let absent =
             (!nvrtc_present).then(|| "the NVRTC library (libnvrtc) was not found".to_string());
-        host.and(
+        let host = host.and(
             DeviceTests::new("cuda", absent).on_device(tests![generated_cuda_compiles_with_nvrtc]),
-        )
+        );
+        let no_gpu = miden_gpu::cuda::device_count().err().map(|e| e.to_string());
+        host.and(DeviceTests::new("cuda", no_gpu).on_device(tests![
+            cuda_fib_compositions_equal_winterfell,
+            cuda_random_compositions_equal_winterfell,
+            cuda_miden_composition_equals_winterfell,
+        ]))
     };
     host.run()
 }
@@ -118,8 +124,21 @@ fn random_elements<E: FieldElement<BaseField = Felt>>(rng: &mut StdRng, count: u
 // PARITY
 // ================================================================================================
 
+/// What evaluates the recorded composition against Winterfell's evaluator.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    /// The CPU interpreter ([`GraphConstraintEvaluator`]).
+    Interpreter,
+    /// The CUDA backend, over the trace LDE it kept.
+    #[cfg(feature = "cuda")]
+    Cuda(&'a miden_gpu::cuda::CudaCommitter),
+    #[cfg(not(feature = "cuda"))]
+    #[allow(dead_code)]
+    Unused(core::marker::PhantomData<&'a ()>),
+}
+
 /// Both evaluators over one random LDE of `air`'s trace shape; panics at the first differing row.
-fn assert_composition_parity<A, E>(air: &A, rng: &mut StdRng, label: &str)
+fn assert_composition_parity<A, E>(air: &A, rng: &mut StdRng, label: &str, target: Target<'_>)
 where
     A: Air<BaseField = Felt>,
     E: FieldElement<BaseField = Felt>,
@@ -133,7 +152,7 @@ where
     let random_aux = |rng: &mut StdRng, _: &[E]| {
         ColMatrix::new((0..width).map(|_| random_elements::<E>(rng, n)).collect())
     };
-    assert_composition_parity_on(air, &main, random_aux, rng, label);
+    assert_composition_parity_on(air, &main, random_aux, rng, label, target);
 }
 
 /// Both evaluators over the LDE of `main` and of the auxiliary segment `aux` builds from the
@@ -144,6 +163,7 @@ fn assert_composition_parity_on<A, E>(
     aux: impl FnOnce(&mut StdRng, &[E]) -> ColMatrix<E>,
     rng: &mut StdRng,
     label: &str,
+    target: Target<'_>,
 ) where
     A: Air<BaseField = Felt>,
     E: FieldElement<BaseField = Felt>,
@@ -151,9 +171,12 @@ fn assert_composition_parity_on<A, E>(
     let info = air.trace_info();
     let domain = StarkDomain::new(air);
     let (mut lde, _) = Lde::<E>::new(info, main, &domain, PartitionOptions::default());
+    let mut aux_trace = None;
     let aux_rand = info.is_multi_segment().then(|| {
         let elements = random_elements(rng, info.get_num_aux_segment_rand_elements());
-        lde.set_aux_trace(&aux(rng, &elements), &domain);
+        let segment = aux(rng, &elements);
+        lde.set_aux_trace(&segment, &domain);
+        aux_trace = Some(segment);
         AuxRandElements::new(elements)
     });
     let coefficients = ConstraintCompositionCoefficients {
@@ -164,9 +187,24 @@ fn assert_composition_parity_on<A, E>(
     let expected = DefaultConstraintEvaluator::new(air, aux_rand.clone(), coefficients.clone())
         .evaluate(&lde, &domain)
         .into_inner();
-    let evaluator = GraphConstraintEvaluator::new(air, aux_rand, coefficients)
-        .unwrap_or_else(|error| panic!("{label}: capture failed: {error}"));
-    let actual = evaluator.evaluate(&lde, &domain).into_inner();
+    let actual = match target {
+        Target::Interpreter => GraphConstraintEvaluator::new(air, aux_rand, coefficients)
+            .unwrap_or_else(|error| panic!("{label}: capture failed: {error}"))
+            .evaluate(&lde, &domain)
+            .into_inner(),
+        #[cfg(feature = "cuda")]
+        Target::Cuda(committer) => cuda::evaluate(
+            committer,
+            air,
+            main,
+            aux_trace.as_ref(),
+            aux_rand,
+            coefficients,
+            &domain,
+        ),
+        #[cfg(not(feature = "cuda"))]
+        Target::Unused(_) => unreachable!(),
+    };
     assert_eq!(expected.len(), actual.len(), "{label}: CE domain sizes");
     if let Some(row) = (0..expected.len()).find(|&i| expected[i] != actual[i]) {
         panic!("{label}: CE row {row} of {} differs", expected.len());
@@ -252,14 +290,20 @@ fn fib_air(pairs: usize, length: usize, blowup: usize, extension: FieldExtension
 }
 
 fn fib_composition_equals_winterfell() {
+    fib_compositions(Target::Interpreter);
+}
+
+/// The Fibonacci AIR's composition against Winterfell's on `target`, in the three fields.
+fn fib_compositions(target: Target<'_>) {
     let mut rng = StdRng::seed_from_u64(1);
     for (pairs, length, blowup) in [(1, 8, 2), (3, 64, 8), (2, 1024, 4)] {
         let air = fib_air(pairs, length, blowup, FieldExtension::Quadratic);
-        assert_composition_parity::<_, QuadExtension<Felt>>(&air, &mut rng, "fib quadratic");
+        let label = "fib quadratic";
+        assert_composition_parity::<_, QuadExtension<Felt>>(&air, &mut rng, label, target);
         let air = fib_air(pairs, length, blowup, FieldExtension::Cubic);
-        assert_composition_parity::<_, CubeExtension<Felt>>(&air, &mut rng, "fib cubic");
+        assert_composition_parity::<_, CubeExtension<Felt>>(&air, &mut rng, "fib cubic", target);
         let air = fib_air(pairs, length, blowup, FieldExtension::None);
-        assert_composition_parity::<_, Felt>(&air, &mut rng, "fib base");
+        assert_composition_parity::<_, Felt>(&air, &mut rng, "fib base", target);
     }
 }
 
@@ -753,13 +797,15 @@ impl FieldKind {
     }
 }
 
-fn parity(air: &RandomAir, rng: &mut StdRng, field: FieldKind, label: &str) {
+fn parity(air: &RandomAir, rng: &mut StdRng, field: FieldKind, label: &str, target: Target<'_>) {
     match field {
-        FieldKind::Base => assert_composition_parity::<_, Felt>(air, rng, label),
+        FieldKind::Base => assert_composition_parity::<_, Felt>(air, rng, label, target),
         FieldKind::Quadratic => {
-            assert_composition_parity::<_, QuadExtension<Felt>>(air, rng, label)
+            assert_composition_parity::<_, QuadExtension<Felt>>(air, rng, label, target)
         },
-        FieldKind::Cubic => assert_composition_parity::<_, CubeExtension<Felt>>(air, rng, label),
+        FieldKind::Cubic => {
+            assert_composition_parity::<_, CubeExtension<Felt>>(air, rng, label, target)
+        },
     }
 }
 
@@ -776,6 +822,12 @@ fn graph_check(air: &RandomAir, rng: &mut StdRng, field: FieldKind) {
 }
 
 fn random_air_compositions_equal_winterfell() {
+    random_compositions(Target::Interpreter);
+}
+
+/// 43 random AIRs of 2^3 to 2^16 rows (the largest with a CE blowup below the LDE blowup),
+/// each composition against Winterfell's on `target`.
+fn random_compositions(target: Target<'_>) {
     let mut rng = StdRng::seed_from_u64(3);
     let lengths = (0..40).map(|i| 1usize << (3 + i % 6)).chain([1 << 12, 1 << 14, 1 << 16]);
     for (case, length) in lengths.enumerate() {
@@ -792,7 +844,9 @@ fn random_air_compositions_equal_winterfell() {
             length.trailing_zeros(),
             description.extension
         );
-        with_field(&description, &mut rng, &|air, rng, field| parity(air, rng, field, &label));
+        with_field(&description, &mut rng, &|air, rng, field| {
+            parity(air, rng, field, &label, target)
+        });
     }
 }
 
@@ -812,6 +866,12 @@ fn random_air_graphs_equal_their_code() {
 /// range-checks (`HASH_MEMORY`: the hasher and memory chiplets and the range checker).
 #[cfg(feature = "miden")]
 fn miden_composition_equals_winterfell() {
+    miden_composition(Target::Interpreter);
+}
+
+/// Miden's composition against Winterfell's on `target`.
+#[cfg(feature = "miden")]
+fn miden_composition(target: Target<'_>) {
     use miden_air::{ProcessorAir, PublicInputs};
     use miden_assembly::Assembler;
     use miden_gpu::miden::programs::HASH_MEMORY;
@@ -842,7 +902,7 @@ fn miden_composition_equals_winterfell() {
     let aux = |_: &mut StdRng, elements: &[QuadExtension<Felt>]| {
         trace.build_aux_trace(elements).expect("Miden builds its aux trace")
     };
-    assert_composition_parity_on(&air, trace.main_segment(), aux, &mut rng, "miden");
+    assert_composition_parity_on(&air, trace.main_segment(), aux, &mut rng, "miden", target);
 }
 
 // ================================================================================================
@@ -1013,16 +1073,17 @@ fn value_dependent_air_is_reported() {
 // CUDA SOURCE
 // ================================================================================================
 
-/// The generated CUDA of the Fibonacci AIR and of a large random AIR compiles with NVRTC for
-/// Hopper, in chunks (reported as ignored, with the reason, without `libnvrtc`).
+/// The CUDA programs of the compositions of the Fibonacci AIR and of a large random AIR (split
+/// into several functions) compile with NVRTC for Hopper, as the backend compiles them, and
+/// define the composition kernel (reported as ignored, with the reason, without `libnvrtc`).
 #[cfg(feature = "cuda")]
 fn generated_cuda_compiles_with_nvrtc() {
     use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
-    use miden_gpu::constraints::cuda_source;
+    use miden_gpu::{constraints::Composition, cuda::composition_program};
 
-    let fib = capture::<_, QuadExtension<Felt>>(&fib_air(4, 64, 8, FieldExtension::Quadratic))
-        .expect("fib is captured");
     let mut rng = StdRng::seed_from_u64(7);
+    let fib_air = fib_air(4, 64, 8, FieldExtension::Quadratic);
+    let fib = composition_of::<_, QuadExtension<Felt>>(&fib_air, &mut rng);
     let mut description = Description::random(&mut rng, 64);
     description.extension = FieldExtension::Cubic;
     for _ in 0..40 {
@@ -1030,26 +1091,143 @@ fn generated_cuda_compiles_with_nvrtc() {
         let expr = description.expr(&mut rng, degree, false);
         description.main.push((expr, degree));
     }
-    let large = capture::<_, CubeExtension<Felt>>(&description.air()).expect("captured");
-    assert!(large.num_operations() > 400, "{} operations", large.num_operations());
+    let large_air = description.air();
+    let large = composition_of::<_, CubeExtension<Felt>>(&large_air, &mut rng);
+    assert!(large.graph().num_operations() > 400, "{} operations", large.graph().num_operations());
 
-    for (name, graph, chunk) in [("fib", &fib, 8), ("large", &large, 128)] {
-        let generated = cuda_source(graph, name, chunk);
-        let chunks = graph.num_operations().div_ceil(chunk);
-        assert!(generated.contains(&format!("{name}_chunk{}(", chunks - 1)));
-        assert!(!generated.contains(&format!("{name}_chunk{chunks}(")));
-        let source = format!(
-            "{}\n{generated}\nextern \"C\" __global__ void {name}_kernel({name}_frame f, \
-             u64* main_out, u64* aux_out) {{\n    u64 carry[{name}_CARRY];\n    \
-             {name}(f, carry, main_out, aux_out);\n}}\n",
-            include_str!("../cuda/field.cuh")
-        );
+    let cases: [(&str, &Composition, usize); 2] = [
+        ("fib", &fib, fib_air.trace_info().main_trace_width()),
+        ("large", &large, large_air.trace_info().main_trace_width()),
+    ];
+    for (name, composition, main_width) in cases {
+        let source = composition_program(composition, main_width);
+        assert!(source.contains("composition_row_chunk0("), "{name}: no generated function");
         let options = CompileOptions {
             arch: Some("sm_90"),
             options: vec!["--std=c++17".into()],
             ..Default::default()
         };
-        compile_ptx_with_opts(&source, options)
-            .unwrap_or_else(|e| panic!("{name}: NVRTC rejected the generated source: {e:?}"));
+        let ptx = compile_ptx_with_opts(&source, options)
+            .unwrap_or_else(|e| panic!("{name}: NVRTC rejected the composition program: {e:?}"));
+        assert!(ptx.to_src().contains(".entry composition"), "{name}: no composition kernel");
+    }
+}
+
+/// `air`'s composition with random coefficients and random elements.
+#[cfg(feature = "cuda")]
+fn composition_of<A, E>(air: &A, rng: &mut StdRng) -> miden_gpu::constraints::Composition
+where
+    A: Air<BaseField = Felt>,
+    E: FieldElement<BaseField = Felt>,
+{
+    let info = air.trace_info();
+    let aux_rand = info.is_multi_segment().then(|| {
+        AuxRandElements::new(random_elements::<E>(rng, info.get_num_aux_segment_rand_elements()))
+    });
+    let coefficients = ConstraintCompositionCoefficients {
+        transition: random_elements(rng, air.context().num_transition_constraints()),
+        boundary: random_elements(rng, air.context().num_assertions()),
+    };
+    miden_gpu::constraints::Composition::new(air, aux_rand.as_ref(), &coefficients)
+        .expect("the composition is recorded")
+}
+
+// ================================================================================================
+// ON THE CUDA BACKEND
+// ================================================================================================
+
+#[cfg(feature = "cuda")]
+fn cuda_fib_compositions_equal_winterfell() {
+    fib_compositions(Target::Cuda(&cuda::committer()));
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_random_compositions_equal_winterfell() {
+    random_compositions(Target::Cuda(&cuda::committer()));
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_miden_composition_equals_winterfell() {
+    #[cfg(feature = "miden")]
+    miden_composition(Target::Cuda(&cuda::committer()));
+}
+
+/// The composition on the CUDA backend, as `GpuProver` runs it: the trace segments committed
+/// with their LDE rows kept on the GPU, the recorded composition evaluated there.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use miden_gpu::{
+        composition::CompositionRequest,
+        constraints::Composition,
+        cuda::{CudaCommitter, CudaOptions},
+        CommitRequest, GpuCommitter, HashFunction, Keep, KeptRows, PolyInput, RowHashing,
+    };
+    use std::sync::Arc;
+
+    use super::*;
+
+    pub(super) fn committer() -> CudaCommitter {
+        CudaCommitter::with_options(CudaOptions::from_env().expect("CUDA options"))
+            .expect("CUDA backend")
+    }
+
+    /// `columns` committed on `committer` with the rows kept there.
+    fn kept(committer: &CudaCommitter, columns: &[&[Felt]], blowup: usize) -> Arc<dyn KeptRows> {
+        let request = CommitRequest {
+            input: PolyInput::Trace { columns },
+            blowup,
+            row_hashing: RowHashing::WholeRow,
+            hash: HashFunction::Blake3_256,
+        };
+        let keep = Keep { polys: false, rows: true };
+        let commitment = committer.commit_keeping(&request, keep).expect("the commitment");
+        commitment.kept_rows.expect("the rows are kept on the GPU")
+    }
+
+    pub(super) fn evaluate<A, E>(
+        committer: &CudaCommitter,
+        air: &A,
+        main: &ColMatrix<Felt>,
+        aux: Option<&ColMatrix<E>>,
+        aux_rand: Option<AuxRandElements<E>>,
+        coefficients: ConstraintCompositionCoefficients<E>,
+        domain: &StarkDomain<Felt>,
+    ) -> Vec<E>
+    where
+        A: Air<BaseField = Felt>,
+        E: FieldElement<BaseField = Felt>,
+    {
+        let blowup = domain.trace_to_lde_blowup();
+        let main_columns: Vec<&[Felt]> = main.columns().collect();
+        let main_rows = kept(committer, &main_columns, blowup);
+        let d = E::EXTENSION_DEGREE;
+        let aux_components: Vec<Vec<Felt>> = aux
+            .map(|aux| {
+                aux.columns()
+                    .flat_map(|column| {
+                        let flat = E::slice_as_base_elements(column);
+                        (0..d).map(move |c| flat.iter().skip(c).step_by(d).copied().collect())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let aux_columns: Vec<&[Felt]> = aux_components.iter().map(Vec::as_slice).collect();
+        let aux_rows = aux.map(|_| kept(committer, &aux_columns, blowup));
+        let composition = Composition::new(air, aux_rand.as_ref(), &coefficients)
+            .expect("the composition is recorded");
+        let x_bases = composition.x_power_bases(domain);
+        let request = CompositionRequest {
+            composition: &composition,
+            main: main_rows.as_ref(),
+            aux: aux_rows.as_deref(),
+            main_width: main.num_cols(),
+            aux_width: aux_columns.len(),
+            trace_len: air.trace_length(),
+            lde_blowup: blowup,
+            ce_blowup: air.ce_blowup_factor(),
+            x_bases: &x_bases,
+        };
+        let words = committer.evaluate_composition(&request).expect("the composition on the GPU");
+        E::slice_from_base_elements(&words).to_vec()
     }
 }

@@ -17,6 +17,7 @@
 //! every backend makes first (`checks`).
 
 mod checks;
+pub mod composition;
 pub mod deep;
 pub(crate) mod domain;
 pub mod fri;
@@ -35,6 +36,7 @@ use std::{fmt, sync::Arc};
 use miden_crypto::Felt;
 
 use self::{
+    composition::CompositionRequest,
     deep::{CombineRequest, EvaluateRequest},
     domain::lde_domain_len,
     fri::{FoldingChannel, FriLayers, FriRequest},
@@ -287,8 +289,10 @@ pub struct Keep {
     pub rows: bool,
 }
 
-/// LDE rows in a backend's memory, read there: only the rows asked for come back.
-pub trait KeptRows: Send + Sync + fmt::Debug {
+/// LDE rows in a backend's memory, read there: only the rows asked for come back. A backend's
+/// later steps that read the rows where they are ([`GpuCommitter::evaluate_composition`]) find
+/// their own type through `Any`.
+pub trait KeptRows: std::any::Any + Send + Sync + fmt::Debug {
     /// The rows at `positions` (each below the LDE's row count), `num_cols` base elements each
     /// (the row width's padding left out), equal to the rows [`GpuCommitter::commit`] returns.
     fn read(&self, positions: &[usize]) -> Result<Vec<Vec<Felt>>>;
@@ -340,6 +344,23 @@ pub trait GpuCommitter: Send + Sync {
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<Felt>> {
         let _ = request;
         Err(GpuError::Unsupported { backend: self.backend(), operation: "DEEP combination" })
+    }
+
+    /// Whether [`Self::evaluate_composition`] can serve a proof whose trace this committer
+    /// commits to (keeping its rows): the prover then keeps them instead of downloading them.
+    fn evaluates_compositions(&self) -> bool {
+        false
+    }
+
+    /// The composition at every point of the CE domain (see [`crate::committer::composition`]),
+    /// `ce_size · degree` base words, components interleaved (`CompositionPolyTrace`'s layout),
+    /// reading the trace LDE rows this committer kept.
+    ///
+    /// A backend that keeps no rows, or cannot evaluate the graph, returns
+    /// [`GpuError::Unsupported`]; the prover then evaluates on the CPU.
+    fn evaluate_composition(&self, request: &CompositionRequest<'_>) -> Result<Vec<Felt>> {
+        let _ = request;
+        Err(GpuError::Unsupported { backend: self.backend(), operation: "composition" })
     }
 
     /// Hashes every row of `lde` into a leaf (the row-hash stage alone).

@@ -19,7 +19,7 @@ use winter_math::{FieldElement, StarkField};
 use winter_prover::StarkDomain;
 
 use super::boundary::BoundaryGroup;
-use super::capture::{recording, record_constraints, CaptureError};
+use super::capture::{record_constraints, recording, CaptureError};
 use super::graph::{ConstraintGraph, Input, NodeId, Outputs};
 use super::periodic::PeriodicTable;
 use super::symbolic::{SymBase, SymExt};
@@ -162,10 +162,8 @@ impl Composition {
         E: FieldElement<BaseField = Felt>,
     {
         let mut recorder = Recorder::default();
-        // the AIR's boundary code runs inside the recording too, so that its panics are errors
         let (composition, builder) = recording(|| {
-            let boundary = BoundaryGroup::all(air, aux_rand_elements, &coefficients.boundary);
-            record_composition::<A, E, D>(air, coefficients, &boundary, &mut recorder)
+            record_composition::<A, E, D>(air, aux_rand_elements, coefficients, &mut recorder)
         })?;
         let graph = builder.finish(Outputs { composition, ..Outputs::default() }, D);
         let random = aux_rand_elements
@@ -214,9 +212,9 @@ impl Composition {
     /// `x^e` at CE step `step` for every exponent slot, into `out`.
     pub fn x_powers_at(&self, step: usize, domain: &StarkDomain<Felt>, out: &mut Vec<Felt>) {
         out.clear();
-        out.extend(self.x_exponents.iter().map(|&e| {
-            domain.get_ce_x_power_at(step, e, self.offset.exp(e))
-        }));
+        out.extend(
+            self.x_exponents.iter().map(|&e| domain.get_ce_x_power_at(step, e, self.offset.exp(e))),
+        );
     }
 
     /// For each exponent slot, `offset^e` and `ω_ce^e` (`x^e` at step `i` is
@@ -233,21 +231,24 @@ impl Composition {
     }
 }
 
-/// Records the AIR's constraints, then the composition of the row; returns the composed value's
-/// base components.
+/// Records the AIR's constraints, then the composition of the row (the AIR's boundary code runs
+/// inside the recording too, so that its panics are errors); returns the composed value's base
+/// components.
 fn record_composition<A, E, const D: usize>(
     air: &A,
+    aux_rand_elements: Option<&AuxRandElements<E>>,
     coefficients: &ConstraintCompositionCoefficients<E>,
-    boundary: &[BoundaryGroup<E>],
     recorder: &mut Recorder,
 ) -> Vec<NodeId>
 where
     A: Air<BaseField = Felt>,
     E: FieldElement<BaseField = Felt>,
 {
-    let constant = |value: &E| SymExt::<D>::constant(E::slice_as_base_elements(core::slice::from_ref(value)));
+    let constant =
+        |value: &E| SymExt::<D>::constant(E::slice_as_base_elements(core::slice::from_ref(value)));
     let (main, aux) = record_constraints::<A, D>(air);
     let transition = air.get_transition_constraints(&coefficients.transition);
+    let boundary = BoundaryGroup::all(air, aux_rand_elements, &coefficients.boundary);
 
     // the transition column: Σ α_j·C_j + Σ α'_j·A_j
     let mut value = SymExt::<D>::ZERO;
@@ -267,7 +268,7 @@ where
         .map(|column| SymExt::input(|component| Input::Aux { column, component, next: false }))
         .collect();
     let mut columns = vec![(value, transition.divisor().clone())];
-    for group in boundary {
+    for group in &boundary {
         columns.push((group.record(&main_row, &aux_row, recorder), group.divisor().clone()));
     }
     let mut combined = SymExt::<D>::ZERO;

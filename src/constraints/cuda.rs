@@ -4,17 +4,16 @@
 //! The operation nodes are split, in order, into chunks of at most `max_operations`; each chunk
 //! is a `__device__ __noinline__` function, which bounds the registers and the compile time of
 //! any one function (one large function of a big AIR spills and takes NVRTC minutes). A value a
-//! later chunk or an output needs goes through the caller's `carry` array.
+//! later chunk or an output needs goes through a `carry` array of the top function.
 //!
 //! The source reads its inputs through macros the including program defines, with `f` the
 //! frame the functions pass along: `CE_MAIN(column, next)`, `CE_AUX(word, next)` (an auxiliary
 //! column's base component, `column · degree + component`), `CE_PERIODIC(column)`,
 //! `CE_RANDOM(word)`, `CE_CONST(slot)`, `CE_XPOW(slot)`, `CE_TABLE(word)`, and the inverse
-//! `gl_inv`. For a graph named `NAME` it defines:
-//! - `#define NAME_CARRY n`, the length of the `carry` array, and `#define NAME_OUTPUTS m`;
-//! - `__device__ void NAME(const FRAME& f, u64* carry, u64* out)` (`FRAME` the frame's type),
-//!   writing the main constraints, the auxiliary constraints' components, then the composed
-//!   value's components to `out[0..m]`.
+//! `CE_INV(value)`. For a graph named `NAME` it defines:
+//! `__device__ void NAME(const FRAME& f, u64* out)` (`FRAME` the frame's type), writing the main
+//! constraints, the auxiliary constraints' components, then the composed value's components to
+//! `out`, in that order.
 
 use std::fmt::Write;
 
@@ -36,12 +35,6 @@ pub fn cuda_source(
     let layout = Layout::new(graph, max_operations.max(1));
     let outputs = [graph.main_outputs(), graph.aux_outputs(), graph.composition_outputs()];
     let mut source = String::new();
-    let _ = writeln!(
-        source,
-        "#define {name}_CARRY {}\n#define {name}_OUTPUTS {}\n",
-        layout.carry_len.max(1),
-        outputs.iter().map(|ids| ids.len()).sum::<usize>()
-    );
     for (index, chunk) in layout.chunks.iter().enumerate() {
         let _ = writeln!(
             source,
@@ -57,8 +50,11 @@ pub fn cuda_source(
         }
         source.push_str("}\n\n");
     }
-    let _ =
-        writeln!(source, "__device__ void {name}(const {frame}& f, u64* carry, u64* out) {{");
+    let _ = writeln!(
+        source,
+        "__device__ void {name}(const {frame}& f, u64* out) {{\n    u64 carry[{}];",
+        layout.carry_len.max(1)
+    );
     for index in 0..layout.chunks.len() {
         let _ = writeln!(source, "    {name}_chunk{index}(f, carry);");
     }
@@ -91,7 +87,7 @@ fn expression(op: Op, degree: usize, operand: &dyn Fn(NodeId) -> String) -> Stri
         Op::Mul(a, b) => format!("gl_mul({}, {})", operand(a), operand(b)),
         Op::Neg(a) => format!("gl_sub(0ull, {})", operand(a)),
         Op::Double(a) => format!("gl_double({})", operand(a)),
-        Op::Inv(a) => format!("gl_inv({})", operand(a)),
+        Op::Inv(a) => format!("CE_INV({})", operand(a)),
     }
 }
 

@@ -285,6 +285,8 @@ impl GpuState {
 pub(super) struct Gpu {
     pub ordinal: usize,
     pub name: String,
+    /// The architecture NVRTC compiles for (`sm_90` on Hopper).
+    pub arch: String,
     pub ctx: Arc<CudaContext>,
     /// Where this committer's device buffers on the GPU are allocated and counted.
     pub alloc: Allocator,
@@ -319,13 +321,15 @@ impl Gpu {
         let ctx = check(CudaContext::new(ordinal), "cuCtxRetain")?;
         let name = check(ctx.name(), "cuDeviceGetName")?;
         let (major, minor) = check(ctx.compute_capability(), "cuDeviceGetAttribute")?;
-        let cubin = compile_for_arch(&format!("sm_{major}{minor}"), options)?;
+        let arch = format!("sm_{major}{minor}");
+        let cubin = compile_for_arch(&arch, options)?;
         let module = Module::load(&ctx, &cubin)?;
         let kernels = Kernels::load(&module, options)?;
         let device = SharedDevice::of(ordinal);
         let gpu = Self {
             ordinal,
             name,
+            arch,
             compute: Stream::new(&ctx, health)?,
             side: Stream::new(&ctx, health)?,
             copy: Stream::new(&ctx, health)?,

@@ -385,6 +385,18 @@ kernel_signatures! {
         col_degree: u32,
         block_len: u32,
     );
+
+    /// `composition` (composition.cu): the recorded composition at every CE step, over the
+    /// trace LDE columns the column table names.
+    Composition => fn composition["composition"](
+        out: DeviceSliceMut<'_, Felt>,
+        columns: DeviceSlice<'_, u64>,
+        params: DeviceSlice<'_, u64>,
+        ce_size: u64,
+        log_n: u32,
+        log_lde_blowup: u32,
+        log_ce_blowup: u32,
+    );
 }
 
 #[cfg(test)]

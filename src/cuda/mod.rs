@@ -55,6 +55,7 @@
 mod assemble;
 mod buffer;
 mod commit;
+mod composition;
 mod deep;
 mod devices;
 mod driver;
@@ -90,6 +91,7 @@ use std::sync::{
 #[cfg(feature = "fault-injection")]
 use crate::health::inject::Injector;
 
+pub use composition::composition_program;
 pub use devices::{device_count, pci_addresses, PciAddress};
 pub use kernels::KERNELS;
 pub use options::{CudaOptions, DEVICES_ENV, MEMORY_LIMIT_ENV};
@@ -111,6 +113,7 @@ use self::{
 use crate::{
     backend::Backend,
     committer::{
+        composition::CompositionRequest,
         deep::{CombineRequest, EvaluateRequest},
         fri::{FoldingChannel, FriLayers, FriRequest},
         grind::GrindRequest,
@@ -157,6 +160,8 @@ pub struct CudaCommitter {
     resident_bytes: Vec<Arc<AtomicU64>>,
     /// The most memory in use at the end of a call.
     peak: AtomicU64,
+    /// The composition programs loaded on the GPUs.
+    compositions: composition::CompositionPrograms,
 }
 
 /// Source of [`CudaCommitter`] identities.
@@ -217,6 +222,7 @@ impl CudaCommitter {
             id: NEXT_COMMITTER_ID.fetch_add(1, Ordering::Relaxed),
             resident_bytes,
             peak: AtomicU64::new(0),
+            compositions: Default::default(),
         })
     }
 
@@ -436,6 +442,24 @@ impl GpuCommitter for CudaCommitter {
         let _span = tracing::info_span!("cuda.deep_evaluate", rows = poly_len).entered();
         let limit = self.options.memory_limit;
         self.call(|states| deep::evaluate(&self.gpus, states, self.id, request, poly_len, limit))
+    }
+
+    /// One GPU's committer reads its kept rows where they are; across several, where the GPUs
+    /// reach each other's memory (else [`GpuError::Unsupported`] and the CPU evaluates).
+    fn evaluates_compositions(&self) -> bool {
+        true
+    }
+
+    fn evaluate_composition(
+        &self,
+        request: &CompositionRequest<'_>,
+    ) -> Result<Vec<miden_crypto::Felt>> {
+        let ce_size = request.validate()?;
+        let _span = tracing::info_span!("cuda.composition", rows = ce_size).entered();
+        let sync = self.options.sync_each_launch;
+        self.call(|states| {
+            composition::evaluate(&self.gpus, states, &self.compositions, request, ce_size, sync)
+        })
     }
 
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {

@@ -71,11 +71,17 @@ const NTT: &str = include_str!("../../cuda/ntt.cu");
 const HASH: &str = include_str!("../../cuda/hash.cu");
 const FRI: &str = include_str!("../../cuda/fri.cu");
 const DEEP: &str = include_str!("../../cuda/deep.cu");
+const COMPOSITION: &str = include_str!("../../cuda/composition.cu");
 
 /// The sources that define kernels, by file name (for the signature test of `kernels`).
 #[cfg(test)]
-pub(super) const KERNEL_FILES: [(&str, &str); 4] =
-    [("ntt.cu", NTT), ("hash.cu", HASH), ("fri.cu", FRI), ("deep.cu", DEEP)];
+pub(super) const KERNEL_FILES: [(&str, &str); 5] = [
+    ("ntt.cu", NTT),
+    ("hash.cu", HASH),
+    ("fri.cu", FRI),
+    ("deep.cu", DEEP),
+    ("composition.cu", COMPOSITION),
+];
 
 // SOURCE
 // ================================================================================================
@@ -219,11 +225,40 @@ pub(super) fn nvrtc_present() -> bool {
 /// out of range are refused as [`CudaOptions::check`] says. Results are cached per architecture
 /// and source (which carries every option that changes it) for the life of the process.
 pub fn compile_for_arch(arch: &str, options: &CudaOptions) -> Result<Arc<Vec<u8>>, GpuError> {
+    options.check()?;
+    compile_cached(arch, kernel_source_with(options))
+}
+
+/// The program of a recorded composition (see `cuda/composition.cu`): the field code, the
+/// sizes the kernel's frame takes, the kernel, then `functions` (the graph's, named
+/// `composition_row`, from [`crate::constraints::cuda_source`]).
+pub(super) fn composition_source(sizes: &CompositionSizes, functions: &str) -> String {
+    let CompositionSizes { outputs, main_width, x_slots, table_words } = sizes;
+    format!(
+        "{FIELD}\n#define COMPOSITION_OUTPUTS {outputs}\n#define COMPOSITION_MAIN_WIDTH {main_width}\n#define COMPOSITION_X_SLOTS {x_slots}\n\
+         #define COMPOSITION_TABLE_WORDS {table_words}\n{COMPOSITION}\n{functions}"
+    )
+}
+
+/// The sizes a composition program is compiled for.
+pub(super) struct CompositionSizes {
+    /// Words the row writes: the extension degree.
+    pub outputs: usize,
+    /// Base columns of the main segment (the auxiliary ones follow them in the column table).
+    pub main_width: usize,
+    /// Exponent slots of `x`.
+    pub x_slots: usize,
+    /// Words of the step tables' entries.
+    pub table_words: usize,
+}
+
+/// `source` compiled for `arch` into a CUBIN, cached per architecture and source for the life
+/// of the process (a composition's source is the same for every proof of its AIR's shape).
+pub(super) fn compile_cached(arch: &str, source: String) -> Result<Arc<Vec<u8>>, GpuError> {
     type Cache = Mutex<HashMap<(String, String), Arc<Vec<u8>>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
-    options.check()?;
     let cache = CACHE.get_or_init(Default::default);
-    let key = (arch.to_string(), kernel_source_with(options));
+    let key = (arch.to_string(), source);
     if let Some(cubin) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return Ok(cubin.clone());
     }

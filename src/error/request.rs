@@ -171,3 +171,51 @@ pub enum GrindError {
         below: u64,
     },
 }
+
+/// A malformed constraint evaluation request.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum EvaluationError {
+    /// The trace length or a blowup is not a power of two, or the CE blowup exceeds the LDE's.
+    #[error(
+        "trace length {trace_len}, LDE blowup {lde_blowup}, CE blowup {ce_blowup}: expected \
+         powers of two with the CE blowup at most the LDE blowup"
+    )]
+    Domain {
+        /// The trace length.
+        trace_len: usize,
+        /// The LDE blowup.
+        lde_blowup: usize,
+        /// The CE blowup.
+        ce_blowup: usize,
+    },
+    /// The auxiliary rows are given without an auxiliary width, or the other way round.
+    #[error("auxiliary rows given: {given}, but the auxiliary width says otherwise")]
+    AuxSegment {
+        /// Whether rows were given.
+        given: bool,
+    },
+    /// The graph is a capture of the transition constraints, not a composition.
+    #[error("the graph has no composition outputs of its extension degree")]
+    NotComposed,
+    /// The x-power bases do not match the composition's exponent slots.
+    #[error("{given} x-power bases for {expected} exponent slots")]
+    XBases {
+        /// Bases given.
+        given: usize,
+        /// Slots of the composition.
+        expected: usize,
+    },
+    /// The graph reads a column the segment does not have.
+    #[error("the graph reads {segment} column {column} of a segment of {width}")]
+    Column {
+        /// `"main"` or `"auxiliary"`.
+        segment: &'static str,
+        /// The base column read.
+        column: usize,
+        /// Base columns of the segment.
+        width: usize,
+    },
+    /// The rows are not held by this backend (another backend's, or of other GPUs).
+    #[error("the trace rows are not held by this committer")]
+    RowsNotHere,
+}

@@ -12,6 +12,7 @@ use winter_math::FieldElement;
 use crate::{
     backend::Backend,
     committer::{
+        composition::CompositionRequest,
         deep::{CombineRequest, EvaluateRequest},
         fri::{FoldingChannel, FriLayers, FriRequest, KeptLayers, LayerOpening},
         grind::GrindRequest,
@@ -156,6 +157,14 @@ impl KeptRows for FaultyKeptRows {
     }
 }
 
+/// The rows a [`FaultyCommitter`] wrapped, for its inner committer (others as they are).
+fn unwrapped(rows: &dyn KeptRows) -> &dyn KeptRows {
+    match (rows as &dyn std::any::Any).downcast_ref::<FaultyKeptRows>() {
+        Some(faulty) => faulty.inner.as_ref(),
+        None => rows,
+    }
+}
+
 impl GpuCommitter for FaultyCommitter {
     fn backend(&self) -> Backend {
         self.inner.backend()
@@ -184,6 +193,20 @@ impl GpuCommitter for FaultyCommitter {
     fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<Felt>> {
         self.check()?;
         self.inner.evaluate_polys(request)
+    }
+
+    fn evaluates_compositions(&self) -> bool {
+        self.inner.evaluates_compositions()
+    }
+
+    fn evaluate_composition(&self, request: &CompositionRequest<'_>) -> Result<Vec<Felt>> {
+        self.check()?;
+        let request = CompositionRequest {
+            main: unwrapped(request.main),
+            aux: request.aux.map(unwrapped),
+            ..request.clone()
+        };
+        self.inner.evaluate_composition(&request)
     }
 
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<Felt>> {
@@ -283,6 +306,14 @@ impl GpuCommitter for WrongRootCommitter {
 
     fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<Felt>> {
         self.inner.evaluate_polys(request)
+    }
+
+    fn evaluates_compositions(&self) -> bool {
+        self.inner.evaluates_compositions()
+    }
+
+    fn evaluate_composition(&self, request: &CompositionRequest<'_>) -> Result<Vec<Felt>> {
+        self.inner.evaluate_composition(request)
     }
 
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<Felt>> {

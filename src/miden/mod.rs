@@ -44,7 +44,7 @@ use crate::{
     committer::GpuCommitter,
     cpu::CpuCommitter,
     hash::{GpuHasher, HashFunction},
-    prover::{FallbackPolicy, GpuProver},
+    prover::{ConstraintPlacement, FallbackPolicy, GpuProver},
 };
 
 mod error;
@@ -153,7 +153,7 @@ pub(crate) fn prove_admitted<G, E: From<ProveError>>(
         program,
         (inputs, advice_inputs, execution),
         host,
-        (options.clone(), policy),
+        (options.clone(), policy, checks.constraints),
         admit,
     )?;
     if !policy.self_check {
@@ -174,7 +174,7 @@ pub(crate) fn prove_admitted<G, E: From<ProveError>>(
         program,
         (inputs, advice_inputs, execution),
         host,
-        (options, policy),
+        (options, policy, checks.constraints),
         admitted,
     )?;
     if cpu_outputs != outputs {
@@ -193,7 +193,7 @@ fn execute_and_prove<G, E: From<ProveError>>(
     program: &Program,
     (stack_inputs, advice_inputs, execution): (StackInputs, AdviceInputs, Execution),
     host: &mut impl SyncHost,
-    (options, policy): (ProvingOptions, FallbackPolicy),
+    (options, policy, constraints): (ProvingOptions, FallbackPolicy, ConstraintPlacement),
     admit: impl FnOnce(&TraceInfo, &ProofOptions) -> Result<(G, Arc<dyn GpuCommitter>), E>,
 ) -> Result<(StackOutputs, ExecutionProof, (G, Backend)), E> {
     let hash_fn = options.hash_fn();
@@ -225,22 +225,22 @@ fn execute_and_prove<G, E: From<ProveError>>(
     let precompile_requests = trace.take_precompile_requests();
 
     let (inputs, outputs) = (stack_inputs, stack_outputs.clone());
-    let policy = policy.checked_by_caller();
+    let placement = (policy.checked_by_caller(), constraints);
     let proof = match hash_fn {
-        MidenHashFunction::Rpo256 => {
-            prove_trace::<Rpo256, RpoRandomCoin>(trace, options, inputs, outputs, committer, policy)
-        },
-        MidenHashFunction::Rpx256 => {
-            prove_trace::<Rpx256, RpxRandomCoin>(trace, options, inputs, outputs, committer, policy)
-        },
+        MidenHashFunction::Rpo256 => prove_trace::<Rpo256, RpoRandomCoin>(
+            trace, options, inputs, outputs, committer, placement,
+        ),
+        MidenHashFunction::Rpx256 => prove_trace::<Rpx256, RpxRandomCoin>(
+            trace, options, inputs, outputs, committer, placement,
+        ),
         MidenHashFunction::Poseidon2 => prove_trace::<Poseidon2, WinterRandomCoin<Poseidon2>>(
-            trace, options, inputs, outputs, committer, policy,
+            trace, options, inputs, outputs, committer, placement,
         ),
         MidenHashFunction::Blake3_192 => prove_trace::<Blake3_192, WinterRandomCoin<Blake3_192>>(
-            trace, options, inputs, outputs, committer, policy,
+            trace, options, inputs, outputs, committer, placement,
         ),
         MidenHashFunction::Blake3_256 => prove_trace::<Blake3_256, WinterRandomCoin<Blake3_256>>(
-            trace, options, inputs, outputs, committer, policy,
+            trace, options, inputs, outputs, committer, placement,
         ),
     }?;
 
@@ -288,20 +288,22 @@ pub fn gpu_hash_function(hash_fn: MidenHashFunction) -> HashFunction {
 }
 
 /// Proves `trace` with [`ExecutionProver`] for hasher `H`, wrapped in a [`GpuProver`] on
-/// `committer` under `policy`.
+/// `committer` under the policy, evaluating the constraints where the placement says.
 fn prove_trace<H, R>(
     trace: MidenTrace,
     options: ProvingOptions,
     stack_inputs: StackInputs,
     stack_outputs: StackOutputs,
     committer: Arc<dyn GpuCommitter>,
-    policy: FallbackPolicy,
+    (policy, constraints): (FallbackPolicy, ConstraintPlacement),
 ) -> Result<Proof, ProveError>
 where
     H: GpuHasher,
     R: RandomCoin<BaseField = Felt, Hasher = H> + Send + 'static,
 {
     let prover = ExecutionProver::<H, R>::new(options, stack_inputs, stack_outputs);
-    let prover = GpuProver::with_committer(prover, committer).with_policy(policy);
+    let prover = GpuProver::with_committer(prover, committer)
+        .with_policy(policy)
+        .with_constraint_placement(constraints);
     Ok(prover.prove(trace)?)
 }

@@ -9,7 +9,7 @@ use miden_verifier::PrecompileVerifierRegistry;
 use winter_air::ProofOptions;
 
 use super::{error::ProveError, gpu_hash_function, Execution};
-use crate::prover::FallbackPolicy;
+use crate::prover::{ConstraintPlacement, FallbackPolicy};
 
 // PROVE OPTIONS
 // ================================================================================================
@@ -35,6 +35,9 @@ pub struct MidenProveOptions {
     /// The precompile verifiers of the self-check (default: the Miden core library's, as
     /// `miden verify` uses); a program that calls precompiles of other libraries needs theirs.
     pub precompile_verifiers: PrecompileVerifierRegistry,
+    /// Where the constraints are evaluated (default on the backend, where it can; see
+    /// [`ConstraintPlacement`]).
+    pub constraints: ConstraintPlacement,
 }
 
 impl Default for MidenProveOptions {
@@ -44,6 +47,7 @@ impl Default for MidenProveOptions {
             self_check: true,
             cpu_fallback: true,
             precompile_verifiers: CoreLibrary::default().verifier_registry(),
+            constraints: ConstraintPlacement::Backend,
         }
     }
 }
@@ -63,6 +67,7 @@ impl fmt::Debug for MidenProveOptions {
             .field("execution", &self.execution)
             .field("self_check", &self.self_check)
             .field("cpu_fallback", &self.cpu_fallback)
+            .field("constraints", &self.constraints)
             .finish_non_exhaustive()
     }
 }

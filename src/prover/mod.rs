@@ -20,6 +20,7 @@ mod channel;
 mod compare;
 mod constraint_commitment;
 mod deep;
+mod evaluation;
 mod fri_proof;
 mod host_polys;
 mod options;
@@ -31,6 +32,7 @@ mod trace_lde;
 
 pub use compare::{compare_proofs, ProofMatch};
 pub use constraint_commitment::GpuConstraintCommitment;
+pub use evaluation::ConstraintPlacement;
 pub use options::ProverOptions;
 use policy::CommitterHandle;
 pub use policy::FallbackPolicy;
@@ -59,6 +61,7 @@ pub struct GpuProver<P> {
     inner: P,
     committer: CommitterHandle,
     fri_placement: FriPlacement,
+    constraints: ConstraintPlacement,
 }
 
 impl<P> GpuProver<P>
@@ -78,6 +81,7 @@ where
     pub fn with_options(inner: P, options: &ProverOptions) -> Result<Self> {
         Ok(Self::with_committer(inner, options.backend.create()?)
             .with_fri_placement(options.fri_placement)
+            .with_constraint_placement(options.constraint_placement)
             .with_policy(options.policy()))
     }
 
@@ -87,7 +91,15 @@ where
             inner,
             committer: CommitterHandle::new(committer, FallbackPolicy::default()),
             fri_placement: FriPlacement::Backend,
+            constraints: ConstraintPlacement::Backend,
         }
+    }
+
+    /// Where the constraints are evaluated (on the backend by default, where it can and the
+    /// AIR's constraints can be recorded; see [`ConstraintPlacement`]).
+    pub fn with_constraint_placement(mut self, placement: ConstraintPlacement) -> Self {
+        self.constraints = placement;
+        self
     }
 
     /// Where the DEEP composition and the FRI commit phase run (on the backend by default); the
@@ -127,7 +139,11 @@ where
     fn setup(&self) -> proof::ProofSetup {
         let mut committer = self.committer.clone();
         committer.policy_mut().keep_polys &= self.fri_placement == FriPlacement::Backend;
-        proof::ProofSetup { committer, fri_placement: self.fri_placement }
+        proof::ProofSetup {
+            committer,
+            fri_placement: self.fri_placement,
+            constraints: self.constraints,
+        }
     }
 
     /// The committer in use.

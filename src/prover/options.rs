@@ -1,6 +1,6 @@
 //! The prover's own options, as a value: [`ProverOptions`].
 
-use super::{FallbackPolicy, FriPlacement};
+use super::{ConstraintPlacement, FallbackPolicy, FriPlacement};
 use crate::{error::Result, select::BackendOptions};
 
 /// How a [`super::GpuProver`] proves: the backend it commits on and what it does around it.
@@ -13,6 +13,8 @@ pub struct ProverOptions {
     pub cpu_fallback: bool,
     /// Where the DEEP composition and the FRI commit phase run (default on the backend).
     pub fri_placement: FriPlacement,
+    /// Where the constraints are evaluated (default on the backend, where it can).
+    pub constraint_placement: ConstraintPlacement,
     /// Whether every proof is verified before it is returned (default `true`;
     /// [`FallbackPolicy::self_check`]).
     pub self_check: bool,
@@ -24,6 +26,7 @@ impl Default for ProverOptions {
             backend: BackendOptions::default(),
             cpu_fallback: true,
             fri_placement: FriPlacement::Backend,
+            constraint_placement: ConstraintPlacement::Backend,
             self_check: true,
         }
     }

@@ -17,7 +17,7 @@ use std::{borrow::Borrow, sync::Arc};
 use miden_crypto::Felt;
 use tracing::{info_span, warn};
 use winter_air::{
-    proof::{QuotientOodFrame, TraceOodFrame},
+    proof::{Queries, QuotientOodFrame, TraceOodFrame},
     Air, AuxRandElements, DeepCompositionCoefficients, FieldExtension,
 };
 use winter_crypto::{ElementHasher, MerkleTree};
@@ -28,14 +28,14 @@ use winter_math::{
     FieldElement, StarkField,
 };
 use winter_prover::{
-    ConstraintCommitment, ConstraintEvaluator, Proof, Prover, ProverError, StarkDomain, Trace,
-    TraceLde,
+    ConstraintCommitment, Proof, Prover, ProverError, StarkDomain, Trace, TraceLde,
 };
 use winter_verifier::{AcceptableOptions, VerifierError};
 
 use super::{
     channel::ProverChannel,
     deep::{deep_composition_poly, host_sum, ood_frames},
+    evaluation::{cpu_lde, ConstraintPlacement, Traces},
     fri_proof::{build_fri_proof, remainder_poly},
     host_polys::{HostPolys, TracePolys},
     policy::{CommitterHandle, FallbackPolicy, Step},
@@ -72,6 +72,8 @@ pub(super) struct ProofSetup {
     pub committer: CommitterHandle,
     /// Where the DEEP composition and the FRI commit phase run.
     pub fri_placement: FriPlacement,
+    /// Where the constraints are evaluated.
+    pub constraints: ConstraintPlacement,
 }
 
 impl ProofSetup {
@@ -79,7 +81,7 @@ impl ProofSetup {
     /// failure is answered with.
     fn cpu() -> Self {
         let committer = CommitterHandle::new(Arc::new(CpuCommitter::new()), FallbackPolicy::STRICT);
-        Self { committer, fri_placement: FriPlacement::Cpu }
+        Self { committer, fri_placement: FriPlacement::Cpu, constraints: ConstraintPlacement::Cpu }
     }
 }
 
@@ -171,6 +173,7 @@ where
         let trace_length = air.trace_length();
         let domain = info_span!("build_domain", trace_length, lde_domain_size)
             .in_scope(|| StarkDomain::new(&air));
+        let keep_rows = self.constraints_on_backend::<E>(&air, setup);
         let (mut trace_lde, main_polys) = info_span!(spans::MAIN_TRACE).in_scope(|| {
             let (lde, polys) = GpuTraceLde::<E, P::HashFn>::build(
                 trace.borrow().info(),
@@ -178,6 +181,7 @@ where
                 &domain,
                 self.options().partition_options(),
                 setup.committer.clone(),
+                keep_rows,
             )
             .unwrap_or_else(|error| panic!("main trace commitment failed: {error}"));
             channel.commit_trace(lde.get_main_trace_commitment());
@@ -203,9 +207,16 @@ where
 
         // 2 ----- constraint evaluation ----------------------------------------------------------
         let composition_coefficients = channel.get_constraint_composition_coeffs();
-        let composition_trace = self
-            .new_evaluator(&air, aux_rand_elements, composition_coefficients)
-            .evaluate(&trace_lde, &domain);
+        let traces = Traces { main: trace.borrow().main_segment(), aux: aux_trace.as_ref() };
+        let composition_trace = self.evaluate_constraints(
+            setup,
+            &air,
+            &trace_lde,
+            traces,
+            &domain,
+            aux_rand_elements,
+            composition_coefficients,
+        );
 
         // 3 ----- constraint commitment ----------------------------------------------------------
         let num_quotient_columns = air.context().num_constraint_composition_columns();
@@ -260,7 +271,15 @@ where
             deep_composition_poly(sum, &ood_trace, &ood_quotients, &coefficients, z)
         });
         drop(host_polys);
-        drop((aux_trace, trace));
+        // rows kept on the device are read there for the queries; should that fail, the CPU
+        // computes them from the traces
+        let traces_for_queries = match trace_lde.kept_rows() {
+            Some(_) => Some((aux_trace, trace)),
+            None => {
+                drop((aux_trace, trace));
+                None
+            },
+        };
         trace_lde.release_resident_polys();
         constraint_commitment.release_resident_polys();
         debug_assert_eq!(trace_length - 2, winter_math::polynom::degree_of(&deep_poly));
@@ -298,7 +317,17 @@ where
             .collect();
         let fri_proof =
             self.open_fri_layers(setup, &fri, &deep_poly, &layer_rows, &query_positions);
-        let trace_queries = trace_lde.query(&query_positions);
+        let trace_queries = self.trace_queries(
+            setup,
+            &air,
+            &trace_lde,
+            traces_for_queries.as_ref().map(|(aux, trace)| Traces {
+                main: trace.borrow().main_segment(),
+                aux: aux.as_ref(),
+            }),
+            &domain,
+            &query_positions,
+        );
         let constraint_queries = constraint_commitment.query(&query_positions);
         // The LDEs and layers take gigabytes of host memory: freeing them need not delay the
         // proof. What holds the backend (its handle, layers kept on the device) is freed here: a
@@ -308,6 +337,29 @@ where
         let host_memory = trace_lde.into_host_memory();
         std::thread::spawn(move || drop((host_memory, host_layers)));
         Ok(channel.build_proof(trace_queries, constraint_queries, fri_proof, query_positions.len()))
+    }
+
+    /// The trace rows at `positions` with their openings: read where the LDE is; should a read
+    /// on the device fail, computed on the CPU from `traces` if the policy falls back.
+    fn trace_queries<E: FieldElement<BaseField = Felt>>(
+        &self,
+        setup: &ProofSetup,
+        air: &P::Air,
+        trace_lde: &GpuTraceLde<E, P::HashFn>,
+        traces: Option<Traces<'_, E>>,
+        domain: &StarkDomain<Felt>,
+        positions: &[usize],
+    ) -> Vec<Queries> {
+        let error = match trace_lde.try_query(positions) {
+            Ok(queries) => return queries,
+            Err(error) => error,
+        };
+        let (Some(traces), true) = (traces, setup.committer.policy().cpu_fallback) else {
+            panic!("trace queries failed: {error}");
+        };
+        warn!(%error, "reading the trace rows failed; computing them again on the CPU");
+        cpu_lde::<E, P::HashFn>(air, traces, domain, self.options().partition_options())
+            .query(positions)
     }
 
     /// The segments whose polynomials the backend kept (main trace, auxiliary trace, composition

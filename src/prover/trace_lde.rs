@@ -14,7 +14,7 @@ use super::{
 };
 use crate::{
     backend::Backend,
-    committer::{GpuCommitter, Keep, ResidentPolys},
+    committer::{GpuCommitter, Keep, KeptRows, ResidentPolys},
     error::{GpuError, Result},
     hash::GpuHasher,
 };
@@ -28,6 +28,13 @@ pub struct GpuTraceLde<E: FieldElement<BaseField = Felt>, H: GpuHasher> {
     aux: Option<(SegmentLde<E>, MerkleTree<H>)>,
     /// The main and auxiliary segments' polynomials on the device, where kept.
     resident: Vec<Option<ResidentPolys>>,
+    /// The main and auxiliary segments' LDE rows on the device, where kept (their
+    /// [`SegmentLde`]s then hold no rows).
+    kept: Vec<Option<Arc<dyn KeptRows>>>,
+    /// Whether the rows are asked to stay on the device.
+    keep_rows: bool,
+    /// Rows of the LDE.
+    lde_len: usize,
     blowup: usize,
     trace_info: TraceInfo,
     partition_options: PartitionOptions,
@@ -61,21 +68,24 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         let backend = committer.committer().backend();
         let committer = committer.returning_polys();
         let (lde, polys) =
-            Self::build(trace_info, main_trace, domain, partition_options, committer)?;
+            Self::build(trace_info, main_trace, domain, partition_options, committer, false)?;
         Ok((lde, TracePolyTable::new(returned(polys, backend)?)))
     }
 
     /// Commits to the main segment; its polynomials are `None` where the committer kept them on
-    /// the device instead ([`FallbackPolicy::keep_polys`]).
+    /// the device instead ([`FallbackPolicy::keep_polys`]). With `keep_rows` the segments' LDE
+    /// rows stay on the device where the committer can keep them ([`Self::kept_rows`]), for an
+    /// evaluation there.
     pub(crate) fn build(
         trace_info: &TraceInfo,
         main_trace: &ColMatrix<Felt>,
         domain: &StarkDomain<Felt>,
         partition_options: PartitionOptions,
         committer: CommitterHandle,
+        keep_rows: bool,
     ) -> Result<(Self, Option<ColMatrix<Felt>>)> {
         let blowup = domain.trace_to_lde_blowup();
-        let keep = Keep { polys: committer.policy().keep_polys, rows: false };
+        let keep = Keep { polys: committer.policy().keep_polys, rows: keep_rows };
         let main = committer.try_run(|c| {
             trace_segment(c, main_trace, blowup, partition_options, H::FUNCTION, keep)
         })?;
@@ -84,6 +94,9 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
             main_lde: main.lde,
             aux: None,
             resident: vec![main.resident],
+            kept: vec![main.kept_rows],
+            keep_rows,
+            lde_len: domain.lde_domain_size(),
             blowup,
             trace_info: trace_info.clone(),
             partition_options,
@@ -123,12 +136,12 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         keep: bool,
     ) -> Result<(Option<ColMatrix<E>>, H::Digest)> {
         assert!(self.aux.is_none(), "the auxiliary trace has already been added");
-        let main_rows = self.main_lde.num_rows() / self.blowup;
+        let main_rows = self.lde_len / self.blowup;
         if aux_trace.num_rows() != main_rows {
             return Err(GpuError::AuxRowMismatch { main: main_rows, aux: aux_trace.num_rows() });
         }
         let (blowup, partitions) = (domain.trace_to_lde_blowup(), self.partition_options);
-        let keep = Keep { polys: keep, rows: false };
+        let keep = Keep { polys: keep, rows: self.keep_rows };
         let aux = self
             .committer
             .try_run(|c| trace_segment(c, aux_trace, blowup, partitions, H::FUNCTION, keep))?;
@@ -136,6 +149,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         let root = *tree.root();
         self.aux = Some((aux.lde, tree));
         self.resident.push(aux.resident);
+        self.kept.push(aux.kept_rows);
         Ok((host_polys(aux.polys), root))
     }
 
@@ -153,6 +167,35 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
     /// committer kept them.
     pub(crate) fn resident_polys(&self) -> &[Option<ResidentPolys>] {
         &self.resident
+    }
+
+    /// The main and (once set) auxiliary segments' rows on the device, where every segment's
+    /// were kept there.
+    pub(crate) fn kept_rows(&self) -> Option<Vec<&dyn KeptRows>> {
+        self.kept.iter().map(|rows| rows.as_deref()).collect()
+    }
+
+    /// The rows at `positions` of every segment with their batch opening proofs, as
+    /// `DefaultTraceLde::query` gives them; read from the device where the rows stay there (a
+    /// failed read is the typed error).
+    pub(crate) fn try_query(&self, positions: &[usize]) -> Result<Vec<Queries>> {
+        let main_rows = match &self.kept[0] {
+            Some(kept) => kept.read(positions)?,
+            None => self.main_lde.rows_at(positions),
+        };
+        let mut result = vec![queries_of(main_rows, &self.main_tree, positions)];
+        if let Some((lde, tree)) = &self.aux {
+            let rows = match self.kept.get(1).and_then(Option::as_ref) {
+                Some(kept) => kept
+                    .read(positions)?
+                    .iter()
+                    .map(|row| E::slice_from_base_elements(row).to_vec())
+                    .collect(),
+                None => lde.rows_at(positions),
+            };
+            result.push(queries_of(rows, tree, positions));
+        }
+        Ok(result)
     }
 
     /// The LDEs and Merkle trees (host memory only), without the committer handle, for a thread
@@ -190,33 +233,36 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> TraceLde<E> for GpuTraceLd
             .unwrap_or_else(|error| panic!("auxiliary segment commitment failed: {error}"))
     }
 
+    /// # Panics
+    /// If the rows stay on the device ([`crate::GpuProver`] keeps them there only for an
+    /// evaluation on the device, and reads no frame).
     fn read_main_trace_frame_into(&self, lde_step: usize, frame: &mut EvaluationFrame<Felt>) {
+        assert!(self.kept[0].is_none(), "the main LDE rows are on the device");
         let next = (lde_step + self.blowup) % self.trace_len();
         frame.current_mut().copy_from_slice(self.main_lde.row(lde_step));
         frame.next_mut().copy_from_slice(self.main_lde.row(next));
     }
 
     /// # Panics
-    /// If no auxiliary segment was set (Winterfell reads it only after setting it).
+    /// If no auxiliary segment was set (Winterfell reads it only after setting it), or its rows
+    /// stay on the device.
     fn read_aux_trace_frame_into(&self, lde_step: usize, frame: &mut EvaluationFrame<E>) {
+        assert!(self.kept.get(1).is_none_or(Option::is_none), "the aux LDE rows are on the device");
         let next = (lde_step + self.blowup) % self.trace_len();
         let (segment, _) = self.aux.as_ref().expect("expected aux segment to be present");
         frame.current_mut().copy_from_slice(segment.row(lde_step));
         frame.next_mut().copy_from_slice(segment.row(next));
     }
 
+    /// # Panics
+    /// If the rows stay on the device and reading them there fails.
     fn query(&self, positions: &[usize]) -> Vec<Queries> {
-        let mut result =
-            vec![queries_of(self.main_lde.rows_at(positions), &self.main_tree, positions)];
-        if let Some((lde, tree)) = &self.aux {
-            result.push(queries_of(lde.rows_at(positions), tree, positions));
-        }
-        result
+        self.try_query(positions).unwrap_or_else(|error| panic!("trace queries failed: {error}"))
     }
 
     /// The number of LDE rows (as `DefaultTraceLde`).
     fn trace_len(&self) -> usize {
-        self.main_lde.num_rows()
+        self.lde_len
     }
 
     fn blowup(&self) -> usize {

@@ -1,0 +1,93 @@
+//! The composition over the constraint-evaluation domain on a backend: what it is asked for.
+//!
+//! The prover records the AIR's composition ([`Composition`]: one graph for the whole row, its
+//! per-proof values as parameters) and asks the backend that committed to the trace, and kept
+//! its LDE rows ([`KeptRows`]), to evaluate it at every point of the CE domain. The rows are read
+//! where the commitment left them; only the composition comes back, as winter-prover's
+//! `CompositionPolyTrace` holds it. The CPU interpreter of the same graph
+//! ([`crate::constraints::GraphConstraintEvaluator`]) is the oracle.
+
+use miden_crypto::Felt;
+
+use super::KeptRows;
+use crate::{
+    constraints::Composition,
+    error::{EvaluationError, GpuError, Result},
+};
+
+// REQUEST
+// ================================================================================================
+
+/// One proof's composition over the CE domain, over the trace LDE a backend kept.
+#[derive(Debug, Clone)]
+pub struct CompositionRequest<'a> {
+    /// The recorded composition (graph and parameters).
+    pub composition: &'a Composition,
+    /// The main segment's LDE rows, kept by the backend's commitment.
+    pub main: &'a dyn KeptRows,
+    /// The auxiliary segment's LDE rows (base components), where the trace has one.
+    pub aux: Option<&'a dyn KeptRows>,
+    /// Base columns of the main segment.
+    pub main_width: usize,
+    /// Base columns of the auxiliary segment (columns times the extension degree; 0 without).
+    pub aux_width: usize,
+    /// Trace length `n`.
+    pub trace_len: usize,
+    /// LDE blowup.
+    pub lde_blowup: usize,
+    /// CE blowup (at most the LDE blowup).
+    pub ce_blowup: usize,
+    /// Per exponent slot, `offset^e` and `ω_ce^e` ([`Composition::x_power_bases`]).
+    pub x_bases: &'a [(Felt, Felt)],
+}
+
+impl CompositionRequest<'_> {
+    /// The CE domain's size, once the request is checked: powers of two, a CE blowup no larger
+    /// than the LDE's, the segments there as the graph reads them, and the parameters the graph
+    /// reads.
+    pub fn validate(&self) -> Result<usize> {
+        let invalid = |error| Err(GpuError::InvalidEvaluation(error));
+        let (n, lde, ce) = (self.trace_len, self.lde_blowup, self.ce_blowup);
+        if !n.is_power_of_two() || !lde.is_power_of_two() || !ce.is_power_of_two() || ce > lde {
+            return invalid(EvaluationError::Domain {
+                trace_len: n,
+                lde_blowup: lde,
+                ce_blowup: ce,
+            });
+        }
+        if self.aux.is_some() != (self.aux_width > 0) {
+            return invalid(EvaluationError::AuxSegment { given: self.aux.is_some() });
+        }
+        let graph = self.composition.graph();
+        let degree = graph.extension_degree();
+        if graph.composition_outputs().len() != degree {
+            return invalid(EvaluationError::NotComposed);
+        }
+        if self.x_bases.len() != self.composition.x_exponents().len() {
+            let expected = self.composition.x_exponents().len();
+            return invalid(EvaluationError::XBases { given: self.x_bases.len(), expected });
+        }
+        for op in graph.nodes() {
+            let read = match *op {
+                crate::constraints::Op::Input(crate::constraints::Input::Main {
+                    column, ..
+                }) => (column as usize, self.main_width, "main"),
+                crate::constraints::Op::Input(crate::constraints::Input::Aux {
+                    column,
+                    component,
+                    ..
+                }) => (column as usize * degree + component as usize, self.aux_width, "auxiliary"),
+                _ => continue,
+            };
+            if read.0 >= read.1 {
+                let (column, width, segment) = read;
+                return invalid(EvaluationError::Column { segment, column, width });
+            }
+        }
+        n.checked_mul(ce).ok_or(GpuError::InvalidEvaluation(EvaluationError::Domain {
+            trace_len: n,
+            lde_blowup: lde,
+            ce_blowup: ce,
+        }))
+    }
+}

@@ -1,0 +1,232 @@
+//! The composition over the constraint-evaluation domain on a GPU (`cuda/composition.cu`), its
+//! program generated from the recorded graph.
+//!
+//! The trace commitment kept its LDE columns on the GPUs ([`CudaKeptRows`]); the kernel reads
+//! them there through a table of column addresses (a column on another GPU through peer access),
+//! so no row of the LDE comes to the host. The program is the graph's functions over the field
+//! code and the fixed kernel; it depends on the AIR's shape alone (every per-proof value is in
+//! the parameters), so it is compiled once per process and shape and loaded once per GPU.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Instant,
+};
+
+use miden_crypto::Felt;
+use winter_math::{FieldElement, StarkField};
+
+use super::{
+    assemble::download_vec,
+    buffer::DeviceBuffer,
+    gpu::{Gpu, GpuState},
+    kept_rows::CudaKeptRows,
+    kernels::{self, sig, Grid},
+    launch::{Kernel, Module},
+    program::{compile_cached, composition_source, CompositionSizes},
+};
+use crate::{
+    backend::Backend,
+    committer::{composition::CompositionRequest, KeptRows},
+    constraints::{cuda_source, Composition},
+    error::{to_u32, EvaluationError, GpuError, Result},
+};
+
+/// Operations per generated function: small enough for NVRTC to compile quickly and without
+/// spills, large enough that few values cross between functions.
+const CHUNK_OPERATIONS: usize = 256;
+
+/// Threads per block of the composition kernel.
+const COMPOSITION_BLOCK: u32 = 128;
+
+/// Words of the parameters' header (see `cuda/composition.cu`).
+const HEADER_WORDS: usize = 10;
+
+// PROGRAMS
+// ================================================================================================
+
+/// A composition program loaded on one GPU.
+struct Loaded {
+    kernel: Kernel<sig::Composition>,
+    _module: Module,
+}
+
+/// The composition programs this committer loaded, by GPU and source.
+#[derive(Default)]
+pub(super) struct CompositionPrograms {
+    loaded: Mutex<HashMap<(usize, String), Arc<Loaded>>>,
+}
+
+impl CompositionPrograms {
+    /// The kernel of `source` on GPU `g`, compiled (once per process) and loaded (once per
+    /// GPU) at first use, which is logged with its time.
+    fn kernel(&self, gpus: &[Gpu], g: usize, source: String, sync: bool) -> Result<Arc<Loaded>> {
+        let key = (g, source);
+        if let Some(loaded) = self.loaded.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(loaded.clone());
+        }
+        let started = Instant::now();
+        let gpu = &gpus[g];
+        let cubin = compile_cached(&gpu.arch, key.1.clone())?;
+        let module = Module::load(&gpu.ctx, &cubin)?;
+        let kernel = module.function::<sig::Composition>("composition", sync)?;
+        let loaded = Arc::new(Loaded { kernel, _module: module });
+        tracing::info!(
+            gpu = gpu.ordinal,
+            ms = started.elapsed().as_millis() as u64,
+            source_bytes = key.1.len(),
+            "cuda: compiled and loaded the composition kernel"
+        );
+        self.loaded.lock().unwrap_or_else(|p| p.into_inner()).insert(key, loaded.clone());
+        Ok(loaded)
+    }
+}
+
+// EVALUATION
+// ================================================================================================
+
+/// The composition of `request` (over `ce_size` steps, checked) on the GPU holding the first main
+/// columns, reading the rows `gpus` kept; `ce_size · degree` words, components interleaved.
+pub(super) fn evaluate(
+    gpus: &Arc<Vec<Gpu>>,
+    states: &mut [GpuState],
+    programs: &CompositionPrograms,
+    request: &CompositionRequest<'_>,
+    ce_size: usize,
+    sync_each_launch: bool,
+) -> Result<Vec<Felt>> {
+    let lde_len = request.trace_len * request.lde_blowup;
+    let main = held(request.main, gpus, request)?;
+    let aux = request.aux.map(|rows| held(rows, gpus, request)).transpose()?;
+    let home = main.shares.first().map_or(0, |share| share.gpu);
+    let gpu = &gpus[home];
+
+    // one address per base column, main then auxiliary, each readable from the home GPU
+    let mut columns: Vec<u64> = Vec::with_capacity(request.main_width + request.aux_width);
+    for (rows, width) in [(Some(main), request.main_width), (aux, request.aux_width)] {
+        let Some(rows) = rows else { continue };
+        let held_cols: usize = rows.shares.iter().map(|share| share.cols.len()).sum();
+        if held_cols != width {
+            return Err(GpuError::InvalidEvaluation(EvaluationError::RowsNotHere));
+        }
+        for share in &rows.shares {
+            for c in 0..share.cols.len() {
+                let column = share.buffer.slice(c * lde_len..(c + 1) * lde_len)?;
+                let readable = gpu.readable(column).ok_or(GpuError::Unsupported {
+                    backend: Backend::Cuda,
+                    operation: "composition over columns on GPUs without peer access",
+                })?;
+                columns.push(readable.device_ptr());
+            }
+        }
+    }
+
+    let composition = request.composition;
+    let degree = composition.graph().extension_degree();
+    let source = composition_program(composition, request.main_width);
+    let loaded = programs.kernel(gpus, home, source, sync_each_launch)?;
+
+    let columns = gpu.upload_table(&columns)?;
+    let params = gpu.upload_table(&parameters(composition, request.x_bases))?;
+    let mut out = DeviceBuffer::<Felt>::new(&gpu.alloc, ce_size * degree)?;
+    let grid = Grid {
+        blocks: to_u32(ce_size.div_ceil(COMPOSITION_BLOCK as usize), "blocks of a composition")?,
+        threads_per_block: COMPOSITION_BLOCK,
+    };
+    // SAFETY: `out` holds ce_size·degree words; the column table holds main_width + aux_width
+    // addresses of columns of trace_len·lde_blowup words, each readable from this GPU, and the
+    // graph reads no column past them (`validate`); `params` is laid out as composition.cu
+    // reads it, its header pointing inside it.
+    unsafe {
+        kernels::composition(
+            &loaded.kernel,
+            &gpu.compute,
+            grid,
+            out.as_slice_mut(),
+            columns.as_slice(),
+            params.as_slice(),
+            ce_size as u64,
+            request.trace_len.ilog2(),
+            request.lde_blowup.ilog2(),
+            request.ce_blowup.ilog2(),
+        )?;
+    }
+    let done = gpu.completion()?;
+    let values = download_vec(gpu, &mut states[home].ring, out.as_slice(), &done)?;
+    drop((columns, params, out));
+    Ok(values)
+}
+
+/// The CUDA program that evaluates `composition` over a trace of `main_width` main base columns
+/// (`cuda/composition.cu` and the graph's functions over the field code), as the backend compiles
+/// it with NVRTC: the same for every proof of the AIR's shape.
+pub fn composition_program(composition: &Composition, main_width: usize) -> String {
+    let sizes = CompositionSizes {
+        outputs: composition.graph().extension_degree(),
+        main_width,
+        x_slots: composition.x_exponents().len(),
+        table_words: composition.tables().iter().map(|table| table.width()).sum(),
+    };
+    let functions =
+        cuda_source(composition.graph(), "composition_row", "ce_frame", CHUNK_OPERATIONS);
+    composition_source(&sizes, &functions)
+}
+
+/// The rows as this committer's, of the request's shape.
+fn held<'a>(
+    rows: &'a dyn KeptRows,
+    gpus: &Arc<Vec<Gpu>>,
+    request: &CompositionRequest<'_>,
+) -> Result<&'a CudaKeptRows> {
+    let kept = (rows as &dyn std::any::Any).downcast_ref::<CudaKeptRows>();
+    kept.filter(|kept| {
+        Arc::ptr_eq(&kept.gpus, gpus)
+            && kept.poly_len == request.trace_len
+            && 1usize << kept.log_blowup == request.lde_blowup
+    })
+    .ok_or(GpuError::InvalidEvaluation(EvaluationError::RowsNotHere))
+}
+
+/// The kernel's parameters: the header, then the constants, random elements, periodic values,
+/// x bases, table descriptors and table words (field elements as their Montgomery words).
+fn parameters(composition: &Composition, x_bases: &[(Felt, Felt)]) -> Vec<u64> {
+    let words = |values: &[Felt]| values.iter().map(Felt::inner).collect::<Vec<_>>();
+    let (periodic, periodic_rows, periodic_width) = composition.periodic();
+    let bases: Vec<Felt> = x_bases.iter().flat_map(|&(offset, step)| [offset, step]).collect();
+    let tables = composition.tables();
+    let mut body: Vec<Vec<u64>> = vec![
+        words(composition.graph().constants()),
+        words(composition.random()),
+        words(periodic),
+        words(&bases),
+    ];
+    let descriptors_at = HEADER_WORDS + body.iter().map(Vec::len).sum::<usize>();
+    let mut table_at = descriptors_at + 4 * tables.len();
+    let mut descriptors = Vec::with_capacity(4 * tables.len());
+    for table in tables {
+        descriptors.extend([table_at, table.width(), table.len(), table.shift()].map(|w| w as u64));
+        table_at += table.words().len();
+    }
+    body.push(descriptors);
+    body.extend(tables.iter().map(|table| words(table.words())));
+
+    let mut at = HEADER_WORDS;
+    let mut offsets = [0u64; 4];
+    for (offset, part) in offsets.iter_mut().zip(&body) {
+        *offset = at as u64;
+        at += part.len();
+    }
+    let header = [
+        Felt::ONE.inner(),
+        Felt::MODULUS - 2,
+        offsets[0],
+        offsets[1],
+        offsets[2],
+        periodic_rows as u64,
+        periodic_width as u64,
+        offsets[3],
+        descriptors_at as u64,
+        tables.len() as u64,
+    ];
+    header.into_iter().chain(body.into_iter().flatten()).collect()
+}
