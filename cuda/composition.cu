@@ -81,7 +81,7 @@ extern "C" __global__ void composition(u64* out, const u64* columns, const u64* 
         const u64* d = descriptors + 4 * i;
         const u64 width = d[1], entries = d[2];
         const u64 entry = (s % entries + entries - d[3] % entries) % entries;
-        for (u64 j = 0; j < width && word < COMPOSITION_TABLE_WORDS; j++) {
+        for (u64 j = 0; j < width && word < COMPOSITION_TABLE_WORDS + 1; j++) {
             f.table[word++] = params[d[0] + entry * width + j];
         }
     }
