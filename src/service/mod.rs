@@ -32,12 +32,16 @@ mod wire;
 mod worker;
 
 pub use error::ServiceError;
-pub use fleet::{Fleet, FleetOptions, QueueDepth, DEFAULT_RESULT_TTL};
+pub use fleet::{
+    Fleet, FleetOptions, QueueDepth, ATTEMPTS_TTL, DEFAULT_BACKOFF, DEFAULT_RESULT_TTL,
+};
 pub use gpus::{GpuMonitor, GpuSample};
 pub use job::{Job, JobProgram, RejectedJob};
 pub use metrics::{Metrics, MetricsServer};
 #[cfg(feature = "otlp")]
 pub use otlp::{OtlpExport, OTLP_ENDPOINT_ENV};
-pub use result::{FailureKind, JobFailure, JobResult, Outcome, ProvedJob};
+pub use result::{Attempt, AttemptEnd, FailureKind, JobFailure, JobResult, Outcome, ProvedJob};
 pub use wire::{check_job_id, new_job_id, FORMAT_VERSION, MAX_ID_BYTES};
-pub use worker::{Prepare, PreparedJob, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES};
+pub use worker::{
+    Prepare, PreparedJob, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES, DEFAULT_SOLO_ATTEMPTS,
+};
