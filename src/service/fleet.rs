@@ -167,8 +167,8 @@ impl Fleet {
                 Err(ServiceError::Nats { action, message })
                     if !options.connect_timeout.is_zero() =>
                 {
-                    let seconds = start.elapsed().as_secs_f64();
-                    let message = format!("{message} (tried for {seconds:.0} s)");
+                    let seconds = options.connect_timeout.as_secs();
+                    let message = format!("{message} (tried for {seconds} s)");
                     return Err(ServiceError::Nats { action, message });
                 },
                 Err(error) => return Err(error),

@@ -415,11 +415,12 @@ impl Worker {
         if lost >= limit || last {
             let message = match lost >= limit {
                 true => format!(
-                    "{lost} solo attempts ended with their worker, the most allowed ({}                      deliveries in all)",
-                    delivered - 1
+                    "{lost} solo attempts ended with their worker, the most allowed (at \
+                     delivery {delivered})"
                 ),
                 false => format!(
-                    "delivery {delivered} of {}, the last the fleet makes; {lost} solo attempts                      ended with their worker",
+                    "delivery {delivered} of {}, the last the fleet makes; {lost} solo attempts \
+                     ended with their worker",
                     delivery.max_deliver
                 ),
             };
