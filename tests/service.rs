@@ -764,7 +764,7 @@ fn jobs_survive_worker_churn() {
         .filter(|result| matches!(&result.outcome, Outcome::Proved(p) if p.delivery > 1))
         .count();
     eprintln!(
-        "{proofs} of {} jobs proved ({redelivered} at a later delivery), {kills} workers killed,          in {:.1} s",
+        "{proofs} of {} jobs proved ({redelivered} delivered again), {kills} kills, {:.1} s",
         jobs.len(),
         start.elapsed().as_secs_f64()
     );

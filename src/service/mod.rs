@@ -4,11 +4,14 @@
 //! - **Jobs** ([`Job`], a versioned JSON format) go to a work-queue stream: each job is
 //!   delivered to one worker at a time, through the workers' shared durable pull consumer
 //!   ([`Fleet`]).
-//! - **Workers** ([`Worker`]) pull as many jobs as their [`crate::ProverPool`] has workers,
-//!   report progress while proving (in-progress acknowledgements), and acknowledge a job once
-//!   its result is written. A worker that ends without acknowledging (killed, its host lost)
-//!   loses nothing: the server delivers the job again after the ack wait, up to the consumer's
-//!   delivery limit.
+//! - **Workers** ([`Worker`]) pull a job whenever a worker of their [`crate::ProverPool`] is
+//!   free, report progress while proving (in-progress acknowledgements), and acknowledge a job
+//!   once its result is written. A worker that ends without acknowledging (killed, its host
+//!   lost) loses nothing: the server delivers the job again once its delivery's ack wait has
+//!   passed ([`FleetOptions::ack_wait`], then [`FleetOptions::backoff`]). A job delivered
+//!   again is proved alone, and a job whose solo attempts each ended with their worker
+//!   ([`WorkerOptions::solo_attempts`]) is abandoned: a job that crashes its worker takes no
+//!   other job down with it.
 //! - **Results** ([`JobResult`]: the proof and stack outputs, or a typed [`JobFailure`]) go to
 //!   a key-value bucket under the job's id, created only if absent: a job never has two
 //!   results, and a redelivered job that has one is acknowledged without a proof. The server

@@ -11,8 +11,8 @@
 //! 3. A message that is not a job ([`Job::decode`]), and the last delivery the consumer allows,
 //!    get an error result at once.
 //! 4. A job delivered again (its earlier worker ended, or gave it back) is proved **alone**: a
-//!    worker that holds other jobs gives it back (a negative acknowledgement with a delay) and
-//!    takes no new job until its own are done, and a worker that holds none proves it with no
+//!    worker that holds other jobs gives it back (a negative acknowledgement, for a worker that
+//!    holds none) and takes no new job until its own are done, and a worker that holds none proves it with no
 //!    other beside it, so a job that kills its worker (out of memory, a crash) takes no other
 //!    job down with it after its first delivery. Such a solo attempt is recorded in the fleet's
 //!    attempts bucket before the proof starts; a job whose solo attempts have each ended with
@@ -76,8 +76,8 @@ const MAX_RETRY_DELAY: Duration = Duration::from_secs(4);
 const QUEUE_DEPTH_INTERVAL: Duration = Duration::from_secs(5);
 /// Bytes of a result message kept for the bucket's headers and subject.
 const RESULT_OVERHEAD: usize = 1024;
-/// How long a job given back for a solo attempt waits in the queue before its next delivery:
-/// time for a worker that holds no job to pull it.
+/// How long a job waits in the queue before its next delivery when its solo attempt could not
+/// be read or recorded (the server in trouble), so that its deliveries are not spent at once.
 const REQUEUE_DELAY: Duration = Duration::from_secs(1);
 
 // OPTIONS
@@ -276,8 +276,10 @@ impl Worker {
             }
             let delivered = message.info().map_or(1, |info| info.delivered.max(1) as u64);
             if delivered > 1 && !jobs.is_empty() && !delivery.is_last(delivered) {
+                // at once, for a worker that holds none: this one takes no job until it is
+                // empty (and nats-server 2.9 lengthens a delay by the backoff's growth)
                 debug!(delivered, "a job delivered again: given back for a worker with no other");
-                give_back(&message, Some(REQUEUE_DELAY)).await;
+                give_back(&message, None).await;
                 emptying = true;
                 continue;
             }
