@@ -331,7 +331,8 @@ impl Fleet {
                     },
                     changed = connections.changed() => {
                         if changed.is_err() {
-                            return Err(ServiceError::nats("wait for the result", "the client closed"));
+                            let closed = "the client closed";
+                            return Err(ServiceError::nats("wait for the result", closed));
                         }
                         info!(id = job.id, "connected again; publishing the job again");
                         self.submit_within(job, submit_limit).await?;

@@ -10,7 +10,8 @@
 //!   "failed": { "kind": "execution", "message": "..." } }
 //! { "version": 1, "id": "<job id>", "worker": "<worker name>",
 //!   "failed": { "kind": "abandoned", "message": "...",
-//!               "attempts": [{ "delivery": 2, "worker": "<worker name>", "ended": "worker_lost" }] } }
+//!               "attempts": [{ "delivery": 2, "worker": "<worker name>",
+//!                              "ended": "worker_lost" }] } }
 //! ```
 //!
 //! `attempts` is there only for an abandoned job: the solo attempts at it (see

@@ -12,13 +12,13 @@
 //!    get an error result at once.
 //! 4. A job delivered again (its earlier worker ended, or gave it back) is proved **alone**: a
 //!    worker that holds other jobs gives it back (a negative acknowledgement, for a worker that
-//!    holds none) and takes no new job until its own are done, and a worker that holds none proves it with no
-//!    other beside it, so a job that kills its worker (out of memory, a crash) takes no other
-//!    job down with it after its first delivery. Such a solo attempt is recorded in the fleet's
-//!    attempts bucket before the proof starts; a job whose solo attempts have each ended with
-//!    their worker, [`WorkerOptions::solo_attempts`] of them, is abandoned
-//!    ([`FailureKind::Abandoned`], with the attempts). Deliveries that ended beside other jobs
-//!    do not count: they say nothing of the job itself.
+//!    holds none) and takes no new job until its own are done, and a worker that holds none
+//!    proves it with no other beside it, so a job that kills its worker (out of memory, a
+//!    crash) takes no other job down with it after its first delivery. Such a solo attempt is
+//!    recorded in the fleet's attempts bucket before the proof starts; a job whose solo
+//!    attempts have each ended with their worker, [`WorkerOptions::solo_attempts`] of them, is
+//!    abandoned ([`FailureKind::Abandoned`], with the attempts). Deliveries that ended beside
+//!    other jobs do not count: they say nothing of the job itself.
 //! 5. Otherwise the job is prepared (the caller's [`Prepare`]: assembly, inputs) and proved on
 //!    the pool ([`ProverPool::prove_miden`]: host memory admitted, the proof self-checked),
 //!    while an in-progress acknowledgement goes to the server every third of the consumer's
@@ -409,10 +409,10 @@ impl Worker {
                 return Redelivered::GiveBack;
             },
         };
-        let lost = |attempt: &&Attempt| {
+        let ended_with_worker = |attempt: &&Attempt| {
             attempt.ended == AttemptEnd::WorkerLost && attempt.delivery < delivered
         };
-        let lost = attempts.iter().filter(lost).count() as u64;
+        let lost = attempts.iter().filter(ended_with_worker).count() as u64;
         let limit = u64::from(self.options.solo_attempts);
         if lost >= limit || last {
             let message = match lost >= limit {
