@@ -52,7 +52,7 @@ fn main() {
             a_poison_job_is_abandoned_alone,
             submits_across_server_restarts_end_within_their_bound,
         ])
-        .on_host(tests![invalid_serve_options_are_refused]);
+        .on_host(tests![invalid_serve_options_are_refused, invalid_churn_options_are_refused]);
     #[cfg(feature = "otlp")]
     let tests = tests.on_device(tests![job_spans_reach_an_otlp_collector]);
     tests.run_one_at_a_time()
@@ -626,6 +626,27 @@ fn invalid_serve_options_are_refused() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains("feature `otlp`"), "{stderr}");
+    }
+}
+
+/// `serve` refuses malformed limits of redeliveries before it starts anything (exit status 2):
+/// a `--backoff` with a zero or malformed ack wait, a negative `--solo-attempts`.
+fn invalid_churn_options_are_refused() {
+    let cases: [&[&str]; 5] = [
+        &["--backoff", "0"],
+        &["--backoff", "5s,0s"],
+        &["--backoff", "5x"],
+        &["--backoff", ""],
+        &["--solo-attempts", "-1"],
+    ];
+    for args in cases {
+        let output = Command::new(env!("CARGO_BIN_EXE_miden-gpu"))
+            .args(["serve", "--nats", "nats://127.0.0.1:1", "--backend", "cpu"])
+            .args(args)
+            .output()
+            .expect("run miden-gpu serve");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
     }
 }
 

@@ -70,8 +70,9 @@ pub struct ServeCmd {
     #[arg(long = "execution", default_value_t = Execution::Reference)]
     execution: Execution,
 
-    /// Seconds a job may go without an acknowledgement or progress report before the server
-    /// delivers it again (set when the fleet's consumer is created)
+    /// Seconds a job may go without an acknowledgement or progress report at its first
+    /// delivery before the server delivers it again; --backoff has the later deliveries' (set
+    /// when the fleet's consumer is created)
     #[arg(long = "ack-wait", default_value_t = 30)]
     ack_wait: u64,
 
