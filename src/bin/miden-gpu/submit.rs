@@ -66,7 +66,7 @@ pub struct SubmitCmd {
     /// Seconds to reach the NATS server and have the job queued, trying again while the server
     /// is away; past it, submit fails. The same bound holds when the job is published again
     /// after the connection to the server was lost (the server drops the copy of a job it has)
-    #[arg(long = "submit-timeout", default_value_t = 60)]
+    #[arg(long = "submit-timeout", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     submit_timeout: u64,
 }
 
