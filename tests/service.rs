@@ -3,7 +3,9 @@
 //! ports. Every job must end with exactly one result (the results bucket is written once per
 //! job) and every proof must verify with `miden_verifier` against the program assembled here:
 //! with two workers, when a worker is killed while proving, across a server restart, for
-//! malformed jobs, and when a worker is stopped with SIGTERM.
+//! malformed jobs, and when a worker is stopped with SIGTERM; under worker churn (workers killed
+//! and restarted every few seconds, the server restarted), beside a job that crashes its worker,
+//! and for `submit`s started while the server is down or restarting.
 //!
 //! Where `nats-server` is not installed (`scripts/test.sh` installs it), the tests are reported as
 //! ignored with the reason; `MIDEN_GPU_REQUIRE=nats-server` makes that a failure.
@@ -29,7 +31,7 @@ use device::{tests, DeviceTests};
 use miden_air::HashFunction;
 use miden_assembly::Assembler;
 use miden_gpu::service::{
-    FailureKind, Fleet, FleetOptions, Job, JobProgram, JobResult, Outcome, ProvedJob,
+    AttemptEnd, FailureKind, Fleet, FleetOptions, Job, JobProgram, JobResult, Outcome, ProvedJob,
 };
 use miden_processor::{StackInputs, Word};
 use miden_prover::ExecutionProof;
@@ -46,8 +48,11 @@ fn main() {
             sigterm_drains_a_worker,
             a_load_of_small_jobs_loses_and_repeats_none,
             results_expire_after_their_ttl,
+            jobs_survive_worker_churn,
+            a_poison_job_is_abandoned_alone,
+            submits_across_server_restarts_end_within_their_bound,
         ])
-        .on_host(tests![invalid_serve_options_are_refused]);
+        .on_host(tests![invalid_serve_options_are_refused, invalid_churn_options_are_refused]);
     #[cfg(feature = "otlp")]
     let tests = tests.on_device(tests![job_spans_reach_an_otlp_collector]);
     tests.run_one_at_a_time()
@@ -68,6 +73,9 @@ const FIB: &str = "begin repeat.20 swap dup.1 add end end";
 /// Fibonacci steps for about 900 cycles: a proof of about a second, long enough to kill or stop
 /// a worker in the middle of it.
 const SLOW: &str = "begin repeat.300 swap dup.1 add end end";
+
+/// Fibonacci steps for about 300 cycles.
+const MEDIUM: &str = "begin repeat.100 swap dup.1 add end end";
 
 /// One job of a test: the program, its operand stack and advice stack, the hash and security.
 #[derive(Clone)]
@@ -185,6 +193,17 @@ impl NatsServer {
 
     fn url(&self) -> String {
         format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server (SIGTERM); [`Self::start_again`] starts it again.
+    fn stop(&mut self) {
+        terminate(&self.child);
+        let _ = self.child.wait();
+    }
+
+    /// Starts the stopped server again on the same port and store.
+    fn start_again(&mut self) {
+        self.child = Self::spawn(&self.dir, self.port);
     }
 
     /// Stops the server (SIGTERM) and starts it again on the same port and store.
@@ -610,6 +629,27 @@ fn invalid_serve_options_are_refused() {
     }
 }
 
+/// `serve` refuses malformed limits of redeliveries before it starts anything (exit status 2):
+/// a `--backoff` with a zero or malformed ack wait, a negative `--solo-attempts`.
+fn invalid_churn_options_are_refused() {
+    let cases: [&[&str]; 5] = [
+        &["--backoff", "0"],
+        &["--backoff", "5s,0s"],
+        &["--backoff", "5x"],
+        &["--backoff", ""],
+        &["--solo-attempts", "-1"],
+    ];
+    for args in cases {
+        let output = Command::new(env!("CARGO_BIN_EXE_miden-gpu"))
+            .args(["serve", "--nats", "nats://127.0.0.1:1", "--backend", "cpu"])
+            .args(args)
+            .output()
+            .expect("run miden-gpu serve");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    }
+}
+
 /// A worker with `--otlp-endpoint` sends its spans to a collector (a listener on loopback that
 /// answers every request with 200): the job's `service.job` span with its id and program hash,
 /// and the pool's `pool.job` span, by the time the worker has stopped.
@@ -664,5 +704,218 @@ fn job_spans_reach_an_otlp_collector() {
     let hash = case.program_hash().to_hex();
     for text in ["service.job", "pool.job", &jobs[0].1, hash.trim_start_matches("0x"), "traced"] {
         assert!(has(text), "no `{text}` in the spans sent:\n{}", worker.log());
+    }
+}
+
+// CHURN
+// ================================================================================================
+
+/// How long the churn test may take, all in all.
+const CHURN_LIMIT: Duration = Duration::from_secs(240);
+
+/// How often the churn test kills a worker.
+const KILL_EVERY: Duration = Duration::from_secs(3);
+
+/// The results of `ids` the fleet has now (none where the server does not answer).
+fn results_now(fleet: &Fleet, ids: &[String]) -> Vec<Option<JobResult>> {
+    ids.iter().map(|id| block_on(fleet.result(id)).ok().flatten()).collect()
+}
+
+/// Three workers take 30 jobs of three Fibonacci programs and every hash function while one
+/// worker is killed (SIGKILL) and started again every [`KILL_EVERY`], and the server is restarted
+/// once: every job ends with exactly one result, and at least 29 of them are proofs that verify.
+fn jobs_survive_worker_churn() {
+    let mut server = NatsServer::start();
+    let options = ["--backoff", "3s,4s", "--workers", "2"];
+    let mut generation = 0;
+    let mut start_worker = |server: &NatsServer, slot: usize| {
+        generation += 1;
+        Worker::start(server, &format!("churn-{slot}-{generation}"), &options)
+    };
+    let mut workers: Vec<Worker> = (0..3).map(|slot| start_worker(&server, slot)).collect();
+    let fleet = server.fleet();
+    let programs = [FIB, MEDIUM, SLOW];
+    let cases: Vec<Case> = mixed_cases(30)
+        .into_iter()
+        .enumerate()
+        .map(|(i, case)| Case { source: programs[i % programs.len()], ..case })
+        .map(|case| Case { operands: vec![0, 1], advice: Vec::new(), ..case })
+        .collect();
+    let jobs = submit(&fleet, &cases);
+    let ids: Vec<String> = jobs.iter().map(|(_, id)| id.clone()).collect();
+
+    let start = Instant::now();
+    let (mut kills, mut restarted) = (0, false);
+    let mut next_kill = start + KILL_EVERY;
+    let results = loop {
+        let results = results_now(&fleet, &ids);
+        if results.iter().all(Option::is_some) {
+            break results.into_iter().flatten().collect::<Vec<_>>();
+        }
+        let done = results.iter().filter(|result| result.is_some()).count();
+        assert!(start.elapsed() < CHURN_LIMIT, "{done} of {} jobs have a result", ids.len());
+        if Instant::now() >= next_kill {
+            let slot = kills % workers.len();
+            workers[slot].child.kill().expect("kill a worker");
+            workers[slot].wait_exit();
+            kills += 1;
+            if kills == 3 && !restarted {
+                server.restart();
+                restarted = true;
+            }
+            workers[slot] = start_worker(&server, slot);
+            next_kill = Instant::now() + KILL_EVERY;
+        }
+        thread::sleep(Duration::from_millis(200));
+    };
+    assert!(restarted && kills >= 3, "{kills} kills in {:?}", start.elapsed());
+    assert_eq!(server.results_written(), jobs.len() as u64, "one result per job");
+    let mut proofs = 0;
+    for ((case, _), result) in jobs.iter().zip(&results) {
+        match &result.outcome {
+            Outcome::Proved(_) => {
+                case.check(result);
+                proofs += 1;
+            },
+            Outcome::Failed(failure) => eprintln!("job {}: {failure}", result.id),
+        }
+    }
+    let redelivered = results
+        .iter()
+        .filter(|result| matches!(&result.outcome, Outcome::Proved(p) if p.delivery > 1))
+        .count();
+    eprintln!(
+        "{proofs} of {} jobs proved ({redelivered} delivered again), {kills} kills, {:.1} s",
+        jobs.len(),
+        start.elapsed().as_secs_f64()
+    );
+    assert!(proofs >= jobs.len() - 1, "{proofs} of {} jobs proved", jobs.len());
+}
+
+/// A program that overflows the stack of the worker that loads it: the worker aborts.
+fn stack_overflowing_program() -> String {
+    let depth = 20_000;
+    let opened = "if.true ".repeat(depth);
+    let closed = " else push.2 drop end".repeat(depth);
+    format!("begin {opened}push.1 drop{closed} end")
+}
+
+/// One job that crashes its worker (a stack overflow) among eight good jobs on two workers,
+/// each started again when it ends: the crashing job alone is abandoned, after its two solo
+/// attempts (`--solo-attempts 2`), each ended with its worker, and every good job is proved.
+fn a_poison_job_is_abandoned_alone() {
+    let server = NatsServer::start();
+    let options = ["--backoff", "2s", "--solo-attempts", "2", "--workers", "2"];
+    let mut generation = 0;
+    let mut start_worker = |server: &NatsServer| {
+        generation += 1;
+        Worker::start(server, &format!("poisoned-{generation}"), &options)
+    };
+    let mut workers = vec![start_worker(&server), start_worker(&server)];
+    let fleet = server.fleet();
+    let mut poison =
+        Job::new(JobProgram::Masm(stack_overflowing_program()), HashFunction::Rpo256, 96);
+    poison.inputs = Some(json!({ "operand_stack": ["1"] }));
+    let cases: Vec<Case> = mixed_cases(8);
+    let (first, rest) = cases.split_at(3);
+    let mut jobs = submit(&fleet, first);
+    block_on(fleet.submit(&poison)).expect("submit the poison job");
+    jobs.extend(submit(&fleet, rest));
+
+    let mut ids: Vec<String> = jobs.iter().map(|(_, id)| id.clone()).collect();
+    ids.push(poison.id.clone());
+    let start = Instant::now();
+    let mut crashes = 0;
+    let results = loop {
+        let results = results_now(&fleet, &ids);
+        if results.iter().all(Option::is_some) {
+            break results.into_iter().flatten().collect::<Vec<_>>();
+        }
+        assert!(start.elapsed() < WAIT, "jobs without a result after {crashes} crashes");
+        for worker in &mut workers {
+            if !worker.is_running() {
+                crashes += 1;
+                *worker = start_worker(&server);
+            }
+        }
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(server.results_written(), ids.len() as u64, "one result per job");
+    for ((case, _), result) in jobs.iter().zip(&results) {
+        case.check(result);
+    }
+    let Some(Outcome::Failed(failure)) = results.last().map(|result| &result.outcome) else {
+        panic!("the poison job was proved");
+    };
+    assert_eq!(failure.kind, FailureKind::Abandoned, "{failure}");
+    assert_eq!(failure.attempts.len(), 2, "{failure}");
+    assert!(failure.attempts.iter().all(|a| a.ended == AttemptEnd::WorkerLost), "{failure}");
+    assert!(failure.attempts.iter().all(|a| a.delivery >= 2), "{failure}");
+    assert!(failure.message.contains("2 solo attempts"), "{failure}");
+    assert!(crashes >= 3, "{crashes} workers crashed: one beside other jobs, two alone");
+    eprintln!("{failure}; {crashes} workers crashed, in {:.1} s", start.elapsed().as_secs_f64());
+}
+
+/// `miden-gpu submit` of a program file in the server's directory, as `name`.
+fn submit_command(server: &NatsServer, name: &str, extra: &[&str]) -> Command {
+    let program = server.dir.path(&format!("{name}.masm"));
+    fs::write(&program, FIB).expect("write a program");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_miden-gpu"));
+    command.arg("submit").arg(&program).args(["--nats", &server.url()]).args(extra);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+}
+
+/// Waits for a `submit` process, at most `limit`; its status and its output.
+fn wait_submit(mut child: Child, limit: Duration) -> (ExitStatus, String) {
+    let start = Instant::now();
+    while child.try_wait().expect("the submit's status").is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("the submit's output");
+            panic!("a submit ran past {limit:?}: {}", String::from_utf8_lossy(&output.stderr));
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().expect("the submit's output");
+    let text = String::from_utf8_lossy(&output.stdout) + String::from_utf8_lossy(&output.stderr);
+    (output.status, text.into_owned())
+}
+
+/// `submit`s started while the server is down or restarting: those whose server comes back
+/// within their `--submit-timeout` end with a verified proof, and one whose server stays away
+/// fails with an error naming its bound, once that has passed.
+fn submits_across_server_restarts_end_within_their_bound() {
+    let mut server = NatsServer::start();
+    let _worker = Worker::start(&server, "worker", &[]);
+    let bound = Duration::from_secs(60);
+    let patient = ["--submit-timeout", "30", "--timeout", "60"];
+
+    server.stop();
+    let start = Instant::now();
+    let lost = submit_command(&server, "lost", &["--submit-timeout", "2"]).spawn().expect("submit");
+    let (status, output) = wait_submit(lost, bound);
+    assert_eq!(status.code(), Some(1), "{output}");
+    assert!(output.contains("tried for 2 s"), "{output}");
+    assert!(start.elapsed() < Duration::from_secs(10), "{:?}: {output}", start.elapsed());
+
+    let early: Vec<Child> = (0..2)
+        .map(|i| submit_command(&server, &format!("early-{i}"), &patient).spawn().expect("submit"))
+        .collect();
+    thread::sleep(Duration::from_secs(2));
+    server.start_again();
+    let restarting: Vec<Child> = (0..3)
+        .map(|i| {
+            let child = submit_command(&server, &format!("restart-{i}"), &patient).spawn();
+            if i == 1 {
+                server.restart();
+            }
+            child.expect("submit")
+        })
+        .collect();
+    for child in early.into_iter().chain(restarting) {
+        let (status, output) = wait_submit(child, bound);
+        assert!(status.success(), "{status}: {output}");
+        assert!(output.contains("96-bit security"), "{output}");
     }
 }

@@ -28,6 +28,17 @@ pub enum ServiceError {
         /// What is wrong with it.
         message: String,
     },
+    /// A job could not be put on the queue within the time allowed (the server away, or not
+    /// confirming it).
+    #[error("job {id} was not queued within {seconds} s: {message}")]
+    NotQueued {
+        /// The job's id.
+        id: String,
+        /// The seconds allowed.
+        seconds: u64,
+        /// The last error.
+        message: String,
+    },
     /// No result came within the time allowed.
     #[error("no result for job {id} after {seconds} s")]
     TimedOut {

@@ -1,7 +1,11 @@
 //! [`Fleet`]: a connection to the NATS server and the JetStream objects of a prover fleet: the
-//! work-queue stream of jobs, the workers' durable pull consumer and the results bucket.
+//! work-queue stream of jobs, the workers' durable pull consumer, the results bucket and the
+//! bucket of the jobs' solo attempts.
 
-use std::time::Duration;
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use async_nats::{
     header::NATS_MESSAGE_ID,
@@ -14,9 +18,14 @@ use async_nats::{
     Client, ConnectOptions, Event, HeaderMap,
 };
 use futures::StreamExt;
+use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
-use super::{error::ServiceError, job::Job, result::JobResult};
+use super::{
+    error::ServiceError,
+    job::Job,
+    result::{Attempt, JobResult},
+};
 
 // OPTIONS
 // ================================================================================================
@@ -34,13 +43,32 @@ pub struct FleetOptions {
     pub consumer: String,
     /// The key-value bucket of the results (default `miden-gpu-results`).
     pub results: String,
-    /// How long a worker may hold a job without acknowledging it or reporting progress before
-    /// the server delivers it again (default 30 s; workers report progress every third of it).
-    /// Set when the consumer is created.
+    /// The key-value bucket of the jobs' solo attempts (default `miden-gpu-attempts`): what
+    /// each redelivered job's workers record before proving it, so that the next delivery knows
+    /// how the earlier ones ended. Its records live [`ATTEMPTS_TTL`].
+    pub attempts: String,
+    /// How long a worker may hold a job at its first delivery without acknowledging it or
+    /// reporting progress before the server delivers it again (default 30 s; workers report
+    /// progress every third of the shortest ack wait). Set when the consumer is created.
     pub ack_wait: Duration,
-    /// The most deliveries of one job (default 5); the last one files an
+    /// The ack waits of the later deliveries, the last repeated ([`DEFAULT_BACKOFF`]: 60 s,
+    /// then 120 s; empty: [`Self::ack_wait`] for every delivery): the consumer's `backoff`. A
+    /// job whose worker ended is delivered again only once its delivery's ack wait has passed,
+    /// so each redelivery of a job comes later than the one before. Set when the consumer is
+    /// created; fewer values than [`Self::max_deliver`].
+    pub backoff: Vec<Duration>,
+    /// The most deliveries of one job, however they ended (default 20; -1: no limit): a
+    /// backstop behind the workers' limit on solo attempts. The last one files an
     /// [`super::FailureKind::Abandoned`] result. Set when the consumer is created.
     pub max_deliver: i64,
+    /// The most jobs delivered to the fleet's workers and not yet acknowledged, all workers
+    /// together (default 1024): the consumer's `max_ack_pending`. Each worker pulls one job per
+    /// free pool slot, so the queue, not a worker, holds the backlog. Set when the consumer is
+    /// created.
+    pub max_ack_pending: i64,
+    /// How long [`Fleet::connect`] tries to reach the server and open the fleet's objects,
+    /// trying again while the server is away (default 60 s; zero: once).
+    pub connect_timeout: Duration,
     /// How long a result is kept once written ([`DEFAULT_RESULT_TTL`]: 7 days; zero keeps
     /// results for ever): the results bucket's maximum age, after which the server deletes a
     /// result and the job has none. Set when the bucket is created; [`Fleet::set_result_ttl`]
@@ -50,6 +78,19 @@ pub struct FleetOptions {
 
 /// The default of [`FleetOptions::result_ttl`]: 7 days.
 pub const DEFAULT_RESULT_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The default of [`FleetOptions::backoff`]: the second delivery's ack wait is 60 s, the later
+/// ones' 120 s.
+pub const DEFAULT_BACKOFF: [Duration; 2] = [Duration::from_secs(60), Duration::from_secs(120)];
+
+/// How long the record of a job's solo attempts is kept ([`FleetOptions::attempts`]): 7 days,
+/// the time a job may stay queued and still have its attempts counted.
+pub const ATTEMPTS_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The first delay before a connection or publication is tried again.
+const RETRY_DELAY: Duration = Duration::from_millis(250);
+/// The longest delay between tries.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(2);
 
 /// The longest window in which the server drops a second write of a message id (JetStream's
 /// default); never longer than a stream's maximum age.
@@ -64,8 +105,12 @@ impl FleetOptions {
             subject: "miden-gpu.jobs".into(),
             consumer: "miden-gpu-workers".into(),
             results: "miden-gpu-results".into(),
+            attempts: "miden-gpu-attempts".into(),
             ack_wait: Duration::from_secs(30),
-            max_deliver: 5,
+            backoff: DEFAULT_BACKOFF.to_vec(),
+            max_deliver: 20,
+            max_ack_pending: 1024,
+            connect_timeout: Duration::from_secs(60),
             result_ttl: DEFAULT_RESULT_TTL,
         }
     }
@@ -74,16 +119,22 @@ impl FleetOptions {
 // FLEET
 // ================================================================================================
 
-/// A connection to a fleet's NATS server, with its job stream and results bucket (created if
-/// absent). The client reconnects by itself when the server goes away; calls made meanwhile
-/// fail and may be retried.
+/// A connection to a fleet's NATS server, with its job stream and buckets (created if absent).
+/// The client reconnects by itself when the server goes away; calls made meanwhile fail and may
+/// be retried.
 pub struct Fleet {
     client: Client,
     jetstream: jetstream::Context,
     stream: stream::Stream,
     results: kv::Store,
+    attempts: kv::Store,
+    /// How many times the client has connected (the first time included).
+    connections: watch::Receiver<u64>,
     options: FleetOptions,
 }
+
+/// A job's record of solo attempts and its revision in the attempts bucket (none: no record).
+pub(crate) type AttemptRecord = (Vec<Attempt>, Option<u64>);
 
 /// The jobs of a fleet's queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,18 +147,54 @@ pub struct QueueDepth {
 
 impl Fleet {
     /// Connects to the server as `name` and opens (creating where absent) the job stream and
-    /// the results bucket.
+    /// the buckets, trying again while the server is away, for at most
+    /// [`FleetOptions::connect_timeout`].
     ///
     /// # Errors
-    /// [`ServiceError::Nats`] when the server cannot be reached or refuses to create them.
+    /// [`ServiceError::Nats`] when the server cannot be reached or refuses to create them
+    /// within that time.
     pub async fn connect(options: &FleetOptions, name: &str) -> Result<Self, ServiceError> {
+        let start = Instant::now();
+        let mut delay = RETRY_DELAY;
+        loop {
+            match Self::connect_once(options, name).await {
+                Ok(fleet) => return Ok(fleet),
+                Err(error) if start.elapsed() + delay < options.connect_timeout => {
+                    debug!(%error, "cannot open the fleet yet; trying again");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(MAX_RETRY_DELAY);
+                },
+                Err(ServiceError::Nats { action, message })
+                    if !options.connect_timeout.is_zero() =>
+                {
+                    let seconds = options.connect_timeout.as_secs();
+                    let message = format!("{message} (tried for {seconds} s)");
+                    return Err(ServiceError::Nats { action, message });
+                },
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// One try of [`Self::connect`].
+    async fn connect_once(options: &FleetOptions, name: &str) -> Result<Self, ServiceError> {
+        let (connected, connections) = watch::channel(0);
+        let connected = Arc::new(connected);
         let client = ConnectOptions::new()
             .name(name)
-            .event_callback(|event| async move {
-                match event {
-                    Event::Disconnected => warn!("disconnected from the NATS server; reconnecting"),
-                    Event::Connected => info!("connected to the NATS server"),
-                    event => debug!(%event, "NATS client event"),
+            .event_callback(move |event| {
+                let connected = connected.clone();
+                async move {
+                    match event {
+                        Event::Disconnected => {
+                            warn!("disconnected from the NATS server; reconnecting")
+                        },
+                        Event::Connected => {
+                            info!("connected to the NATS server");
+                            connected.send_modify(|count| *count += 1);
+                        },
+                        event => debug!(%event, "NATS client event"),
+                    }
                 }
             })
             .connect(&options.url)
@@ -124,8 +211,17 @@ impl Fleet {
             })
             .await
             .map_err(|e| ServiceError::nats(format!("open the stream {}", options.stream), e))?;
-        let results = open_results(&jetstream, &options.results, options.result_ttl).await?;
-        Ok(Self { client, jetstream, stream, results, options: options.clone() })
+        let results = open_bucket(&jetstream, &options.results, options.result_ttl).await?;
+        let attempts = open_bucket(&jetstream, &options.attempts, ATTEMPTS_TTL).await?;
+        Ok(Self {
+            client,
+            jetstream,
+            stream,
+            results,
+            attempts,
+            connections,
+            options: options.clone(),
+        })
     }
 
     /// The options the fleet was opened with.
@@ -174,6 +270,88 @@ impl Fleet {
         Ok(())
     }
 
+    /// Puts `job` on the queue as [`Self::submit`] does, trying again while the server is away
+    /// (a second publication is harmless: the server drops it by the job's id), for at most
+    /// `limit`.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotQueued`] when the server has not confirmed the job within `limit`.
+    pub async fn submit_within(&self, job: &Job, limit: Duration) -> Result<(), ServiceError> {
+        let payload = job.encode()?;
+        let start = Instant::now();
+        let mut delay = RETRY_DELAY;
+        let not_queued = |message: String| ServiceError::NotQueued {
+            id: job.id.clone(),
+            seconds: limit.as_secs(),
+            message,
+        };
+        loop {
+            let left = limit.saturating_sub(start.elapsed());
+            let error =
+                match tokio::time::timeout(left, self.submit_raw(&job.id, payload.clone())).await {
+                    Ok(Ok(())) => return Ok(()),
+                    Ok(Err(error)) => error,
+                    Err(_) => return Err(not_queued("no confirmation from the server".into())),
+                };
+            if start.elapsed() + delay >= limit {
+                return Err(not_queued(error.to_string()));
+            }
+            debug!(%error, "the job is not queued yet; trying again");
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(MAX_RETRY_DELAY);
+        }
+    }
+
+    /// Puts `job` on the queue ([`Self::submit_within`] `submit_limit`) and waits for its result
+    /// as [`Self::wait_for_result`] does, at most `timeout` if given. Each time the client
+    /// connects to the server again, the job is published again within `submit_limit`: a
+    /// server that restarted without it gets it back, and one that has it drops the copy.
+    ///
+    /// # Errors
+    /// [`ServiceError::NotQueued`]; [`ServiceError::TimedOut`]; [`ServiceError::MalformedResult`].
+    pub async fn submit_and_wait(
+        &self,
+        job: &Job,
+        submit_limit: Duration,
+        timeout: Option<Duration>,
+    ) -> Result<JobResult, ServiceError> {
+        let start = Instant::now();
+        let mut connections = self.connections.clone();
+        connections.mark_unchanged();
+        self.submit_within(job, submit_limit).await?;
+        let wait = async {
+            loop {
+                tokio::select! {
+                    watched = self.watch_result(&job.id) => match watched {
+                        Ok(bytes) => return JobResult::decode(&job.id, &bytes),
+                        Err(error) => {
+                            debug!(%error, "watching for the result again");
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        },
+                    },
+                    changed = connections.changed() => {
+                        if changed.is_err() {
+                            let closed = "the client closed";
+                            return Err(ServiceError::nats("wait for the result", closed));
+                        }
+                        info!(id = job.id, "connected again; publishing the job again");
+                        self.submit_within(job, submit_limit).await?;
+                    },
+                }
+            }
+        };
+        match timeout {
+            None => wait.await,
+            Some(limit) => {
+                let left = limit.saturating_sub(start.elapsed());
+                tokio::time::timeout(left, wait).await.map_err(|_| ServiceError::TimedOut {
+                    id: job.id.clone(),
+                    seconds: limit.as_secs(),
+                })?
+            },
+        }
+    }
+
     /// The jobs waiting and in progress, from the workers' consumer (all the stream's jobs
     /// wait while no worker has created it).
     ///
@@ -196,18 +374,28 @@ impl Fleet {
         }
     }
 
-    /// The workers' durable pull consumer (created with [`FleetOptions::ack_wait`] and
-    /// [`FleetOptions::max_deliver`] where absent: explicit acknowledgements, every job once).
+    /// The workers' durable pull consumer (created with [`FleetOptions::ack_wait`],
+    /// [`FleetOptions::backoff`], [`FleetOptions::max_deliver`] and
+    /// [`FleetOptions::max_ack_pending`] where absent: explicit acknowledgements, every job
+    /// once).
     pub(crate) async fn consumer(&self) -> Result<PullConsumer, ServiceError> {
         let name = &self.options.consumer;
+        let options = &self.options;
+        // the server's backoff holds the first delivery's ack wait too
+        let backoff = match options.backoff.is_empty() {
+            true => Vec::new(),
+            false => std::iter::once(options.ack_wait).chain(options.backoff.clone()).collect(),
+        };
         self.stream
             .get_or_create_consumer(
                 name,
                 pull::Config {
                     durable_name: Some(name.clone()),
                     ack_policy: AckPolicy::Explicit,
-                    ack_wait: self.options.ack_wait,
-                    max_deliver: self.options.max_deliver,
+                    ack_wait: options.ack_wait,
+                    backoff,
+                    max_deliver: options.max_deliver,
+                    max_ack_pending: options.max_ack_pending,
                     ..Default::default()
                 },
             )
@@ -312,6 +500,42 @@ impl Fleet {
         Ok(())
     }
 
+    /// The solo attempts recorded for job `id`, and the record's revision.
+    pub(crate) async fn attempts(&self, id: &str) -> Result<AttemptRecord, ServiceError> {
+        let failed = |e: &dyn std::fmt::Display| {
+            ServiceError::nats(format!("read the attempts at job {id}"), e)
+        };
+        let Some(entry) = self.attempts.entry(id).await.map_err(|e| failed(&e))? else {
+            return Ok((Vec::new(), None));
+        };
+        if entry.operation != Operation::Put {
+            return Ok((Vec::new(), Some(entry.revision)));
+        }
+        let attempts = serde_json::from_slice(&entry.value).map_err(|e| failed(&e))?;
+        Ok((attempts, Some(entry.revision)))
+    }
+
+    /// Replaces the record of job `id`'s solo attempts at `revision` (none: where there is no
+    /// record) with `attempts`; returns the new revision. Fails where another worker changed
+    /// the record since.
+    pub(crate) async fn record_attempts(
+        &self,
+        id: &str,
+        attempts: &[Attempt],
+        revision: Option<u64>,
+    ) -> Result<u64, ServiceError> {
+        let failed = |e: &dyn std::fmt::Display| {
+            ServiceError::nats(format!("record the attempts at job {id}"), e)
+        };
+        let value: Vec<u8> = serde_json::to_vec(attempts).map_err(ServiceError::Encode)?;
+        match revision {
+            None => self.attempts.create(id, value.into()).await.map_err(|e| failed(&e)),
+            Some(revision) => {
+                self.attempts.update(id, value.into(), revision).await.map_err(|e| failed(&e))
+            },
+        }
+    }
+
     /// Whether job `id` has a result.
     pub(crate) async fn has_result(&self, id: &str) -> Result<bool, ServiceError> {
         let entry = self
@@ -323,7 +547,7 @@ impl Fleet {
     }
 }
 
-// RESULTS BUCKET
+// BUCKETS
 // ================================================================================================
 
 /// The stream of the key-value bucket `bucket`.
@@ -339,10 +563,10 @@ fn duplicate_window(max_age: Duration) -> Duration {
     }
 }
 
-/// The results bucket `bucket`, its stream created where absent with the settings the client
-/// gives a key-value bucket of one value per key and a maximum age of `ttl` (the client's own
-/// bucket creation first reads account fields that nats-server 2.9 does not send).
-async fn open_results(
+/// The key-value bucket `bucket`, its stream created where absent with the settings the client
+/// gives a bucket of one value per key and a maximum age of `ttl` (the client's own bucket
+/// creation first reads account fields that nats-server 2.9 does not send).
+async fn open_bucket(
     jetstream: &jetstream::Context,
     bucket: &str,
     ttl: Duration,

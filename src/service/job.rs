@@ -105,7 +105,7 @@ impl Job {
     pub fn decode(bytes: &[u8], max_bytes: usize) -> Result<Self, RejectedJob> {
         let reject = |id: Option<String>, kind, message: String| RejectedJob {
             id,
-            failure: JobFailure { kind, message },
+            failure: JobFailure::new(kind, message),
         };
         if bytes.len() > max_bytes {
             let message =
@@ -147,7 +147,7 @@ impl Job {
     /// A [`FailureKind::Options`] failure for a security level other than 96 or 128 and for a
     /// pair `miden_verifier` refuses.
     pub fn proving_options(&self, max_cycles: u32) -> Result<ProvingOptions, JobFailure> {
-        let failure = |message: String| JobFailure { kind: FailureKind::Options, message };
+        let failure = |message: String| JobFailure::new(FailureKind::Options, message);
         let options = match self.security {
             96 => ProvingOptions::with_96_bit_security(self.hasher),
             128 => ProvingOptions::with_128_bit_security(self.hasher),

@@ -4,11 +4,14 @@
 //! - **Jobs** ([`Job`], a versioned JSON format) go to a work-queue stream: each job is
 //!   delivered to one worker at a time, through the workers' shared durable pull consumer
 //!   ([`Fleet`]).
-//! - **Workers** ([`Worker`]) pull as many jobs as their [`crate::ProverPool`] has workers,
-//!   report progress while proving (in-progress acknowledgements), and acknowledge a job once
-//!   its result is written. A worker that ends without acknowledging (killed, its host lost)
-//!   loses nothing: the server delivers the job again after the ack wait, up to the consumer's
-//!   delivery limit.
+//! - **Workers** ([`Worker`]) pull a job whenever a worker of their [`crate::ProverPool`] is
+//!   free, report progress while proving (in-progress acknowledgements), and acknowledge a job
+//!   once its result is written. A worker that ends without acknowledging (killed, its host
+//!   lost) loses nothing: the server delivers the job again once its delivery's ack wait has
+//!   passed ([`FleetOptions::ack_wait`], then [`FleetOptions::backoff`]). A job delivered
+//!   again is proved alone, and a job whose solo attempts each ended with their worker
+//!   ([`WorkerOptions::solo_attempts`]) is abandoned: a job that crashes its worker takes no
+//!   other job down with it.
 //! - **Results** ([`JobResult`]: the proof and stack outputs, or a typed [`JobFailure`]) go to
 //!   a key-value bucket under the job's id, created only if absent: a job never has two
 //!   results, and a redelivered job that has one is acknowledged without a proof. The server
@@ -32,12 +35,16 @@ mod wire;
 mod worker;
 
 pub use error::ServiceError;
-pub use fleet::{Fleet, FleetOptions, QueueDepth, DEFAULT_RESULT_TTL};
+pub use fleet::{
+    Fleet, FleetOptions, QueueDepth, ATTEMPTS_TTL, DEFAULT_BACKOFF, DEFAULT_RESULT_TTL,
+};
 pub use gpus::{GpuMonitor, GpuSample};
 pub use job::{Job, JobProgram, RejectedJob};
 pub use metrics::{Metrics, MetricsServer};
 #[cfg(feature = "otlp")]
 pub use otlp::{OtlpExport, OTLP_ENDPOINT_ENV};
-pub use result::{FailureKind, JobFailure, JobResult, Outcome, ProvedJob};
+pub use result::{Attempt, AttemptEnd, FailureKind, JobFailure, JobResult, Outcome, ProvedJob};
 pub use wire::{check_job_id, new_job_id, FORMAT_VERSION, MAX_ID_BYTES};
-pub use worker::{Prepare, PreparedJob, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES};
+pub use worker::{
+    Prepare, PreparedJob, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES, DEFAULT_SOLO_ATTEMPTS,
+};

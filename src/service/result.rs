@@ -8,7 +8,14 @@
 //!               "delivery": 1, "queued_ms": 12.5, "proving_ms": 240.1 } }
 //! { "version": 1, "id": "<job id>", "worker": "<worker name>",
 //!   "failed": { "kind": "execution", "message": "..." } }
+//! { "version": 1, "id": "<job id>", "worker": "<worker name>",
+//!   "failed": { "kind": "abandoned", "message": "...",
+//!               "attempts": [{ "delivery": 2, "worker": "<worker name>",
+//!                              "ended": "worker_lost" }] } }
 //! ```
+//!
+//! `attempts` is there only for an abandoned job: the solo attempts at it (see
+//! [`super::Worker`]) and how each ended.
 
 use std::fmt;
 
@@ -75,6 +82,34 @@ pub struct JobFailure {
     pub kind: FailureKind,
     /// What went wrong, for people.
     pub message: String,
+    /// The solo attempts at an [`FailureKind::Abandoned`] job, in order, and how each ended;
+    /// empty for other failures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+}
+
+/// One solo attempt at a job: a redelivery proved by a worker that held no other job (see
+/// [`super::Worker`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// Which delivery of the job's message it was (2 or more).
+    pub delivery: u64,
+    /// The worker that made it.
+    pub worker: String,
+    /// How it ended without a result.
+    pub ended: AttemptEnd,
+}
+
+/// How a solo [`Attempt`] ended without a result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptEnd {
+    /// The worker ended (killed, out of memory, its host lost) or lost the server before it
+    /// wrote a result: what the job itself may have caused. Counted towards abandoning it.
+    WorkerLost,
+    /// The worker gave the job back, for this reason (its result could not be written): not
+    /// the job's fault, and not counted.
+    GivenBack(String),
 }
 
 /// The kinds of [`JobFailure`].
@@ -97,8 +132,9 @@ pub enum FailureKind {
     Execution,
     /// The proof could not be made (a prover or backend error, a failed self-check).
     Proving,
-    /// The job's message was delivered as often as the fleet allows without a result (each
-    /// worker holding it ended before writing one).
+    /// The job got no result in as many solo attempts as its workers allow, each worker ending
+    /// (or losing the server) while proving it alone, or in as many deliveries as the fleet
+    /// allows; [`JobFailure::attempts`] says how each attempt ended.
     Abandoned,
     /// The proof is larger than the largest message the server takes.
     ResultTooLarge,
@@ -111,9 +147,26 @@ impl fmt::Display for FailureKind {
     }
 }
 
+impl fmt::Display for Attempt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "delivery {} on worker {}: ", self.delivery, self.worker)?;
+        match &self.ended {
+            AttemptEnd::WorkerLost => f.write_str("the worker ended or lost the server"),
+            AttemptEnd::GivenBack(reason) => write!(f, "given back ({reason})"),
+        }
+    }
+}
+
 impl fmt::Display for JobFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.kind, self.message)
+    }
+}
+
+impl JobFailure {
+    /// A failure of `kind` with no attempts.
+    pub fn new(kind: FailureKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into(), attempts: Vec::new() }
     }
 }
 
@@ -174,7 +227,7 @@ impl From<&ProveError> for JobFailure {
             | ProveError::SelfCheck { .. }
             | ProveError::NondeterministicExecution => FailureKind::Proving,
         };
-        Self { kind, message: error.to_string() }
+        Self::new(kind, error.to_string())
     }
 }
 
@@ -182,7 +235,7 @@ impl From<&PoolError> for JobFailure {
     fn from(error: &PoolError) -> Self {
         match error {
             PoolError::Miden(error) => error.into(),
-            _ => Self { kind: FailureKind::Proving, message: error.to_string() },
+            _ => Self::new(FailureKind::Proving, error.to_string()),
         }
     }
 }

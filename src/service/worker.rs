@@ -2,20 +2,30 @@
 //! once as the pool has workers, and files each result once.
 //!
 //! ## One job
-//! 1. One pull request per free pool worker, for one message, waiting at most
-//!    [`WorkerOptions::pull_wait`]; pulls that fail (the server is away) are retried with a
-//!    growing delay, so the loop outlives a server restart.
+//! 1. One pull request for one message while a pool worker is free, waiting at most
+//!    [`WorkerOptions::pull_wait`]: a worker holds only the jobs it proves, and the queue holds
+//!    the rest. Pulls that fail (the server is away) are retried with a growing delay, so the
+//!    loop outlives a server restart.
 //! 2. A job whose result exists already (a redelivery after its worker ended between writing
 //!    the result and acknowledging the message) is acknowledged without a proof.
-//! 3. A message that is not a job ([`Job::decode`]), and the last delivery the consumer allows
-//!    of a job that earlier workers held without a result, get an error result at once.
-//! 4. Otherwise the job is prepared (the caller's [`Prepare`]: assembly, inputs) and proved on
+//! 3. A message that is not a job ([`Job::decode`]), and the last delivery the consumer allows,
+//!    get an error result at once.
+//! 4. A job delivered again (its earlier worker ended, or gave it back) is proved **alone**: a
+//!    worker that holds other jobs gives it back (a negative acknowledgement, for a worker that
+//!    holds none) and takes no new job until its own are done, and a worker that holds none
+//!    proves it with no other beside it, so a job that kills its worker (out of memory, a
+//!    crash) takes no other job down with it after its first delivery. Such a solo attempt is
+//!    recorded in the fleet's attempts bucket before the proof starts; a job whose solo
+//!    attempts have each ended with their worker, [`WorkerOptions::solo_attempts`] of them, is
+//!    abandoned ([`FailureKind::Abandoned`], with the attempts). Deliveries that ended beside
+//!    other jobs do not count: they say nothing of the job itself.
+//! 5. Otherwise the job is prepared (the caller's [`Prepare`]: assembly, inputs) and proved on
 //!    the pool ([`ProverPool::prove_miden`]: host memory admitted, the proof self-checked),
-//!    while an in-progress
-//!    acknowledgement goes to the server every third of the consumer's ack wait.
-//! 5. The result is written if absent ([`Fleet`]: create-if-absent), retried while the server
+//!    while an in-progress acknowledgement goes to the server every third of the consumer's
+//!    shortest ack wait.
+//! 6. The result is written if absent ([`Fleet`]: create-if-absent), retried while the server
 //!    is away, then the message is acknowledged. A result that could not be written gives the
-//!    message back (a negative acknowledgement) for a later delivery.
+//!    message back for a later delivery.
 //!
 //! ## Shutdown
 //! When the future given to [`Worker::run`] completes, no new pull is made; jobs being proved
@@ -33,15 +43,15 @@ use async_nats::{
 };
 use futures::StreamExt;
 use miden_processor::{AdviceInputs, DefaultHost, ExecutionOptions, Program, StackInputs};
-use tokio::sync::watch;
+use tokio::{sync::watch, task::JoinSet};
 use tracing::{debug, field, info, info_span, warn, Instrument, Span};
 
 use super::{
     error::ServiceError,
-    fleet::Fleet,
+    fleet::{AttemptRecord, Fleet},
     job::Job,
     metrics::Metrics,
-    result::{FailureKind, JobFailure, JobResult, Outcome, ProvedJob},
+    result::{Attempt, AttemptEnd, FailureKind, JobFailure, JobResult, Outcome, ProvedJob},
     wire::check_job_id,
 };
 use crate::{
@@ -51,6 +61,9 @@ use crate::{
 
 /// The default of [`WorkerOptions::max_job_bytes`]: 4 MiB.
 pub const DEFAULT_MAX_JOB_BYTES: usize = 4 << 20;
+
+/// The default of [`WorkerOptions::solo_attempts`]: 3.
+pub const DEFAULT_SOLO_ATTEMPTS: u32 = 3;
 
 /// How often a failed result write is tried; the delays between tries double from
 /// [`RETRY_DELAY`] up to [`MAX_RETRY_DELAY`] (about 20 s in all).
@@ -63,6 +76,9 @@ const MAX_RETRY_DELAY: Duration = Duration::from_secs(4);
 const QUEUE_DEPTH_INTERVAL: Duration = Duration::from_secs(5);
 /// Bytes of a result message kept for the bucket's headers and subject.
 const RESULT_OVERHEAD: usize = 1024;
+/// How long a job waits in the queue before its next delivery when its solo attempt could not
+/// be read or recorded (the server in trouble), so that its deliveries are not spent at once.
+const REQUEUE_DELAY: Duration = Duration::from_secs(1);
 
 // OPTIONS
 // ================================================================================================
@@ -85,6 +101,10 @@ pub struct WorkerOptions {
     /// stops a program at its cycle limit as it runs; [`Execution::Parallel`] is faster but
     /// checks the limit only once the program ends, so suits a fleet of trusted submitters).
     pub execution: Execution,
+    /// The solo attempts at a redelivered job, each ended with its worker, after which the
+    /// next delivery abandons the job ([`DEFAULT_SOLO_ATTEMPTS`]; 0 abandons a job at its
+    /// first redelivery).
+    pub solo_attempts: u32,
 }
 
 impl WorkerOptions {
@@ -96,6 +116,7 @@ impl WorkerOptions {
             max_cycles: ExecutionOptions::MAX_CYCLES,
             pull_wait: Duration::from_secs(1),
             execution: Execution::Reference,
+            solo_attempts: DEFAULT_SOLO_ATTEMPTS,
         }
     }
 }
@@ -131,8 +152,27 @@ pub struct Worker {
 /// The consumer's settings a worker follows (those of whoever created it).
 #[derive(Clone, Copy)]
 struct Delivery {
+    /// The shortest ack wait of any delivery.
     ack_wait: Duration,
     max_deliver: i64,
+}
+
+impl Delivery {
+    /// Whether `delivered` is the last delivery the consumer makes.
+    fn is_last(&self, delivered: u64) -> bool {
+        self.max_deliver > 1 && delivered >= self.max_deliver as u64
+    }
+}
+
+/// What a worker does with a job delivered again.
+enum Redelivered {
+    /// Proves it alone, its attempt recorded.
+    Prove(AttemptRecord),
+    /// Files this failure.
+    Abandon(JobFailure),
+    /// Gives it back for a later delivery: the attempt could not be recorded, or the worker
+    /// holds other jobs.
+    GiveBack,
 }
 
 impl Worker {
@@ -163,48 +203,62 @@ impl Worker {
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ServiceError> {
         let consumer = self.fleet.consumer().await?;
         let config = &consumer.cached_info().config;
-        let delivery = Delivery { ack_wait: config.ack_wait, max_deliver: config.max_deliver };
+        let ack_wait = config.backoff.iter().copied().fold(config.ack_wait, Duration::min);
+        let delivery = Delivery { ack_wait, max_deliver: config.max_deliver };
         let slots = self.pool.workers();
         info!(
             worker = self.options.name,
             slots,
-            ack_wait_ms = delivery.ack_wait.as_millis() as u64,
+            ack_wait_ms = config.ack_wait.as_millis() as u64,
+            backoff_ms = ?config.backoff.iter().map(Duration::as_millis).collect::<Vec<_>>(),
             max_deliver = delivery.max_deliver,
+            max_ack_pending = config.max_ack_pending,
+            solo_attempts = self.options.solo_attempts,
             "serving jobs"
         );
         let worker = Arc::new(self);
         let (stop, stopped) = watch::channel(false);
-        let tasks: Vec<_> = (0..slots)
-            .map(|_| {
-                tokio::spawn(worker.clone().serve_slot(consumer.clone(), delivery, stopped.clone()))
-            })
-            .collect();
+        let serving =
+            tokio::spawn(worker.clone().serve(consumer, delivery, slots, stopped.clone()));
         let depth = tokio::spawn(worker.clone().watch_queue_depth(stopped));
         shutdown.await;
         info!("stopping: finishing the jobs held");
         let _ = stop.send(true);
-        for task in tasks {
-            if let Err(error) = task.await {
-                warn!(%error, "a job slot ended abnormally");
-            }
+        if let Err(error) = serving.await {
+            warn!(%error, "the job loop ended abnormally");
         }
         depth.abort();
         Ok(())
     }
 
-    /// One pool worker's share: pulls and handles one job at a time until stopped.
-    async fn serve_slot(
+    /// Pulls one job at a time while fewer than `slots` are held, none alone and none waiting
+    /// for the worker to empty (module documentation), until stopped; then waits for the jobs
+    /// held.
+    async fn serve(
         self: Arc<Self>,
         consumer: PullConsumer,
         delivery: Delivery,
+        slots: usize,
         mut stopped: watch::Receiver<bool>,
     ) {
+        let mut jobs = JoinSet::new();
+        // a redelivered job is proved alone; one was given back to be, so take no other
+        let (mut solo, mut emptying) = (false, false);
         let mut delay = RETRY_DELAY;
-        while !*stopped.borrow() {
-            match self.pull(&consumer).await {
-                Ok(Some(message)) if *stopped.borrow() => give_back(&message).await,
-                Ok(Some(message)) => self.handle(message, delivery).await,
-                Ok(None) => {},
+        loop {
+            while jobs.len() >= slots || solo || (emptying && !jobs.is_empty()) {
+                if let Some(Err(error)) = jobs.join_next().await {
+                    warn!(%error, "a job ended abnormally");
+                }
+                solo = false;
+                emptying &= !jobs.is_empty();
+            }
+            if *stopped.borrow() {
+                break;
+            }
+            let message = match self.pull(&consumer).await {
+                Ok(Some(message)) => message,
+                Ok(None) => continue,
                 Err(error) => {
                     warn!(%error, "cannot pull a job; trying again");
                     tokio::select! {
@@ -214,8 +268,29 @@ impl Worker {
                     delay = (delay * 2).min(MAX_RETRY_DELAY);
                     continue;
                 },
-            }
+            };
             delay = RETRY_DELAY;
+            if *stopped.borrow() {
+                give_back(&message, None).await;
+                continue;
+            }
+            let delivered = message.info().map_or(1, |info| info.delivered.max(1) as u64);
+            if delivered > 1 && !jobs.is_empty() && !delivery.is_last(delivered) {
+                // at once, for a worker that holds none: this one takes no job until it is
+                // empty (and nats-server 2.9 lengthens a delay by the backoff's growth)
+                debug!(delivered, "a job delivered again: given back for a worker with no other");
+                give_back(&message, None).await;
+                emptying = true;
+                continue;
+            }
+            solo = delivered > 1 && jobs.is_empty();
+            let worker = self.clone();
+            jobs.spawn(async move { worker.handle(message, delivery, solo).await });
+        }
+        while let Some(joined) = jobs.join_next().await {
+            if let Err(error) = joined {
+                warn!(%error, "a job ended abnormally");
+            }
         }
     }
 
@@ -232,8 +307,9 @@ impl Worker {
         batch.next().await.transpose().map_err(|e| failed(&e))
     }
 
-    /// Files the result of one message, then acknowledges it (module documentation).
-    async fn handle(&self, message: Message, delivery: Delivery) {
+    /// Files the result of one message, then acknowledges it (module documentation); `solo`:
+    /// the worker holds no other job, nor takes one until this one is done.
+    async fn handle(&self, message: Message, delivery: Delivery, solo: bool) {
         let (sequence, delivered, published) = match message.info() {
             Ok(info) => {
                 (info.stream_sequence, info.delivered as u64, SystemTime::from(info.published))
@@ -256,6 +332,7 @@ impl Worker {
             "service.job",
             id = %id,
             delivery = delivered,
+            solo,
             hasher = field::Empty,
             program_hash = field::Empty,
             outcome = field::Empty,
@@ -270,18 +347,29 @@ impl Worker {
                 acknowledge(&message).await;
                 return;
             }
-            let last = delivery.max_deliver > 1 && delivered >= delivery.max_deliver as u64;
+            let mut record = None;
             let outcome = match decoded {
                 Err(rejected) => Outcome::Failed(rejected.failure),
-                Ok(_) if last => Outcome::Failed(JobFailure {
-                    kind: FailureKind::Abandoned,
-                    message: format!(
-                        "delivery {delivered} of {}: the workers that held the job ended \
-                         without a result",
-                        delivery.max_deliver
-                    ),
-                }),
                 Ok(job) => {
+                    if delivered > 1 {
+                        match self.redelivered(&id, delivered, delivery, solo).await {
+                            Redelivered::Prove(attempts) => record = Some(attempts),
+                            Redelivered::Abandon(failure) => {
+                                let result = JobResult::new(
+                                    id.clone(),
+                                    self.options.name.clone(),
+                                    Outcome::Failed(failure),
+                                );
+                                Span::current().record("outcome", "abandoned");
+                                self.file_and_acknowledge(&result, &message, None).await;
+                                return;
+                            },
+                            Redelivered::GiveBack => {
+                                give_back(&message, Some(REQUEUE_DELAY)).await;
+                                return;
+                            },
+                        }
+                    }
                     info!("proving");
                     let queued = SystemTime::now().duration_since(published).unwrap_or_default();
                     self.prove(job, &message, delivered, queued, delivery.ack_wait).await
@@ -293,15 +381,86 @@ impl Worker {
                 Outcome::Failed(failure) => failure.kind.to_string(),
             };
             Span::current().record("outcome", outcome);
-            self.file_and_acknowledge(&result, &message).await;
+            self.file_and_acknowledge(&result, &message, record.map(|r| (id.as_str(), r))).await;
         }
         .instrument(span)
         .await
     }
 
+    /// What to do with delivery `delivered` (2 or more) of job `id`: abandon it where its solo
+    /// attempts have each ended with their worker, as many as allowed, or where the consumer
+    /// delivers it no more; else, `solo`, record a new attempt and prove it.
+    async fn redelivered(
+        &self,
+        id: &str,
+        delivered: u64,
+        delivery: Delivery,
+        solo: bool,
+    ) -> Redelivered {
+        let last = delivery.is_last(delivered);
+        let (mut attempts, revision) = match self.fleet.attempts(id).await {
+            Ok(record) => record,
+            Err(error) if last => {
+                warn!(%error, "cannot read the job's attempts");
+                (Vec::new(), None)
+            },
+            Err(error) => {
+                warn!(%error, "cannot read the job's attempts; the job goes back to the queue");
+                return Redelivered::GiveBack;
+            },
+        };
+        let ended_with_worker = |attempt: &&Attempt| {
+            attempt.ended == AttemptEnd::WorkerLost && attempt.delivery < delivered
+        };
+        let lost = attempts.iter().filter(ended_with_worker).count() as u64;
+        let limit = u64::from(self.options.solo_attempts);
+        if lost >= limit || last {
+            let message = match lost >= limit {
+                true => format!(
+                    "{lost} solo attempts ended with their worker, the most allowed (at \
+                     delivery {delivered})"
+                ),
+                false => format!(
+                    "delivery {delivered} of {}, the last the fleet makes; {lost} solo attempts \
+                     ended with their worker",
+                    delivery.max_deliver
+                ),
+            };
+            let listed: Vec<String> = attempts.iter().map(ToString::to_string).collect();
+            let message = match listed.is_empty() {
+                true => message,
+                false => format!("{message}: {}", listed.join("; ")),
+            };
+            let mut failure = JobFailure::new(FailureKind::Abandoned, message);
+            failure.attempts = attempts;
+            return Redelivered::Abandon(failure);
+        }
+        if !solo {
+            return Redelivered::GiveBack;
+        }
+        attempts.push(Attempt {
+            delivery: delivered,
+            worker: self.options.name.clone(),
+            ended: AttemptEnd::WorkerLost,
+        });
+        match self.fleet.record_attempts(id, &attempts, revision).await {
+            Ok(revision) => Redelivered::Prove((attempts, Some(revision))),
+            Err(error) => {
+                warn!(%error, "cannot record the attempt; the job goes back to the queue");
+                Redelivered::GiveBack
+            },
+        }
+    }
+
     /// Files `result` and acknowledges `message`, or gives the message back when the result
-    /// cannot be written.
-    async fn file_and_acknowledge(&self, result: &JobResult, message: &Message) {
+    /// cannot be written, noting so in the job's solo attempt if it is one (`record`: the job's
+    /// id and attempts, the last this one).
+    async fn file_and_acknowledge(
+        &self,
+        result: &JobResult,
+        message: &Message,
+        record: Option<(&str, AttemptRecord)>,
+    ) {
         match self.file(result).await {
             Ok(true) => {
                 match &result.outcome {
@@ -318,7 +477,17 @@ impl Worker {
             },
             Err(error) => {
                 warn!(%error, "cannot write the result; the job goes back to the queue");
-                give_back(message).await;
+                if let Some((id, (mut attempts, revision))) = record {
+                    if let Some(attempt) = attempts.last_mut() {
+                        attempt.ended = AttemptEnd::GivenBack(format!(
+                            "the result could not be written: {error}"
+                        ));
+                    }
+                    if let Err(error) = self.fleet.record_attempts(id, &attempts, revision).await {
+                        debug!(%error, "cannot record how the attempt ended");
+                    }
+                }
+                give_back(message, None).await;
             },
         }
     }
@@ -382,10 +551,10 @@ impl Worker {
             }),
             Ok(Ok(Err(failure))) => Outcome::Failed(failure),
             Ok(Err(error)) => Outcome::Failed(JobFailure::from(&error)),
-            Err(error) => Outcome::Failed(JobFailure {
-                kind: FailureKind::Proving,
-                message: format!("the proof's task ended: {error}"),
-            }),
+            Err(error) => Outcome::Failed(JobFailure::new(
+                FailureKind::Proving,
+                format!("the proof's task ended: {error}"),
+            )),
         }
     }
 
@@ -397,12 +566,10 @@ impl Worker {
         if size <= limit {
             return result;
         }
-        let failure = JobFailure {
-            kind: FailureKind::ResultTooLarge,
-            message: format!(
-                "the result's {size} bytes exceed the server's message limit of {limit}"
-            ),
-        };
+        let failure = JobFailure::new(
+            FailureKind::ResultTooLarge,
+            format!("the result's {size} bytes exceed the server's message limit of {limit}"),
+        );
         JobResult::new(result.id, result.worker, Outcome::Failed(failure))
     }
 
@@ -457,9 +624,9 @@ async fn acknowledge(message: &Message) {
     }
 }
 
-/// Gives `message` back to the queue for another delivery now.
-async fn give_back(message: &Message) {
-    if let Err(error) = message.ack_with(AckKind::Nak(None)).await {
+/// Gives `message` back to the queue for another delivery, at once or after `delay`.
+async fn give_back(message: &Message, delay: Option<Duration>) {
+    if let Err(error) = message.ack_with(AckKind::Nak(delay)).await {
         warn!(%error, "cannot give the job back; it will be delivered again after the ack wait");
     }
 }

@@ -38,6 +38,10 @@ pub struct FetchCmd {
     /// Seconds to wait with --wait [default: no limit]
     #[arg(long = "timeout")]
     timeout: Option<u64>,
+
+    /// Seconds to keep trying to reach the NATS server
+    #[arg(long = "connect-timeout", default_value_t = 60)]
+    connect_timeout: u64,
 }
 
 /// A job id argument.
@@ -53,7 +57,11 @@ impl FetchCmd {
         let output_path = self.output_file.clone().unwrap_or_else(|| self.default_path("outputs"));
         check_output_paths(&proof_path, &output_path, &[])?;
         let result = block_on(async {
-            let fleet = Fleet::connect(&FleetOptions::new(&self.nats), "miden-gpu-fetch").await?;
+            let options = FleetOptions {
+                connect_timeout: Duration::from_secs(self.connect_timeout),
+                ..FleetOptions::new(&self.nats)
+            };
+            let fleet = Fleet::connect(&options, "miden-gpu-fetch").await?;
             match self.wait {
                 true => fleet
                     .wait_for_result(&self.job_id, self.timeout.map(Duration::from_secs))

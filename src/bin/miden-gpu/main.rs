@@ -14,11 +14,13 @@
 //!
 //! ```text
 //! miden-gpu serve [--nats URL] [--backend ...] [--workers N] [--metrics ADDR]
-//!     [--max-job-bytes N] [-m max-cycles] [--ack-wait SECS] [--max-deliver N] [--name NAME]
-//!     [--result-ttl DURATION] [--otlp-endpoint URL]
+//!     [--max-job-bytes N] [-m max-cycles] [--ack-wait SECS] [--backoff DURATIONS]
+//!     [--max-deliver N] [--max-ack-pending N] [--solo-attempts N] [--connect-timeout SECS]
+//!     [--name NAME] [--result-ttl DURATION] [--otlp-endpoint URL]
 //! miden-gpu submit program.masm [-i ...] [-p ...] [-o ...] [--hasher ...] [-s ...] [-m ...]
-//!     [--nats URL] [--no-wait] [--timeout SECS]
+//!     [--nats URL] [--no-wait] [--timeout SECS] [--submit-timeout SECS]
 //! miden-gpu fetch <job id> [-p ...] [-o ...] [--nats URL] [--wait] [--timeout SECS]
+//!     [--connect-timeout SECS]
 //! ```
 //!
 //! Arguments, defaults and files are those of miden-vm 0.20's `miden prove` and `miden verify`

@@ -15,7 +15,7 @@ use miden_gpu::{
     miden::Execution,
     service::{
         FailureKind, Fleet, FleetOptions, Job, JobFailure, JobProgram, MetricsServer, PreparedJob,
-        ServiceError, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES,
+        ServiceError, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES, DEFAULT_SOLO_ATTEMPTS,
     },
     Backend, BackendOptions, PoolOptions, ProverPool,
 };
@@ -70,15 +70,38 @@ pub struct ServeCmd {
     #[arg(long = "execution", default_value_t = Execution::Reference)]
     execution: Execution,
 
-    /// Seconds a job may go without an acknowledgement or progress report before the server
-    /// delivers it again (set when the fleet's consumer is created)
+    /// Seconds a job may go without an acknowledgement or progress report at its first
+    /// delivery before the server delivers it again; --backoff has the later deliveries' (set
+    /// when the fleet's consumer is created)
     #[arg(long = "ack-wait", default_value_t = 30)]
     ack_wait: u64,
 
-    /// The most deliveries of one job; the last one gets an error result (set when the fleet's
-    /// consumer is created)
-    #[arg(long = "max-deliver", default_value_t = 5, value_parser = clap::value_parser!(i64).range(2..))]
+    /// The ack waits of a job's later deliveries, comma-separated, the last repeated: 60s,120s
+    /// (a bare number is seconds), or `none` for --ack-wait every time. A job whose worker ended
+    /// is delivered again once its delivery's ack wait has passed, later each time (set when
+    /// the fleet's consumer is created)
+    #[arg(long = "backoff", value_name = "DURATIONS", default_value = "60s,120s", value_parser = parse_backoff)]
+    backoff: Backoff,
+
+    /// The most deliveries of one job, however they ended, a backstop behind --solo-attempts;
+    /// the last one gets an error result (set when the fleet's consumer is created; more than
+    /// the --backoff values)
+    #[arg(long = "max-deliver", default_value_t = 20, value_parser = clap::value_parser!(i64).range(2..))]
     max_deliver: i64,
+
+    /// The most jobs the fleet's workers hold at once, all together: delivered and not yet
+    /// acknowledged (set when the fleet's consumer is created)
+    #[arg(long = "max-ack-pending", default_value_t = 1024, value_parser = clap::value_parser!(i64).range(1..))]
+    max_ack_pending: i64,
+
+    /// A job delivered again is proved alone; after this many such attempts, each ended with
+    /// its worker (killed, out of memory), the next delivery gets an error result instead
+    #[arg(long = "solo-attempts", default_value_t = DEFAULT_SOLO_ATTEMPTS)]
+    solo_attempts: u32,
+
+    /// Seconds to keep trying to reach the NATS server at the start
+    #[arg(long = "connect-timeout", default_value_t = 60)]
+    connect_timeout: u64,
 
     /// The worker's name in results and logs [default: miden-gpu-<process id>]
     #[arg(long = "name")]
@@ -94,6 +117,22 @@ pub struct ServeCmd {
     /// $OTEL_EXPORTER_OTLP_ENDPOINT if set]; needs a build with feature `otlp`
     #[arg(long = "otlp-endpoint", value_name = "URL")]
     otlp_endpoint: Option<String>,
+}
+
+/// The ack waits of the later deliveries (`--backoff`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backoff(Vec<Duration>);
+
+/// `none`, or comma-separated durations ([`parse_duration`]), none of them zero.
+fn parse_backoff(text: &str) -> Result<Backoff, String> {
+    if text.trim() == "none" {
+        return Ok(Backoff(Vec::new()));
+    }
+    let waits = text.split(',').map(parse_duration).collect::<Result<Vec<_>, _>>()?;
+    match waits.iter().any(Duration::is_zero) {
+        true => Err(format!("`{text}`: an ack wait must be longer than zero")),
+        false => Ok(Backoff(waits)),
+    }
 }
 
 /// A duration such as `90s`, `30m`, `24h` or `7d` (a bare number is seconds).
@@ -147,7 +186,10 @@ impl ServeCmd {
         }
         let mut fleet = FleetOptions::new(&self.nats);
         fleet.ack_wait = Duration::from_secs(self.ack_wait);
+        fleet.backoff = self.backoff.0.clone();
         fleet.max_deliver = self.max_deliver;
+        fleet.max_ack_pending = self.max_ack_pending;
+        fleet.connect_timeout = Duration::from_secs(self.connect_timeout);
         if let Some(ttl) = self.result_ttl {
             fleet.result_ttl = ttl;
         }
@@ -155,6 +197,7 @@ impl ServeCmd {
             max_job_bytes: self.max_job_bytes,
             max_cycles: self.max_cycles,
             execution: self.execution,
+            solo_attempts: self.solo_attempts,
             ..WorkerOptions::new(&name)
         };
 
@@ -276,5 +319,5 @@ fn failure(error: CliError) -> JobFailure {
         CliError::Execution(_) => FailureKind::Execution,
         _ => FailureKind::Program,
     };
-    JobFailure { kind, message: error.to_string() }
+    JobFailure::new(kind, error.to_string())
 }

@@ -62,6 +62,12 @@ pub struct SubmitCmd {
     /// Seconds to wait for the proof [default: no limit]
     #[arg(long = "timeout")]
     timeout: Option<u64>,
+
+    /// Seconds to reach the NATS server and have the job queued, trying again while the server
+    /// is away; past it, submit fails. The same bound holds when the job is published again
+    /// after the connection to the server was lost (the server drops the copy of a job it has)
+    #[arg(long = "submit-timeout", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    submit_timeout: u64,
 }
 
 // SUBMIT
@@ -93,15 +99,17 @@ impl SubmitCmd {
             .map_err(|failure| CliError::ProofOptions(failure.message))?;
 
         progress.stage("submitting the job");
+        let submit_limit = Duration::from_secs(self.submit_timeout);
         let result = block_on(async {
-            let fleet = Fleet::connect(&FleetOptions::new(&self.nats), "miden-gpu-submit").await?;
-            fleet.submit(&job).await?;
+            let options =
+                FleetOptions { connect_timeout: submit_limit, ..FleetOptions::new(&self.nats) };
+            let fleet = Fleet::connect(&options, "miden-gpu-submit").await?;
             if self.no_wait {
-                return Ok(None);
+                return fleet.submit_within(&job, submit_limit).await.map(|()| None);
             }
             progress.stage(format!("waiting for job {}", job.id));
             let timeout = self.timeout.map(Duration::from_secs);
-            fleet.wait_for_result(&job.id, timeout).await.map(Some)
+            fleet.submit_and_wait(&job, submit_limit, timeout).await.map(Some)
         })?;
         let Some(result) = result else {
             progress.finish();
