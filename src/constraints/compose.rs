@@ -282,7 +282,7 @@ where
                 .exemptions()
                 .iter()
                 .fold(SymBase::ONE, |product, &e| product * (x - SymBase::constant(e)));
-            factor = factor * exemptions;
+            factor *= exemptions;
         }
         combined += winter_math::ExtensionOf::<SymBase>::mul_base(value, factor);
     }

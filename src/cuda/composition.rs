@@ -22,8 +22,8 @@ use super::{
     gpu::{Gpu, GpuState},
     kept_rows::CudaKeptRows,
     kernels::{self, sig, Grid},
-    launch::{Kernel, Module},
-    program::{compile_cached, composition_source, CompositionSizes},
+    launch::{Kernel, Module, Signature},
+    program::{compile_source_for_arch, composition_source, CompositionSizes},
 };
 use crate::{
     backend::Backend,
@@ -31,6 +31,10 @@ use crate::{
     constraints::{cuda_source, Composition},
     error::{to_u32, EvaluationError, GpuError, Result},
 };
+
+/// The kernels of the composition programs (the rest of [`super::KERNELS`] are in the
+/// backend's main program).
+pub const COMPOSITION_KERNELS: &[&str] = <sig::Composition as Signature>::KERNELS;
 
 /// Operations per generated function: small enough for NVRTC to compile quickly and without
 /// spills, large enough that few values cross between functions.
@@ -67,7 +71,7 @@ impl CompositionPrograms {
         }
         let started = Instant::now();
         let gpu = &gpus[g];
-        let cubin = compile_cached(&gpu.arch, key.1.clone())?;
+        let cubin = compile_source_for_arch(&gpu.arch, key.1.clone())?;
         let module = Module::load(&gpu.ctx, &cubin)?;
         let kernel = module.function::<sig::Composition>("composition", sync)?;
         let loaded = Arc::new(Loaded { kernel, _module: module });

@@ -91,11 +91,11 @@ use std::sync::{
 #[cfg(feature = "fault-injection")]
 use crate::health::inject::Injector;
 
-pub use composition::composition_program;
+pub use composition::{composition_program, COMPOSITION_KERNELS};
 pub use devices::{device_count, pci_addresses, PciAddress};
 pub use kernels::KERNELS;
 pub use options::{CudaOptions, DEVICES_ENV, MEMORY_LIMIT_ENV};
-pub use program::{compile_for_arch, kernel_source, kernel_source_with};
+pub use program::{compile_for_arch, compile_source_for_arch, kernel_source, kernel_source_with};
 
 use self::{
     commit::HostWork,
@@ -445,7 +445,7 @@ impl GpuCommitter for CudaCommitter {
     }
 
     /// One GPU's committer reads its kept rows where they are; across several, where the GPUs
-    /// reach each other's memory (else [`GpuError::Unsupported`] and the CPU evaluates).
+    /// reach each other's memory (else [`crate::GpuError::Unsupported`] and the CPU evaluates).
     fn evaluates_compositions(&self) -> bool {
         true
     }

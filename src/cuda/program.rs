@@ -226,7 +226,7 @@ pub(super) fn nvrtc_present() -> bool {
 /// and source (which carries every option that changes it) for the life of the process.
 pub fn compile_for_arch(arch: &str, options: &CudaOptions) -> Result<Arc<Vec<u8>>, GpuError> {
     options.check()?;
-    compile_cached(arch, kernel_source_with(options))
+    compile_source_for_arch(arch, kernel_source_with(options))
 }
 
 /// The program of a recorded composition (see `cuda/composition.cu`): the field code, the
@@ -252,9 +252,10 @@ pub(super) struct CompositionSizes {
     pub table_words: usize,
 }
 
-/// `source` compiled for `arch` into a CUBIN, cached per architecture and source for the life
-/// of the process (a composition's source is the same for every proof of its AIR's shape).
-pub(super) fn compile_cached(arch: &str, source: String) -> Result<Arc<Vec<u8>>, GpuError> {
+/// `source` compiled for `arch` into a CUBIN as the backend compiles its programs (any NVRTC
+/// diagnostic is an error), cached per architecture and source for the life of the process (a
+/// composition's program is the same for every proof of its AIR's shape).
+pub fn compile_source_for_arch(arch: &str, source: String) -> Result<Arc<Vec<u8>>, GpuError> {
     type Cache = Mutex<HashMap<(String, String), Arc<Vec<u8>>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);

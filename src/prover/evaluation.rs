@@ -20,9 +20,9 @@ use winter_prover::{
     StarkDomain, TraceLde,
 };
 
-use super::{proof::ProofSetup, spans, GpuProver, GpuTraceLde};
+use super::{policy::Step, proof::ProofSetup, spans, GpuProver, GpuTraceLde};
 use crate::{
-    committer::{composition::CompositionRequest, GpuCommitter},
+    committer::{composition::CompositionRequest, GpuCommitter, KeptRows},
     constraints::{capture, Composition},
     hash::GpuHasher,
 };
@@ -37,6 +37,11 @@ pub enum ConstraintPlacement {
     /// With the wrapped prover's evaluator on the CPU, whatever the backend: for comparison.
     Cpu,
 }
+
+/// What `Prover::new_evaluator` takes besides the AIR: the auxiliary random elements and the
+/// composition coefficients.
+pub(super) type EvaluatorInputs<E> =
+    (Option<AuxRandElements<E>>, ConstraintCompositionCoefficients<E>);
 
 /// The traces a CPU evaluation (or a re-read of queried rows) recomputes the LDE from.
 pub(super) struct Traces<'a, E: FieldElement<BaseField = Felt>> {
@@ -65,7 +70,7 @@ where
         match capture::<P::Air, E>(air) {
             Ok(_) => true,
             Err(error) => {
-                info!(%error, "constraint evaluation on the CPU: the AIR's constraints cannot be recorded");
+                info!(%error, "constraints evaluated on the CPU: the AIR's cannot be recorded");
                 false
             },
         }
@@ -81,45 +86,21 @@ where
         trace_lde: &GpuTraceLde<E, P::HashFn>,
         traces: Traces<'_, E>,
         domain: &StarkDomain<Felt>,
-        aux_rand_elements: Option<AuxRandElements<E>>,
-        coefficients: ConstraintCompositionCoefficients<E>,
+        (aux_rand_elements, coefficients): EvaluatorInputs<E>,
     ) -> CompositionPolyTrace<E> {
         let Some(kept) = trace_lde.kept_rows() else {
             return self
                 .new_evaluator(air, aux_rand_elements, coefficients)
                 .evaluate(trace_lde, domain);
         };
-        let on_backend = {
-            let _span = info_span!(spans::CONSTRAINT_EVALUATION, backend = %setup.committer.committer().backend()).entered();
-            match Composition::new(air, aux_rand_elements.as_ref(), &coefficients) {
-                Ok(composition) => {
-                    let x_bases = composition.x_power_bases(domain);
-                    let info = air.trace_info();
-                    let request = CompositionRequest {
-                        composition: &composition,
-                        main: kept[0],
-                        aux: kept.get(1).copied(),
-                        main_width: info.main_trace_width(),
-                        aux_width: info.aux_segment_width() * E::EXTENSION_DEGREE,
-                        trace_len: air.trace_length(),
-                        lde_blowup: domain.trace_to_lde_blowup(),
-                        ce_blowup: air.ce_blowup_factor(),
-                        x_bases: &x_bases,
-                    };
-                    let result = setup
-                        .committer
-                        .run_step("the constraint evaluation", |c: &dyn GpuCommitter| {
-                            c.evaluate_composition(&request)
-                        });
-                    match result {
-                        Ok(super::policy::Step::Done(words)) => Ok(words),
-                        Ok(super::policy::Step::OnHost(error)) => Err(error.to_string()),
-                        Err(error) => panic!("the constraint evaluation failed: {error}"),
-                    }
-                },
-                Err(error) => Err(error.to_string()),
-            }
-        };
+        let on_backend = self.composition_on_backend(
+            setup,
+            air,
+            &kept,
+            domain,
+            &aux_rand_elements,
+            &coefficients,
+        );
         match on_backend {
             Ok(words) => CompositionPolyTrace::new(E::slice_from_base_elements(&words).to_vec()),
             Err(reason) => {
@@ -132,6 +113,51 @@ where
                 );
                 self.new_evaluator(air, aux_rand_elements, coefficients).evaluate(&lde, domain)
             },
+        }
+    }
+}
+
+impl<P> GpuProver<P>
+where
+    P: Prover<BaseField = Felt>,
+    P::HashFn: GpuHasher,
+    P::RandomCoin: 'static,
+{
+    /// The composition's words evaluated by the backend over the `kept` rows (main, then
+    /// auxiliary), or why the CPU evaluates instead: the composition could not be recorded, or
+    /// the backend failed and the policy falls back (without the fallback, a panic carrying the
+    /// typed error, as for every step).
+    fn composition_on_backend<E: FieldElement<BaseField = Felt>>(
+        &self,
+        setup: &ProofSetup,
+        air: &P::Air,
+        kept: &[&dyn KeptRows],
+        domain: &StarkDomain<Felt>,
+        aux_rand_elements: &Option<AuxRandElements<E>>,
+        coefficients: &ConstraintCompositionCoefficients<E>,
+    ) -> core::result::Result<Vec<Felt>, String> {
+        let backend = setup.committer.committer().backend();
+        let _span = info_span!(spans::CONSTRAINT_EVALUATION, %backend).entered();
+        let composition = Composition::new(air, aux_rand_elements.as_ref(), coefficients)
+            .map_err(|error| error.to_string())?;
+        let x_bases = composition.x_power_bases(domain);
+        let info = air.trace_info();
+        let request = CompositionRequest {
+            composition: &composition,
+            main: kept[0],
+            aux: kept.get(1).copied(),
+            main_width: info.main_trace_width(),
+            aux_width: info.aux_segment_width() * E::EXTENSION_DEGREE,
+            trace_len: air.trace_length(),
+            lde_blowup: domain.trace_to_lde_blowup(),
+            ce_blowup: air.ce_blowup_factor(),
+            x_bases: &x_bases,
+        };
+        let evaluate = |c: &dyn GpuCommitter| c.evaluate_composition(&request);
+        match setup.committer.run_step("the constraint evaluation", evaluate) {
+            Ok(Step::Done(words)) => Ok(words),
+            Ok(Step::OnHost(error)) => Err(error.to_string()),
+            Err(error) => panic!("the constraint evaluation failed: {error}"),
         }
     }
 }

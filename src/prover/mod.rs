@@ -43,9 +43,10 @@ pub use trace_lde::GpuTraceLde;
 // GPU PROVER
 // ================================================================================================
 
-/// Wraps a Winterfell prover `P` and computes its trace and constraint commitments, the DEEP
-/// composition and the FRI layers on a [`GpuCommitter`]; the AIR, options, public inputs,
-/// constraint evaluation and auxiliary trace stay `P`'s. Proofs are byte-identical to `P`'s own
+/// Wraps a Winterfell prover `P` and computes its trace and constraint commitments, the
+/// constraint evaluation (where the backend can and the AIR's constraints can be recorded: see
+/// [`ConstraintPlacement`]), the DEEP composition and the FRI layers on a [`GpuCommitter`]; the
+/// AIR, options, public inputs and auxiliary trace stay `P`'s. Proofs are byte-identical to `P`'s own
 /// when `P` uses Winterfell's default trace LDE and constraint commitment with
 /// `MerkleTree<P::HashFn>`.
 ///

@@ -3,8 +3,8 @@
 //!
 //! winter-prover's own flow builds the DEEP polynomial and the FRI layers inside a provided
 //! method, with its private channel, so [`GpuProver`] overrides `Prover::prove` with this copy.
-//! Everything the AIR owns (public inputs, auxiliary trace, constraint evaluation) is still the
-//! wrapped prover's; the transcript ([`ProverChannel`]) is reproduced exactly, so the proof is
+//! Everything the AIR owns (public inputs, auxiliary trace) is still the wrapped prover's, and so
+//! is the constraint evaluation where it does not run on the backend (`evaluation`); the transcript ([`ProverChannel`]) is reproduced exactly, so the proof is
 //! byte-identical to Winterfell's.
 //!
 //! With the self-check on (the default), the finished proof is verified with winter-verifier
@@ -214,8 +214,7 @@ where
             &trace_lde,
             traces,
             &domain,
-            aux_rand_elements,
-            composition_coefficients,
+            (aux_rand_elements, composition_coefficients),
         );
 
         // 3 ----- constraint commitment ----------------------------------------------------------
