@@ -16,17 +16,6 @@
 // tables; a descriptor is four words: the table's words at, width, entries, shift (step s reads
 // entry (s − shift) mod entries).
 
-/// base^e, by squaring (`one` the Montgomery form of 1).
-__device__ __forceinline__ u64 ce_pow(u64 base, u64 e, u64 one) {
-    u64 r = one;
-    while (e) {
-        if (e & 1) r = gl_mul(r, base);
-        base = gl_sqr(base);
-        e >>= 1;
-    }
-    return r;
-}
-
 /// The values one CE step reads.
 struct ce_frame {
     const u64* const* columns;
@@ -46,7 +35,7 @@ struct ce_frame {
 #define CE_CONST(slot) f.constants[slot]
 #define CE_XPOW(slot) f.xpow[slot]
 #define CE_TABLE(w) f.table[w]
-#define CE_INV(a) ce_pow(a, f.inv_exponent, f.one)
+#define CE_INV(a) gl_pow(a, f.inv_exponent, f.one)
 
 __device__ void composition_row(const ce_frame& f, u64* out);
 
@@ -73,7 +62,7 @@ extern "C" __global__ void composition(u64* out, const u64* columns, const u64* 
     f.periodic = params + params[4] + (periodic_rows ? (s % periodic_rows) * params[6] : 0);
     const u64* bases = params + params[7];
     for (int i = 0; i < COMPOSITION_X_SLOTS; i++) {
-        f.xpow[i] = gl_mul(bases[2 * i], ce_pow(bases[2 * i + 1], s, f.one));
+        f.xpow[i] = gl_mul(bases[2 * i], gl_pow(bases[2 * i + 1], s, f.one));
     }
     const u64* descriptors = params + params[8];
     u32 word = 0;

@@ -241,3 +241,17 @@ __device__ __forceinline__ u64 gl_reduce_small_dot(u64 lo, u64 hi) {
         : "r"((u32)lo), "r"((u32)(lo >> 32)), "r"((u32)hi), "r"((u32)(hi >> 32)));
     return ((u64)r1 << 32) | r0;
 }
+
+// POWERS
+// ================================================================================================
+
+/// base^e, by squaring (`one` the Montgomery form of 1).
+__device__ __forceinline__ u64 gl_pow(u64 base, u64 e, u64 one) {
+    u64 r = one;
+    while (e) {
+        if (e & 1) r = gl_mul(r, base);
+        base = gl_sqr(base);
+        e >>= 1;
+    }
+    return r;
+}

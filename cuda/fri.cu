@@ -6,17 +6,6 @@
 // at (j·D + d)·R + i, so hash_rows reads row i as F·D columns with stride R, in the order
 // Winterfell hashes it.
 
-/// base^e.
-__device__ __forceinline__ u64 gl_pow(u64 base, u64 e, u64 one) {
-    u64 r = one;
-    while (e) {
-        if (e & 1) r = gl_mul(r, base);
-        base = gl_sqr(base);
-        e >>= 1;
-    }
-    return r;
-}
-
 // FIRST LAYER
 // ================================================================================================
 
