@@ -47,11 +47,13 @@ fn main() {
             DeviceTests::new("cuda", absent).on_device(tests![generated_cuda_compiles_with_nvrtc]),
         );
         let no_gpu = miden_gpu::cuda::device_count().err().map(|e| e.to_string());
-        host.and(DeviceTests::new("cuda", no_gpu).on_device(tests![
+        let gpu = DeviceTests::new("cuda", no_gpu).on_device(tests![
             cuda_fib_compositions_equal_winterfell,
             cuda_random_compositions_equal_winterfell,
-            cuda_miden_composition_equals_winterfell,
-        ]))
+        ]);
+        #[cfg(feature = "miden")]
+        let gpu = gpu.on_device(tests![cuda_miden_composition_equals_winterfell]);
+        host.and(gpu)
     };
     host.run()
 }
@@ -1145,9 +1147,8 @@ fn cuda_random_compositions_equal_winterfell() {
     random_compositions(Target::Cuda(&cuda::committer()));
 }
 
-#[cfg(feature = "cuda")]
+#[cfg(all(feature = "cuda", feature = "miden"))]
 fn cuda_miden_composition_equals_winterfell() {
-    #[cfg(feature = "miden")]
     miden_composition(Target::Cuda(&cuda::committer()));
 }
 

@@ -11,7 +11,7 @@ use miden_crypto::Felt;
 
 use super::KeptRows;
 use crate::{
-    constraints::Composition,
+    constraints::{Composition, Input, Op},
     error::{EvaluationError, GpuError, Result},
 };
 
