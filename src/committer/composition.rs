@@ -69,14 +69,10 @@ impl CompositionRequest<'_> {
         }
         for op in graph.nodes() {
             let read = match *op {
-                crate::constraints::Op::Input(crate::constraints::Input::Main {
-                    column, ..
-                }) => (column as usize, self.main_width, "main"),
-                crate::constraints::Op::Input(crate::constraints::Input::Aux {
-                    column,
-                    component,
-                    ..
-                }) => (column as usize * degree + component as usize, self.aux_width, "auxiliary"),
+                Op::Input(Input::Main { column, .. }) => (column as usize, self.main_width, "main"),
+                Op::Input(Input::Aux { column, component, .. }) => {
+                    (column as usize * degree + component as usize, self.aux_width, "auxiliary")
+                },
                 _ => continue,
             };
             if read.0 >= read.1 {
