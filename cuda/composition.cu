@@ -9,12 +9,8 @@
 // is LDE row s·(lde_blowup / ce_blowup): element t = row / lde_blowup of coset k = row mod
 // lde_blowup; the next row is element t + 1 (mod n) of the same coset.
 //
-// params: u64 words (field elements in Montgomery form), opening with a header of offsets into
-// params and counts: [0] one, [1] p − 2 (the inversion's exponent), [2] constants, [3] random
-// elements, [4] periodic values (row-major), [5] periodic rows, [6] periodic width, [7] x bases
-// (per slot offset^e, ω^e: x^e at step s is offset^e · (ω^e)^s), [8] table descriptors, [9]
-// tables; a descriptor is four words: the table's words at, width, entries, shift (step s reads
-// entry (s − shift) mod entries).
+// params: the u64 words of `CompositionRequest::parameter_words` (field elements in Montgomery
+// form), whose header of offsets and counts says where each part is.
 
 /// The values one CE step reads.
 struct ce_frame {

@@ -1,5 +1,6 @@
 //! Faults injected inside the GPU backends (feature `fault-injection`): every device operation of
-//! a commitment, a DEEP evaluation, a DEEP combination and a FRI commit phase fails in turn.
+//! a commitment, a read of the rows a commitment kept, a constraint composition over them, a DEEP
+//! evaluation, a DEEP combination and a FRI commit phase fails in turn.
 //!
 //! For each workload and each kind of operation the backend passes through its injector, a
 //! counting pass reports how many operations of that kind the call performs; then for every k in
@@ -23,21 +24,29 @@ use std::{
 
 use common::{
     device::{tests, DeviceTests},
-    fib::{FibProver, FibTrace},
+    fib::{FibAir, FibProver, FibTrace},
 };
 use miden_crypto::hash::rpo::Rpo256;
 use miden_gpu::{
+    composition::CompositionRequest,
+    constraints::{Composition, GraphConstraintEvaluator},
     deep::{CombineRequest, DeepSegment, EvaluateRequest},
     fri::FriRequest,
     inject::{Injection, Injector, Operation},
     wgpu::{AdapterSummary, WgpuCommitter, WgpuOptions},
     CommitRequest, CpuCommitter, Digest, Felt, GpuCommitter, GpuError, GpuProver, HashFunction,
-    Keep, PolyInput, ResidentPolys, RowHashing,
+    Keep, KeptRows, PolyInput, ResidentPolys, RowHashing,
 };
-use rand::{rngs::StdRng, SeedableRng};
-use winter_air::{BatchingMethod, FieldExtension, ProofOptions};
-use winter_math::fields::QuadExtension;
-use winter_prover::Prover;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use winter_air::{
+    Air, BatchingMethod, ConstraintCompositionCoefficients, FieldExtension, PartitionOptions,
+    ProofOptions,
+};
+use winter_crypto::MerkleTree;
+use winter_math::{fields::QuadExtension, StarkField};
+use winter_prover::{
+    matrix::ColMatrix, ConstraintEvaluator, DefaultTraceLde, Prover, StarkDomain, Trace,
+};
 
 /// The deadline of every wait in the tests of hangs: short, so that each hang costs little.
 const SHORT_DEADLINE: Duration = Duration::from_millis(500);
@@ -150,6 +159,89 @@ struct Inputs {
     deep_coefficients: Vec<Felt>,
     points: Vec<Felt>,
     fri: Vec<Vec<Felt>>,
+    fib: FibCase,
+}
+
+/// A Fibonacci AIR over the base field, its trace's columns, random composition coefficients
+/// and positions of its LDE: the rows a commitment keeps are read and composed.
+struct FibCase {
+    air: FibAir,
+    columns: Vec<Vec<Felt>>,
+    coefficients: ConstraintCompositionCoefficients<Felt>,
+    positions: Vec<usize>,
+}
+
+impl FibCase {
+    fn new(rng: &mut StdRng) -> Self {
+        let trace = FibTrace::new(2, ROWS);
+        let options = ProofOptions::new(
+            27,
+            4,
+            0,
+            FieldExtension::None,
+            4,
+            31,
+            BatchingMethod::Linear,
+            BatchingMethod::Linear,
+        );
+        let air = FibAir::new(trace.info().clone(), trace.inputs(), options);
+        let columns = trace.main_segment().columns().map(<[Felt]>::to_vec).collect();
+        let coefficients = ConstraintCompositionCoefficients {
+            transition: (0..air.context().num_transition_constraints())
+                .map(|_| common::random_felt(rng))
+                .collect(),
+            boundary: (0..air.context().num_assertions()).map(|_| common::random_felt(rng)).collect(),
+        };
+        let lde_len = ROWS * 4;
+        let positions = (0..9).map(|_| rng.random_range(0..lde_len)).chain([0, lde_len - 1]);
+        Self { air, columns, coefficients, positions: positions.collect() }
+    }
+
+    fn request<'a>(&self, columns: &'a [&'a [Felt]]) -> CommitRequest<'a> {
+        CommitRequest {
+            input: PolyInput::Trace { columns },
+            blowup: self.air.options().blowup_factor(),
+            row_hashing: RowHashing::WholeRow,
+            hash: HashFunction::Rpo256,
+        }
+    }
+
+    /// The trace committed on `committer` with its rows kept there.
+    fn kept_rows(&self, committer: &dyn GpuCommitter) -> Result<Arc<dyn KeptRows>, GpuError> {
+        let columns: Vec<&[Felt]> = self.columns.iter().map(Vec::as_slice).collect();
+        let commitment =
+            committer.commit_keeping(&self.request(&columns), Keep { polys: false, rows: true })?;
+        Ok(commitment.kept_rows.expect("a GPU backend keeps the rows of a small commitment"))
+    }
+
+    /// The recorded composition, over the LDE domain's coset of the CE domain.
+    fn composition(&self) -> (Composition, StarkDomain<Felt>) {
+        let composition = Composition::new(&self.air, None, &self.coefficients)
+            .expect("the Fibonacci composition is recorded");
+        (composition, StarkDomain::new(&self.air))
+    }
+
+    /// The rows at the positions and the composition, on the CPU: the CPU's commitment and the
+    /// graph's interpreter over Winterfell's LDE.
+    fn expected(&self) -> (Vec<u64>, Vec<u64>) {
+        let columns: Vec<&[Felt]> = self.columns.iter().map(Vec::as_slice).collect();
+        let cpu = CpuCommitter::new().commit(&self.request(&columns)).expect("CPU commitment");
+        let rows = self.positions.iter().flat_map(|&p| canonical(cpu.lde.row(p))).collect();
+        let domain = StarkDomain::new(&self.air);
+        let main = ColMatrix::new(self.columns.clone());
+        type Lde = DefaultTraceLde<Felt, Rpo256, MerkleTree<Rpo256>>;
+        let (lde, _) =
+            Lde::new(self.air.trace_info(), &main, &domain, PartitionOptions::default());
+        let evaluator =
+            GraphConstraintEvaluator::new(&self.air, None, self.coefficients.clone())
+                .expect("the Fibonacci constraints are recorded");
+        let composition = evaluator.evaluate(&lde, &domain).into_inner();
+        (rows, canonical(&composition).collect())
+    }
+}
+
+fn canonical(values: &[Felt]) -> impl Iterator<Item = u64> + '_ {
+    values.iter().map(|v| v.as_int())
 }
 
 /// Columns per segment and their length: small, so that every k runs in bounded time.
@@ -169,7 +261,8 @@ impl Inputs {
         let deep_coefficients = columns(1, (MAIN_COLS + AUX_COLS / DEGREE) * DEGREE).remove(0);
         let points = columns(1, 2 * DEGREE).remove(0);
         let fri = columns(DEGREE, ROWS);
-        Self { main, aux, deep_coefficients, points, fri }
+        let fib = FibCase::new(&mut rng);
+        Self { main, aux, deep_coefficients, points, fri, fib }
     }
 
     fn commit_request<'a>(&self, columns: &'a [&'a [Felt]]) -> CommitRequest<'a> {
@@ -205,8 +298,9 @@ fn digests(values: &[Digest]) -> impl Iterator<Item = u64> + '_ {
 }
 
 /// The workloads, by name: a commitment (polynomials, LDE rows, leaves, nodes), the DEEP
-/// evaluation and combination over polynomials `kept` on the device, and a FRI commit phase
-/// (every layer's columns, leaves and nodes, the remainder).
+/// evaluation and combination over polynomials `kept` on the device, a FRI commit phase (every
+/// layer's columns, leaves and nodes, the remainder), and a commitment keeping its rows with a
+/// read of some of them, then with the composition over them.
 fn workloads<'a>(
     inputs: &'a Inputs,
     kept: &'a [ResidentPolys],
@@ -274,6 +368,35 @@ fn workloads<'a>(
                 Ok(words)
             }),
         ),
+        (
+            "kept rows read",
+            Box::new(move |c: &dyn GpuCommitter| {
+                let fib = &inputs.fib;
+                let rows = fib.kept_rows(c)?.read(&fib.positions)?;
+                Ok(rows.iter().flat_map(|row| canonical(row)).collect())
+            }),
+        ),
+        (
+            "composition",
+            Box::new(move |c: &dyn GpuCommitter| {
+                let fib = &inputs.fib;
+                let rows = fib.kept_rows(c)?;
+                let (composition, domain) = fib.composition();
+                let x_bases = composition.x_power_bases(&domain);
+                let request = CompositionRequest {
+                    composition: &composition,
+                    main: rows.as_ref(),
+                    aux: None,
+                    main_width: fib.columns.len(),
+                    aux_width: 0,
+                    trace_len: fib.air.trace_length(),
+                    lde_blowup: domain.trace_to_lde_blowup(),
+                    ce_blowup: fib.air.ce_blowup_factor(),
+                    x_bases: &x_bases,
+                };
+                Ok(canonical(&c.evaluate_composition(&request)?).collect())
+            }),
+        ),
     ]
 }
 
@@ -291,11 +414,14 @@ fn expected(inputs: &Inputs) -> Vec<Vec<u64>> {
     let combination = common::host_combination::<E>(&host_polys, &inputs.deep_coefficients, ROWS);
     let none: [ResidentPolys; 0] = [];
     let on_cpu = workloads(inputs, &none);
+    let (rows, composition) = inputs.fib.expected();
     vec![
         (on_cpu[0].1)(&cpu).expect("CPU commitment"),
         felts(&evaluations).collect(),
         felts(&combination).collect(),
         (on_cpu[3].1)(&cpu).expect("CPU FRI"),
+        rows,
+        composition,
     ]
 }
 

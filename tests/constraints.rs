@@ -55,6 +55,18 @@ fn main() {
         let gpu = gpu.on_device(tests![cuda_miden_composition_equals_winterfell]);
         host.and(gpu)
     };
+    #[cfg(feature = "wgpu")]
+    let host = {
+        let host = host.on_host(tests![generated_wgsl_validates_and_translates]);
+        let absent = wgpu::absent();
+        let device = DeviceTests::new("wgpu", absent).on_device(tests![
+            wgpu_fib_compositions_equal_winterfell,
+            wgpu_random_compositions_equal_winterfell,
+        ]);
+        #[cfg(feature = "miden")]
+        let device = device.on_device(tests![wgpu_miden_composition_equals_winterfell]);
+        host.and(device)
+    };
     host.run()
 }
 use miden_crypto::hash::blake::Blake3_256;
@@ -62,7 +74,7 @@ use miden_gpu::{
     constraints::{
         capture, CaptureError, ConstraintGraph, FrameInputs, GraphConstraintEvaluator, Unrecordable,
     },
-    Felt,
+    Felt, GpuCommitter,
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use winter_air::{
@@ -131,12 +143,9 @@ fn random_elements<E: FieldElement<BaseField = Felt>>(rng: &mut StdRng, count: u
 enum Target<'a> {
     /// The CPU interpreter ([`GraphConstraintEvaluator`]).
     Interpreter,
-    /// The CUDA backend, over the trace LDE it kept.
-    #[cfg(feature = "cuda")]
-    Cuda(&'a miden_gpu::cuda::CudaCommitter),
-    #[cfg(not(feature = "cuda"))]
-    #[allow(dead_code)]
-    Unused(core::marker::PhantomData<&'a ()>),
+    /// A GPU backend, over the trace LDE it kept.
+    #[cfg_attr(not(any(feature = "cuda", feature = "wgpu")), allow(dead_code))]
+    Backend(&'a dyn GpuCommitter),
 }
 
 /// Both evaluators over one random LDE of `air`'s trace shape; panics at the first differing row.
@@ -194,8 +203,7 @@ fn assert_composition_parity_on<A, E>(
             .unwrap_or_else(|error| panic!("{label}: capture failed: {error}"))
             .evaluate(&lde, &domain)
             .into_inner(),
-        #[cfg(feature = "cuda")]
-        Target::Cuda(committer) => cuda::evaluate(
+        Target::Backend(committer) => on_backend::evaluate(
             committer,
             air,
             main,
@@ -204,8 +212,6 @@ fn assert_composition_parity_on<A, E>(
             coefficients,
             &domain,
         ),
-        #[cfg(not(feature = "cuda"))]
-        Target::Unused(_) => unreachable!(),
     };
     assert_eq!(expected.len(), actual.len(), "{label}: CE domain sizes");
     if let Some(row) = (0..expected.len()).find(|&i| expected[i] != actual[i]) {
@@ -1081,31 +1087,11 @@ fn value_dependent_air_is_reported() {
 /// ignored, with the reason, without `libnvrtc`).
 #[cfg(feature = "cuda")]
 fn generated_cuda_compiles_with_nvrtc() {
-    use miden_gpu::{
-        constraints::Composition,
-        cuda::{compile_source_for_arch, composition_program},
-    };
+    use miden_gpu::cuda::{compile_source_for_arch, composition_program};
 
     let mut rng = StdRng::seed_from_u64(7);
-    let fib_air = fib_air(4, 64, 8, FieldExtension::Quadratic);
-    let fib = composition_of::<_, QuadExtension<Felt>>(&fib_air, &mut rng);
-    let mut description = Description::random(&mut rng, 64);
-    description.extension = FieldExtension::Cubic;
-    for _ in 0..40 {
-        let degree = rng.random_range(5..=9);
-        let expr = description.expr(&mut rng, degree, false);
-        description.main.push((expr, degree));
-    }
-    let large_air = description.air();
-    let large = composition_of::<_, CubeExtension<Felt>>(&large_air, &mut rng);
-    assert!(large.graph().num_operations() > 400, "{} operations", large.graph().num_operations());
-
-    let cases: [(&str, &Composition, usize); 2] = [
-        ("fib", &fib, fib_air.trace_info().main_trace_width()),
-        ("large", &large, large_air.trace_info().main_trace_width()),
-    ];
-    for (name, composition, main_width) in cases {
-        let source = composition_program(composition, main_width);
+    for (name, composition, main_width) in sample_compositions(&mut rng) {
+        let source = composition_program(&composition, main_width);
         assert!(source.contains("composition_row_chunk0("), "{name}: no generated function");
         let cubin = compile_source_for_arch("sm_90", source)
             .unwrap_or_else(|e| panic!("{name}: NVRTC rejected the composition program: {e}"));
@@ -1114,8 +1100,32 @@ fn generated_cuda_compiles_with_nvrtc() {
     }
 }
 
+/// The compositions the generated programs are compiled for, with their main trace widths: the
+/// Fibonacci AIR's, and a random cubic AIR's of more than 400 operations (several chunks).
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+fn sample_compositions(
+    rng: &mut StdRng,
+) -> Vec<(&'static str, miden_gpu::constraints::Composition, usize)> {
+    let fib_air = fib_air(4, 64, 8, FieldExtension::Quadratic);
+    let fib = composition_of::<_, QuadExtension<Felt>>(&fib_air, rng);
+    let mut description = Description::random(rng, 64);
+    description.extension = FieldExtension::Cubic;
+    for _ in 0..40 {
+        let degree = rng.random_range(5..=9);
+        let expr = description.expr(rng, degree, false);
+        description.main.push((expr, degree));
+    }
+    let large_air = description.air();
+    let large = composition_of::<_, CubeExtension<Felt>>(&large_air, rng);
+    assert!(large.graph().num_operations() > 400, "{} operations", large.graph().num_operations());
+    vec![
+        ("fib", fib, fib_air.trace_info().main_trace_width()),
+        ("large", large, large_air.trace_info().main_trace_width()),
+    ]
+}
+
 /// `air`'s composition with random coefficients and random elements.
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 fn composition_of<A, E>(air: &A, rng: &mut StdRng) -> miden_gpu::constraints::Composition
 where
     A: Air<BaseField = Felt>,
@@ -1139,40 +1149,137 @@ where
 
 #[cfg(feature = "cuda")]
 fn cuda_fib_compositions_equal_winterfell() {
-    fib_compositions(Target::Cuda(&cuda::committer()));
+    fib_compositions(Target::Backend(&cuda::committer()));
 }
 
 #[cfg(feature = "cuda")]
 fn cuda_random_compositions_equal_winterfell() {
-    random_compositions(Target::Cuda(&cuda::committer()));
+    random_compositions(Target::Backend(&cuda::committer()));
 }
 
 #[cfg(all(feature = "cuda", feature = "miden"))]
 fn cuda_miden_composition_equals_winterfell() {
-    miden_composition(Target::Cuda(&cuda::committer()));
+    miden_composition(Target::Backend(&cuda::committer()));
 }
 
-/// The composition on the CUDA backend, as `GpuProver` runs it: the trace segments committed
-/// with their LDE rows kept on the GPU, the recorded composition evaluated there.
 #[cfg(feature = "cuda")]
 mod cuda {
-    use miden_gpu::{
-        composition::CompositionRequest,
-        constraints::Composition,
-        cuda::{CudaCommitter, CudaOptions},
-        CommitRequest, GpuCommitter, HashFunction, Keep, KeptRows, PolyInput, RowHashing,
-    };
-    use std::sync::Arc;
-
-    use super::*;
+    use miden_gpu::cuda::{CudaCommitter, CudaOptions};
 
     pub(super) fn committer() -> CudaCommitter {
         CudaCommitter::with_options(CudaOptions::from_env().expect("CUDA options"))
             .expect("CUDA backend")
     }
+}
+
+// ================================================================================================
+// ON THE WGPU BACKEND
+// ================================================================================================
+
+/// Every fib and random AIR's composition, in each arithmetic the adapter runs.
+#[cfg(feature = "wgpu")]
+fn wgpu_fib_compositions_equal_winterfell() {
+    for committer in wgpu::committers() {
+        fib_compositions(Target::Backend(&committer));
+    }
+}
+
+#[cfg(feature = "wgpu")]
+fn wgpu_random_compositions_equal_winterfell() {
+    for committer in wgpu::committers() {
+        random_compositions(Target::Backend(&committer));
+    }
+}
+
+#[cfg(all(feature = "wgpu", feature = "miden"))]
+fn wgpu_miden_composition_equals_winterfell() {
+    for committer in wgpu::committers() {
+        miden_composition(Target::Backend(&committer));
+    }
+}
+
+/// The composition programs of the Fibonacci AIR and of a large random AIR, in both
+/// arithmetics, parse and validate with naga and translate to MSL, SPIR-V and HLSL: the
+/// generated WGSL is checked for Metal, Vulkan and DX12 without an adapter.
+#[cfg(feature = "wgpu")]
+fn generated_wgsl_validates_and_translates() {
+    use miden_gpu::wgpu::{composition_shader, Arithmetic};
+    use naga::{
+        back::{hlsl, msl, spv},
+        valid::{Capabilities, ValidationFlags, Validator},
+    };
+
+    let mut rng = StdRng::seed_from_u64(11);
+    for (name, composition, _) in sample_compositions(&mut rng) {
+        for arithmetic in [Arithmetic::U32, Arithmetic::U64] {
+            let label = format!("{name} ({arithmetic:?})");
+            let source = composition_shader(&composition, arithmetic);
+            let module = naga::front::wgsl::parse_str(&source)
+                .unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&source)));
+            let mut capabilities = Capabilities::empty();
+            capabilities.set(Capabilities::SHADER_INT64, arithmetic == Arithmetic::U64);
+            let info = Validator::new(ValidationFlags::all(), capabilities)
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{label}: {}", e.emit_to_string(&source)));
+            let msl_options = msl::Options { lang_version: (2, 3), ..Default::default() };
+            msl::write_string(&module, &info, &msl_options, &msl::PipelineOptions::default())
+                .unwrap_or_else(|e| panic!("{label}: MSL: {e}"));
+            spv::write_vec(&module, &info, &spv::Options::default(), None)
+                .unwrap_or_else(|e| panic!("{label}: SPIR-V: {e}"));
+            let mut hlsl_source = String::new();
+            let hlsl_options =
+                hlsl::Options { shader_model: hlsl::ShaderModel::V6_0, ..Default::default() };
+            hlsl::Writer::new(&mut hlsl_source, &hlsl_options, &hlsl::PipelineOptions::default())
+                .write(&module, &info, None)
+                .unwrap_or_else(|e| panic!("{label}: HLSL: {e}"));
+        }
+    }
+}
+
+/// The wgpu committers of the tests.
+#[cfg(feature = "wgpu")]
+mod wgpu {
+    use miden_gpu::wgpu::{AdapterSummary, Arithmetic, WgpuCommitter, WgpuOptions};
+
+    /// Why no adapter runs the tests, if none does.
+    pub(super) fn absent() -> Option<String> {
+        AdapterSummary::find(&WgpuOptions::from_env()).err().map(|e| e.to_string())
+    }
+
+    /// A committer in each arithmetic the adapter runs: 32-bit integers always, 64-bit ones
+    /// where it has them.
+    pub(super) fn committers() -> Vec<WgpuCommitter> {
+        [Arithmetic::U32, Arithmetic::U64]
+            .into_iter()
+            .filter_map(|arithmetic| {
+                let options = WgpuOptions { arithmetic: Some(arithmetic), ..WgpuOptions::from_env() };
+                let committer = WgpuCommitter::with_options(options);
+                match (&committer, arithmetic) {
+                    (Err(error), Arithmetic::U64) => {
+                        eprintln!("no 64-bit arithmetic on this adapter: {error}");
+                    },
+                    (Err(error), _) => panic!("wgpu backend: {error}"),
+                    (Ok(_), _) => eprintln!("wgpu composition, {arithmetic:?} arithmetic"),
+                }
+                committer.ok()
+            })
+            .collect()
+    }
+}
+
+/// The composition on a GPU backend, as `GpuProver` runs it: the trace segments committed
+/// with their LDE rows kept on the device, the recorded composition evaluated there.
+mod on_backend {
+    use miden_gpu::{
+        composition::CompositionRequest, constraints::Composition, CommitRequest, GpuCommitter,
+        HashFunction, Keep, KeptRows, PolyInput, RowHashing,
+    };
+    use std::sync::Arc;
+
+    use super::*;
 
     /// `columns` committed on `committer` with the rows kept there.
-    fn kept(committer: &CudaCommitter, columns: &[&[Felt]], blowup: usize) -> Arc<dyn KeptRows> {
+    fn kept(committer: &dyn GpuCommitter, columns: &[&[Felt]], blowup: usize) -> Arc<dyn KeptRows> {
         let request = CommitRequest {
             input: PolyInput::Trace { columns },
             blowup,
@@ -1181,11 +1288,11 @@ mod cuda {
         };
         let keep = Keep { polys: false, rows: true };
         let commitment = committer.commit_keeping(&request, keep).expect("the commitment");
-        commitment.kept_rows.expect("the rows are kept on the GPU")
+        commitment.kept_rows.expect("the rows are kept on the device")
     }
 
     pub(super) fn evaluate<A, E>(
-        committer: &CudaCommitter,
+        committer: &dyn GpuCommitter,
         air: &A,
         main: &ColMatrix<Felt>,
         aux: Option<&ColMatrix<E>>,
@@ -1227,7 +1334,8 @@ mod cuda {
             ce_blowup: air.ce_blowup_factor(),
             x_bases: &x_bases,
         };
-        let words = committer.evaluate_composition(&request).expect("the composition on the GPU");
+        let words =
+            committer.evaluate_composition(&request).expect("the composition on the device");
         E::slice_from_base_elements(&words).to_vec()
     }
 }

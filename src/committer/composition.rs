@@ -8,6 +8,7 @@
 //! ([`crate::constraints::GraphConstraintEvaluator`]) is the oracle.
 
 use miden_crypto::Felt;
+use winter_math::{FieldElement, StarkField};
 
 use super::KeptRows;
 use crate::{
@@ -15,6 +16,7 @@ use crate::{
     error::{EvaluationError, GpuError, Result},
 };
 
+// ================================================================================================
 // REQUEST
 // ================================================================================================
 
@@ -85,5 +87,66 @@ impl CompositionRequest<'_> {
             lde_blowup: lde,
             ce_blowup: ce,
         }))
+    }
+}
+
+// PARAMETERS
+// ================================================================================================
+
+/// Words of the parameters' header.
+const HEADER_WORDS: usize = 10;
+
+impl CompositionRequest<'_> {
+    /// The per-proof values a composition kernel reads, as one array of u64 words (field
+    /// elements as their Montgomery words), the same for every backend. A header of ten words
+    /// opens it: `[0]` one, `[1]` p − 2 (the inversion's exponent), then offsets into the array
+    /// and counts: `[2]` constants, `[3]` random elements, `[4]` periodic values (row-major),
+    /// `[5]` periodic rows, `[6]` periodic width, `[7]` x bases (per exponent slot `offset^e`,
+    /// `ω^e`: `x^e` at step `s` is `offset^e · (ω^e)^s`), `[8]` table descriptors, `[9]` tables.
+    /// A descriptor is four words: where the table's words are, its width, its entries and its
+    /// shift (step `s` reads entry `(s − shift) mod entries`).
+    pub fn parameter_words(&self) -> Vec<u64> {
+        let composition = self.composition;
+        let words = |values: &[Felt]| values.iter().map(Felt::inner).collect::<Vec<_>>();
+        let (periodic, periodic_rows, periodic_width) = composition.periodic();
+        let bases: Vec<Felt> =
+            self.x_bases.iter().flat_map(|&(offset, step)| [offset, step]).collect();
+        let tables = composition.tables();
+        let mut body: Vec<Vec<u64>> = vec![
+            words(composition.graph().constants()),
+            words(composition.random()),
+            words(periodic),
+            words(&bases),
+        ];
+        let descriptors_at = HEADER_WORDS + body.iter().map(Vec::len).sum::<usize>();
+        let mut table_at = descriptors_at + 4 * tables.len();
+        let mut descriptors = Vec::with_capacity(4 * tables.len());
+        for table in tables {
+            let descriptor = [table_at, table.width(), table.len(), table.shift()];
+            descriptors.extend(descriptor.map(|w| w as u64));
+            table_at += table.words().len();
+        }
+        body.push(descriptors);
+        body.extend(tables.iter().map(|table| words(table.words())));
+
+        let mut at = HEADER_WORDS;
+        let mut offsets = [0u64; 4];
+        for (offset, part) in offsets.iter_mut().zip(&body) {
+            *offset = at as u64;
+            at += part.len();
+        }
+        let header = [
+            Felt::ONE.inner(),
+            Felt::MODULUS - 2,
+            offsets[0],
+            offsets[1],
+            offsets[2],
+            periodic_rows as u64,
+            periodic_width as u64,
+            offsets[3],
+            descriptors_at as u64,
+            tables.len() as u64,
+        ];
+        header.into_iter().chain(body.into_iter().flatten()).collect()
     }
 }

@@ -9,8 +9,8 @@
 //! [`GraphConstraintEvaluator`] computes the whole composition over the constraint-evaluation
 //! domain, equal bit for bit to winter-prover's `DefaultConstraintEvaluator`.
 //!
-//! [`cuda_source`] writes a graph as CUDA `__device__` functions over the crate's field code, in
-//! chunks of bounded size.
+//! [`cuda_source`] and [`wgsl_source`] write a graph as CUDA `__device__` functions and WGSL
+//! functions over the crate's field code, in chunks of bounded size (`codegen`, once for both).
 //!
 //! An AIR whose constraint code compares, inverts or divides field elements (or reinterprets
 //! them as bytes) is not captured: [`CaptureError`] says why, and the prover's own evaluator
@@ -18,6 +18,7 @@
 
 mod boundary;
 mod capture;
+mod codegen;
 mod compose;
 mod cuda;
 mod evaluator;
@@ -25,6 +26,7 @@ mod graph;
 mod interpret;
 mod periodic;
 mod symbolic;
+mod wgsl;
 
 pub use capture::{capture, CaptureError};
 pub use compose::{Composition, StepTable};
@@ -33,3 +35,4 @@ pub use evaluator::GraphConstraintEvaluator;
 pub use graph::{ConstraintGraph, Input, NodeId, Op};
 pub use interpret::FrameInputs;
 pub use symbolic::Unrecordable;
+pub use wgsl::wgsl_source;

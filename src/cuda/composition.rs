@@ -14,7 +14,6 @@ use std::{
 };
 
 use miden_crypto::Felt;
-use winter_math::{FieldElement, StarkField};
 
 use super::{
     assemble::download_vec,
@@ -42,9 +41,6 @@ const CHUNK_OPERATIONS: usize = 256;
 
 /// Threads per block of the composition kernel.
 const COMPOSITION_BLOCK: u32 = 128;
-
-/// Words of the parameters' header (see `cuda/composition.cu`).
-const HEADER_WORDS: usize = 10;
 
 // PROGRAMS
 // ================================================================================================
@@ -131,7 +127,7 @@ pub(super) fn evaluate(
     let loaded = programs.kernel(gpus, home, source, sync_each_launch)?;
 
     let columns = gpu.upload_table(&columns)?;
-    let params = gpu.upload_table(&parameters(composition, request.x_bases))?;
+    let params = gpu.upload_table(&request.parameter_words())?;
     let mut out = DeviceBuffer::<Felt>::new(&gpu.alloc, ce_size * degree)?;
     let grid = Grid {
         blocks: to_u32(ce_size.div_ceil(COMPOSITION_BLOCK as usize), "blocks of a composition")?,
@@ -189,48 +185,4 @@ fn held<'a>(
             && 1usize << kept.log_blowup == request.lde_blowup
     })
     .ok_or(GpuError::InvalidEvaluation(EvaluationError::RowsNotHere))
-}
-
-/// The kernel's parameters: the header, then the constants, random elements, periodic values,
-/// x bases, table descriptors and table words (field elements as their Montgomery words).
-fn parameters(composition: &Composition, x_bases: &[(Felt, Felt)]) -> Vec<u64> {
-    let words = |values: &[Felt]| values.iter().map(Felt::inner).collect::<Vec<_>>();
-    let (periodic, periodic_rows, periodic_width) = composition.periodic();
-    let bases: Vec<Felt> = x_bases.iter().flat_map(|&(offset, step)| [offset, step]).collect();
-    let tables = composition.tables();
-    let mut body: Vec<Vec<u64>> = vec![
-        words(composition.graph().constants()),
-        words(composition.random()),
-        words(periodic),
-        words(&bases),
-    ];
-    let descriptors_at = HEADER_WORDS + body.iter().map(Vec::len).sum::<usize>();
-    let mut table_at = descriptors_at + 4 * tables.len();
-    let mut descriptors = Vec::with_capacity(4 * tables.len());
-    for table in tables {
-        descriptors.extend([table_at, table.width(), table.len(), table.shift()].map(|w| w as u64));
-        table_at += table.words().len();
-    }
-    body.push(descriptors);
-    body.extend(tables.iter().map(|table| words(table.words())));
-
-    let mut at = HEADER_WORDS;
-    let mut offsets = [0u64; 4];
-    for (offset, part) in offsets.iter_mut().zip(&body) {
-        *offset = at as u64;
-        at += part.len();
-    }
-    let header = [
-        Felt::ONE.inner(),
-        Felt::MODULUS - 2,
-        offsets[0],
-        offsets[1],
-        offsets[2],
-        periodic_rows as u64,
-        periodic_width as u64,
-        offsets[3],
-        descriptors_at as u64,
-        tables.len() as u64,
-    ];
-    header.into_iter().chain(body.into_iter().flatten()).collect()
 }

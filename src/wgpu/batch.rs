@@ -4,14 +4,16 @@
 //! Consecutive dispatches of one [`Stage`] share a compute pass; a pass is timed when a
 //! commitment is (see `timestamps`).
 
+use std::sync::Arc;
+
 use bytemuck::Pod;
 
 use super::{
     buffers::BufferPool,
     constants::HashConstants,
     context::{Context, WORKGROUP_SIZE},
-    kernels::TypedKernel,
-    pipelines::{Kernel, Pipelines, PARAMS_BYTES},
+    kernels::{TypedKernel, TypedProgram},
+    pipelines::{Kernel, Pipeline, Pipelines, PARAMS_BYTES},
     timestamps::{Stage, Timer},
 };
 use crate::{
@@ -19,9 +21,15 @@ use crate::{
     hash::RescueLanes,
 };
 
+/// What a dispatch runs: a kernel made at start-up, or a program made since.
+enum Dispatched {
+    Kernel(Kernel),
+    Program(Arc<Pipeline>),
+}
+
 enum Op {
     Dispatch {
-        kernel: Kernel,
+        dispatched: Dispatched,
         buffers: Vec<::wgpu::Buffer>,
         params_offset: u32,
         groups: (u32, u32),
@@ -92,6 +100,28 @@ impl Batch {
         buffers: [&::wgpu::Buffer; N],
         workgroups: u64,
     ) -> Result<()> {
+        self.push_dispatch(Dispatched::Kernel(kernel.kernel()), params, &buffers, workgroups)
+    }
+
+    /// Runs `program` with `params` over one invocation per item, as [`Self::dispatch_items`].
+    pub fn dispatch_program<P: Pod, const N: usize>(
+        &mut self,
+        program: &TypedProgram<P, N>,
+        params: &P,
+        buffers: [&::wgpu::Buffer; N],
+        items: u64,
+    ) -> Result<()> {
+        let dispatched = Dispatched::Program(program.pipeline());
+        self.push_dispatch(dispatched, params, &buffers, items.div_ceil(WORKGROUP_SIZE))
+    }
+
+    fn push_dispatch<P: Pod>(
+        &mut self,
+        dispatched: Dispatched,
+        params: &P,
+        buffers: &[&::wgpu::Buffer],
+        workgroups: u64,
+    ) -> Result<()> {
         if workgroups == 0 {
             return Ok(());
         }
@@ -112,8 +142,8 @@ impl Batch {
         // both at most `max_groups`, a u32 limit
         let (x, y) = (workgroups.div_ceil(y) as u32, y as u32);
         self.ops.push(Op::Dispatch {
-            kernel: kernel.kernel(),
-            buffers: buffers.map(|buffer| buffer.clone()).into(),
+            dispatched,
+            buffers: buffers.iter().map(|&buffer| buffer.clone()).collect(),
             params_offset,
             groups: (x, y),
             stage: self.stage,
@@ -201,14 +231,19 @@ impl Batch {
                     });
                     let mut next = Some(op);
                     while let Some(Op::Dispatch {
-                        kernel, buffers, params_offset, groups, ..
+                        dispatched, buffers, params_offset, groups, ..
                     }) = next
                     {
-                        let pipeline = pipelines.get(*kernel);
+                        let (pipeline, hash) = match dispatched {
+                            Dispatched::Kernel(kernel) => {
+                                (pipelines.get(*kernel), kernel.constants())
+                            },
+                            Dispatched::Program(pipeline) => (&**pipeline, None),
+                        };
                         let group = bind_group(ctx, &pipeline.layout, &arena, buffers);
                         pass.set_pipeline(&pipeline.pipeline);
                         pass.set_bind_group(0, &group, &[*params_offset]);
-                        if let Some(hash) = kernel.constants() {
+                        if let Some(hash) = hash {
                             pass.set_bind_group(1, constants.group(hash), &[]);
                         }
                         pass.dispatch_workgroups(groups.0, groups.1, 1);

@@ -111,14 +111,15 @@ impl Plan {
 }
 
 /// Computes a [`Commitment`] of `request` (checked, of shape `shape`) on the device, its
-/// polynomials on the host only if `host_polys`; returns it with its stage times where the
-/// device can tell, and the device array of its polynomials (base column `c` at records
-/// `c·n ..`).
+/// polynomials on the host only if `host_polys` and its LDE rows only if `host_rows` (else they
+/// are hashed and dropped); returns it with its stage times where the device can tell, and the
+/// device array of its polynomials (base column `c` at records `c·n ..`).
 pub(super) fn commit(
     engine: &Engine<'_>,
     request: &CommitRequest<'_>,
     shape: Shape,
     host_polys: bool,
+    host_rows: bool,
 ) -> Result<(Commitment, Option<StageTimes>, Chunked)> {
     let plan = Plan::new(shape, request, &engine.sizes)?;
     let (n, cols, rw) = (shape.poly_len, shape.num_cols, shape.row_width);
@@ -153,7 +154,7 @@ pub(super) fn commit(
         let host = engine.host;
         let allocation = scope.spawn(move || {
             info_span!("wgpu.host_alloc")
-                .in_scope(|| commit_sinks(&shape, with_polys, layout, &host))
+                .in_scope(|| commit_sinks(&shape, with_polys, host_rows, layout, &host))
         });
 
         if let Some(timer) = engine.timer {
@@ -193,7 +194,7 @@ pub(super) fn commit(
         let make_sinks = Box::new(move || {
             allocation.join().map_err(|_| refused("host allocation", "failed"))?
         });
-        let buffers = download_bytes(&shape, with_polys).div_ceil(engine.sizes.staging);
+        let buffers = download_bytes(&shape, with_polys, host_rows).div_ceil(engine.sizes.staging);
         let mut downloads = DownloadQueue::with_buffers(
             engine,
             make_sinks,
@@ -206,11 +207,14 @@ pub(super) fn commit(
         info_span!("wgpu.lde_hash", cosets = plan.units, rows = shape.lde_len, hash = %request.hash).in_scope(|| {
         let work = Chunked::new(engine.pool, device, (cols as u64) * plan.unit, FELT_BYTES, plan.part);
         // The rows go to the host from the hashing kernel itself where it can write them into a
-        // staging buffer, else by a copy after it. Where it does and the coset evaluation is one
-        // binding, it reads the rows from the NTT's output: no transposition into a row buffer.
+        // staging buffer, else by a copy after it. Where it does (or they stay on the device)
+        // and the coset evaluation is one binding, it reads the rows from the NTT's output: no
+        // transposition into a row buffer.
         let bytes = plan.rows * rw as u64 * FELT_BYTES;
-        let kernel_copies = on_quads(downloads.batch(), request.hash, request.row_hashing) && downloads.reserves(bytes);
-        let row_buffer = (!kernel_copies || work.num_parts() > 1).then(|| {
+        let quads = on_quads(downloads.batch(), request.hash, request.row_hashing);
+        let kernel_copies = host_rows && quads && downloads.reserves(bytes);
+        let coset_rows = quads && work.num_parts() == 1 && (kernel_copies || !host_rows);
+        let row_buffer = (!coset_rows).then(|| {
             let buffer = engine.pool.acquire(device, bytes, STORAGE);
             downloads.batch().clear(&buffer);
             buffer
@@ -260,7 +264,7 @@ pub(super) fn commit(
                 let batch = downloads.batch();
                 batch.set_stage(Some(Stage::Hash));
                 record_hash_rows(batch, request.hash, request.row_hashing, block, buffers, engine.sizes.hash_events)?;
-                if copies.is_none() {
+                if copies.is_none() && host_rows {
                     let row_buffer = row_buffer.as_ref().ok_or_else(|| refused("row hashing", "rows neither copied by the hashing kernel nor transposed"))?;
                     downloads.download(row_buffer, 0, bytes, rw as u64 * FELT_BYTES, rows_target)?;
                 }
@@ -317,19 +321,20 @@ pub(super) fn commit(
     Ok((commitment, times, coefficients))
 }
 
-/// The bytes a commitment downloads: its LDE rows, leaves and nodes, and its polynomials if
-/// `with_polys`.
-fn download_bytes(shape: &Shape, with_polys: bool) -> u64 {
-    let rows = (shape.lde_len * shape.row_width) as u64 * FELT_BYTES;
+/// The bytes a commitment downloads: its leaves and nodes, its LDE rows if `with_rows` and its
+/// polynomials if `with_polys`.
+fn download_bytes(shape: &Shape, with_polys: bool, with_rows: bool) -> u64 {
+    let rows = if with_rows { (shape.lde_len * shape.row_width) as u64 * FELT_BYTES } else { 0 };
     let polys = if with_polys { (shape.num_cols * shape.poly_len) as u64 * FELT_BYTES } else { 0 };
     rows + 2 * shape.lde_len as u64 * DIGEST_BYTES + polys
 }
 
 /// The host outputs of a commitment: the polynomials (if the device computes them), the LDE
-/// rows, the leaves and the tree levels above leaves stored in `layout`.
+/// rows (if `with_rows`), the leaves and the tree levels above leaves stored in `layout`.
 fn commit_sinks(
     shape: &Shape,
     with_polys: bool,
+    with_rows: bool,
     layout: Layout,
     host: &HostOptions,
 ) -> Result<Sinks> {
@@ -337,7 +342,8 @@ fn commit_sinks(
     if with_polys {
         sinks.reserve_columns(shape.num_cols, shape.poly_len, host)?;
     }
-    sinks.felts.push(zeroed_host(shape.lde_len * shape.row_width, host)?);
+    let rows = if with_rows { shape.lde_len * shape.row_width } else { 0 };
+    sinks.felts.push(zeroed_host(rows, host)?);
     sinks.digests.push(zeroed_host(shape.lde_len, host)?);
     sinks.digests.push(zeroed_host(shape.lde_len, host)?);
     let (groups, group_len) = (layout.groups as usize, layout.group_len as usize);

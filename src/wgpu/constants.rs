@@ -178,7 +178,7 @@ impl Tables {
     ) -> ::wgpu::Buffer {
         self.twiddles
             .entry((log_n, inverse))
-            .or_insert_with(|| upload(device, queue, "twiddles", &stage_twiddles(log_n, inverse)))
+            .or_insert_with(|| upload_table(device, queue, "twiddles", &stage_twiddles(log_n, inverse)))
             .clone()
     }
 
@@ -202,7 +202,7 @@ impl Tables {
                 let bases =
                     [Felt::GENERATOR, Felt::get_root_of_unity(log_domain), Felt::GENERATOR.inv()];
                 let table: Vec<Felt> = bases.iter().flat_map(|&x| power_table(x)).collect();
-                upload(device, queue, "powers", &table)
+                upload_table(device, queue, "powers", &table)
             })
             .clone();
         (buffer, layout)
@@ -216,8 +216,8 @@ fn power_table(x: Felt) -> Vec<Felt> {
     table
 }
 
-/// A read-only storage buffer holding `elements`.
-fn upload(
+/// A read-only storage buffer holding `elements` (within one binding).
+pub(super) fn upload_table(
     device: &::wgpu::Device,
     queue: &::wgpu::Queue,
     label: &str,

@@ -11,11 +11,11 @@
 //! fails without a device. The parameter structs are defined here too, below the kernels that take
 //! them, and checked against their WGSL twins by `params_layout`.
 
-use std::marker::PhantomData;
+use std::{marker::PhantomData, sync::Arc};
 
 use bytemuck::{Pod, Zeroable};
 
-use super::pipelines::Kernel;
+use super::pipelines::{Access, Kernel, Pipeline};
 use crate::hash::HashFunction;
 
 // TYPED KERNEL
@@ -121,6 +121,46 @@ typed_kernels! {
     deep_evaluate() = Kernel::DeepEvaluate: DeepParams, 4;
     /// A batch of proof-of-work nonces: the nonce found.
     grind(hash: HashFunction) = Kernel::Grind: GrindParams, 1;
+}
+
+// PROGRAMS
+// ================================================================================================
+
+/// A pipeline made after start-up (a program generated per AIR shape) whose parameter block is a
+/// `P` and which binds `N` storage buffers, as a [`TypedKernel`].
+pub(super) struct TypedProgram<P, const N: usize> {
+    pipeline: Arc<Pipeline>,
+    _params: PhantomData<fn(&P)>,
+}
+
+impl<P, const N: usize> TypedProgram<P, N> {
+    /// The pipeline to dispatch.
+    pub fn pipeline(&self) -> Arc<Pipeline> {
+        self.pipeline.clone()
+    }
+}
+
+/// The storage bindings of a composition program (`composition.wgsl`): the main and auxiliary
+/// columns' coset evaluations, the parameter words, the composition.
+pub(super) const COMPOSITION_STORAGE: [Access; 4] =
+    [Access::Read, Access::Read, Access::Read, Access::ReadWrite];
+
+/// A composition program's pipeline, made with [`COMPOSITION_STORAGE`], typed.
+pub(super) fn composition_program(
+    pipeline: Arc<Pipeline>,
+) -> TypedProgram<CompositionParams, { COMPOSITION_STORAGE.len() }> {
+    TypedProgram { pipeline, _params: PhantomData }
+}
+
+/// `CompositionParams` of composition.wgsl.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Pod, Zeroable)]
+pub(super) struct CompositionParams {
+    pub(super) count: u32,
+    pub(super) log_n: u32,
+    pub(super) ce_blowup: u32,
+    pub(super) coset: u32,
+    pub(super) out_first: u32,
 }
 
 // TESTS

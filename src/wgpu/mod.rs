@@ -16,11 +16,14 @@
 //! - `commit`, `fri`, `standalone`: the orchestration of a whole commitment, of the FRI commit
 //!   phase (and the openings of the layers it keeps), and of the per-stage calls;
 //! - `deep`: polynomials kept after a commitment and the DEEP composition over them;
+//! - `composition`: the LDE rows kept as those polynomials, read at the queried positions, and
+//!   the constraint composition over them (its program generated from the AIR's graph);
 //! - `grind`: the proof-of-work search;
 //! - `params_layout` (tests only): each kernel's parameter struct checked against its WGSL twin.
 //!
 //! A commitment uploads the evaluations once and keeps everything on the device until the
-//! polynomials, LDE rows (already in `RowMatrix` layout), leaves and nodes come back. Arrays
+//! polynomials, LDE rows (already in `RowMatrix` layout, unless they stay on the device), leaves
+//! and nodes come back. Arrays
 //! larger than one storage binding (`max_storage_buffer_binding_size`, often 128 MiB) are
 //! split into parts, so any commitment that fits host memory runs.
 
@@ -34,6 +37,7 @@ use tracing::info_span;
 use crate::{
     backend::Backend,
     committer::{
+        composition::CompositionRequest,
         deep::{CombineRequest, EvaluateRequest},
         fri::{FoldingChannel, FriLayers, FriRequest},
         grind::GrindRequest,
@@ -52,6 +56,7 @@ const CHECKS: GpuRequestChecks = GpuRequestChecks::new(&HASHES);
 mod batch;
 mod buffers;
 mod commit;
+mod composition;
 mod constants;
 mod context;
 mod deep;
@@ -75,6 +80,8 @@ mod timestamps;
 mod upload;
 
 use buffers::BufferPool;
+use composition::{CompositionPrograms, WgpuKeptRows};
+pub use composition::composition_shader;
 use constants::{HashConstants, Tables};
 pub use context::{find_adapter, AdapterSummary};
 use context::{refused, Context};
@@ -92,9 +99,16 @@ use timestamps::Timer;
 /// Made once (adapter, device, pipelines, constant tables); buffers are pooled and reused
 /// across calls. Calls are serialized: a committer runs one commitment at a time.
 pub struct WgpuCommitter {
+    shared: Arc<Shared>,
+}
+
+/// A committer's device and everything made once, shared with the LDE rows it keeps (which
+/// compute the rows they are asked for on it).
+pub(super) struct Shared {
     ctx: Arc<Context>,
     pipelines: Pipelines,
     constants: HashConstants,
+    programs: CompositionPrograms,
     pool: BufferPool,
     tables: Mutex<Tables>,
     sizes: Sizes,
@@ -148,10 +162,11 @@ impl WgpuCommitter {
             ctx.kernel_downloads,
         );
         let timer = Timer::new(&ctx);
-        Ok(Self {
+        let shared = Shared {
             ctx: Arc::new(ctx),
             pipelines,
             constants,
+            programs: CompositionPrograms::default(),
             pool: BufferPool::default(),
             tables: Mutex::new(Tables::default()),
             sizes,
@@ -162,32 +177,33 @@ impl WgpuCommitter {
             id: NEXT_COMMITTER_ID.fetch_add(1, Ordering::Relaxed),
             resident_bytes: Arc::new(AtomicU64::new(0)),
             peak: AtomicU64::new(0),
-        })
+        };
+        Ok(Self { shared: Arc::new(shared) })
     }
 
     /// Bytes of one part of a device array: the adapter's binding limit, or
     /// [`WgpuOptions::max_chunk_bytes`] where set (rounded down to a power of two, at least 256).
     pub fn max_chunk_bytes(&self) -> u64 {
-        self.sizes.chunk
+        self.shared.sizes.chunk
     }
 
     /// The fault injector every submit, map and wait of this committer passes through (feature
     /// `fault-injection`, for tests).
     #[cfg(feature = "fault-injection")]
     pub fn fault_injector(&self) -> Arc<crate::health::inject::Injector> {
-        self.ctx.health().injector().clone()
+        self.shared.ctx.health().injector().clone()
     }
 
     /// Whether the adapter is a software rasterizer (lavapipe, llvmpipe, WARP): correct, but
     /// slower than the CPU backend.
     pub fn is_software(&self) -> bool {
-        self.ctx.is_software()
+        self.shared.ctx.is_software()
     }
 
     /// The arithmetic the kernels use: [`WgpuOptions::arithmetic`], or by default
     /// [`Arithmetic::U64`] where the adapter has `SHADER_INT64`, else [`Arithmetic::U32`].
     pub fn arithmetic(&self) -> Arithmetic {
-        if self.ctx.int64 {
+        if self.shared.ctx.int64 {
             Arithmetic::U64
         } else {
             Arithmetic::U32
@@ -199,48 +215,56 @@ impl WgpuCommitter {
     /// operations, else one. Partitioned rows and the other hash functions always take one
     /// invocation per permutation.
     pub fn rescue_lanes(&self) -> RescueLanes {
-        self.ctx.rescue_lanes
+        self.shared.ctx.rescue_lanes
     }
 
     /// Whether commitments can be timed on this device: the adapter has `TIMESTAMP_QUERY` and
     /// [`WgpuOptions::timestamps`] is on.
     pub fn can_time_stages(&self) -> bool {
-        self.timer.is_some()
+        self.shared.timer.is_some()
     }
 
     fn times(&self) -> MutexGuard<'_, Option<StageTimes>> {
-        self.last_times.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.shared.last_times.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Commits, keeping the coefficient array as resident polynomials (not downloaded) if asked
-    /// and they fit [`MAX_RESIDENT_BYTES`].
-    fn commit_on_device(
-        &self,
-        request: &CommitRequest<'_>,
-        keep_polys: bool,
-    ) -> Result<Commitment> {
+    /// Commits, keeping the coefficient array on the device where asked and it fits
+    /// [`MAX_RESIDENT_BYTES`]: as resident polynomials if `keep.polys`, and as the LDE rows
+    /// computed again from it if `keep.rows` and a coset of the columns fits one binding (the
+    /// rows then stay on the device: none is downloaded).
+    fn commit_on_device(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
         let shape = CHECKS.commit(request)?;
         *self.times() = None;
         let bytes = (shape.num_cols * shape.poly_len) as u64 * sizes::FELT_BYTES;
-        let keep =
-            keep_polys && self.resident_bytes.load(Ordering::SeqCst) + bytes <= MAX_RESIDENT_BYTES;
-        let (mut commitment, times, polys) =
-            self.run(|engine| commit::commit(engine, request, shape, !keep))?;
+        let fits = self.shared.resident_bytes.load(Ordering::SeqCst) + bytes <= MAX_RESIDENT_BYTES;
+        let keep_polys = keep.polys && fits;
+        let keep_rows = keep.rows && fits && composition::rows_recomputable(&self.shared, &shape);
+        let (mut commitment, times, polys) = self
+            .shared
+            .run(|engine| commit::commit(engine, request, shape, !keep_polys, !keep_rows))?;
         if let Some(t) = &times {
             t.log();
         }
         *self.times() = times;
-        if keep {
-            let storage = deep::WgpuResident::new(self.id, polys, self.resident_bytes.clone());
-            commitment.resident =
-                Some(ResidentPolys::new(Backend::Wgpu, shape.num_cols, shape.poly_len, storage));
+        if keep_polys || keep_rows {
+            let held = self.shared.resident_bytes.clone();
+            let storage = deep::WgpuResident::new(self.shared.id, polys, held);
+            let resident =
+                ResidentPolys::new(Backend::Wgpu, shape.num_cols, shape.poly_len, storage);
+            if keep_rows {
+                let rows = WgpuKeptRows::new(self.shared.clone(), resident.clone(), &shape);
+                commitment.kept_rows = Some(Arc::new(rows));
+            }
+            commitment.resident = keep_polys.then_some(resident);
         }
         Ok(commitment)
     }
+}
 
+impl Shared {
     /// Runs `work` alone on the device, with errors checked, noting the memory in use after it
     /// for [`GpuCommitter::peak_memory_in_use`].
-    fn run<T>(&self, work: impl FnOnce(&Engine<'_>) -> Result<T>) -> Result<T> {
+    pub(super) fn run<T>(&self, work: impl FnOnce(&Engine<'_>) -> Result<T>) -> Result<T> {
         let result = self.run_alone(work);
         if let Some(bytes) = self.memory_in_use() {
             self.peak.fetch_max(bytes, Ordering::SeqCst);
@@ -254,6 +278,7 @@ impl WgpuCommitter {
             ctx: &self.ctx,
             pipelines: &self.pipelines,
             constants: &self.constants,
+            programs: &self.programs,
             pool: &self.pool,
             tables: &self.tables,
             sizes: self.sizes,
@@ -261,6 +286,12 @@ impl WgpuCommitter {
             host: self.host,
         };
         self.ctx.checked(|| work(&engine))
+    }
+
+    /// Buffer memory allocated on this device, as wgpu-hal counts it.
+    fn memory_in_use(&self) -> Option<u64> {
+        let bytes = self.ctx.device.get_internal_counters().hal.buffer_memory.read();
+        u64::try_from(bytes).ok()
     }
 }
 
@@ -270,26 +301,42 @@ impl GpuCommitter for WgpuCommitter {
     }
 
     fn device_name(&self) -> String {
-        self.ctx.name()
+        self.shared.ctx.name()
     }
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
-        self.commit_on_device(request, false)
+        self.commit_on_device(request, Keep::default())
     }
 
-    /// Keeps the polynomials where asked; the rows always come to the host.
+    /// Keeps the polynomials, and the rows as the polynomials they are computed from, where
+    /// asked and they fit (see [`WgpuCommitter`]'s `commit_on_device`).
     fn commit_keeping(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
-        self.commit_on_device(request, keep.polys)
+        self.commit_on_device(request, keep)
+    }
+
+    fn evaluates_compositions(&self) -> bool {
+        true
+    }
+
+    /// Over the rows it kept, each coset of the CE domain computed again from the kept
+    /// polynomials and evaluated there.
+    fn evaluate_composition(
+        &self,
+        request: &CompositionRequest<'_>,
+    ) -> Result<Vec<miden_crypto::Felt>> {
+        let ce_size = request.validate()?;
+        let _span = info_span!("wgpu.composition", steps = ce_size).entered();
+        self.shared.run(|engine| composition::evaluate(engine, self.shared.id, request, ce_size))
     }
 
     fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
         let poly_len = request.validate(Backend::Wgpu)?;
-        self.run(|engine| deep::evaluate(engine, self.id, request, poly_len))
+        self.shared.run(|engine| deep::evaluate(engine, self.shared.id, request, poly_len))
     }
 
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
         let poly_len = request.validate(Backend::Wgpu)?;
-        self.run(|engine| deep::combine(engine, self.id, request, poly_len))
+        self.shared.run(|engine| deep::combine(engine, self.shared.id, request, poly_len))
     }
 
     fn hash_rows(
@@ -299,12 +346,12 @@ impl GpuCommitter for WgpuCommitter {
         hash: HashFunction,
     ) -> Result<Vec<Digest>> {
         CHECKS.hash_rows(lde, row_hashing, hash)?;
-        self.run(|engine| standalone::hash_rows(engine, lde, row_hashing, hash))
+        self.shared.run(|engine| standalone::hash_rows(engine, lde, row_hashing, hash))
     }
 
     fn build_tree(&self, leaves: &[Digest], hash: HashFunction) -> Result<Vec<Digest>> {
         CHECKS.build_tree(leaves, hash)?;
-        self.run(|engine| standalone::build_tree(engine, leaves, hash))
+        self.shared.run(|engine| standalone::build_tree(engine, leaves, hash))
     }
 
     fn commit_fri(
@@ -313,25 +360,24 @@ impl GpuCommitter for WgpuCommitter {
         channel: &mut FoldingChannel<'_>,
     ) -> Result<FriLayers> {
         let shape = request.validate()?;
-        self.run(|engine| fri::commit_fri(engine, request, shape, channel))
+        self.shared.run(|engine| fri::commit_fri(engine, request, shape, channel))
     }
 
     /// In dispatches of twice the expected count of nonces (at most 2^22).
     fn grind(&self, request: &GrindRequest) -> Result<u64> {
         request.validate()?;
         let _span = info_span!("wgpu.grind", factor = request.grinding_factor).entered();
-        self.run(|engine| grind::grind(engine, request))
+        self.shared.run(|engine| grind::grind(engine, request))
     }
 
     /// Buffer memory allocated on this device, as wgpu-hal counts it (its `counters` feature):
     /// every buffer this committer made, pooled or in use, and the constant tables.
     fn memory_in_use(&self) -> Option<u64> {
-        let bytes = self.ctx.device.get_internal_counters().hal.buffer_memory.read();
-        u64::try_from(bytes).ok()
+        self.shared.memory_in_use()
     }
 
     fn peak_memory_in_use(&self) -> Option<u64> {
-        Some(self.peak.load(Ordering::SeqCst))
+        Some(self.shared.peak.load(Ordering::SeqCst))
     }
 
     /// Device times of the stages of the last [`GpuCommitter::commit`], from GPU timestamp
@@ -352,6 +398,7 @@ pub(super) struct Engine<'a> {
     ctx: &'a Arc<Context>,
     pipelines: &'a Pipelines,
     constants: &'a HashConstants,
+    programs: &'a CompositionPrograms,
     pool: &'a BufferPool,
     tables: &'a Mutex<Tables>,
     sizes: Sizes,

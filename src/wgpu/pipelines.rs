@@ -1,5 +1,6 @@
 //! The compute pipelines, made once at start-up: one per kernel, with explicit bind group
-//! layouts. Group 0 binding 0 of every kernel is its parameter block (a uniform with a dynamic
+//! layouts (a composition program, generated per AIR shape, is made at its first use the same
+//! way: `composition`). Group 0 binding 0 of every kernel is its parameter block (a uniform with a dynamic
 //! offset into one arena per submission); bindings 1.. are storage buffers; hashing kernels
 //! of an algebraic hash also bind its constants as group 1.
 
@@ -185,22 +186,8 @@ impl Pipelines {
         let modules: HashMap<Module, ::wgpu::ShaderModule> = Module::all()
             .into_iter()
             .map(|module| {
-                let name = module.name();
-                let descriptor = ::wgpu::ShaderModuleDescriptor {
-                    label: Some(&name),
-                    source: ::wgpu::ShaderSource::Wgsl(module.source(arithmetic, quads).into()),
-                };
-                // Every check stays on (bounds, guarded integer division) except the injected
-                // loop counters, which keep drivers from unrolling the permutation loops.
-                let checks = ::wgpu::ShaderRuntimeChecks {
-                    force_loop_bounding: false,
-                    ..::wgpu::ShaderRuntimeChecks::checked()
-                };
-                // SAFETY: `force_loop_bounding` may be off only for shaders without infinite
-                // loops. Every loop in wgsl/ counts a variable up to a bound fixed before the
-                // loop starts (a constant, a parameter, or the work left), so each terminates.
-                let shader = unsafe { device.create_shader_module_trusted(descriptor, checks) };
-                (module, shader)
+                let source = module.source(arithmetic, quads);
+                (module, shader_module(device, &module.name(), source))
             })
             .collect();
         let constants_layout =
@@ -234,11 +221,44 @@ impl Pipelines {
     }
 }
 
+/// The shader module of WGSL `source` (composed from the files of `wgsl/`), labelled `label`.
+pub(super) fn shader_module(
+    device: &::wgpu::Device,
+    label: &str,
+    source: String,
+) -> ::wgpu::ShaderModule {
+    let descriptor = ::wgpu::ShaderModuleDescriptor {
+        label: Some(label),
+        source: ::wgpu::ShaderSource::Wgsl(source.into()),
+    };
+    // Every check stays on (bounds, guarded integer division) except the injected loop
+    // counters, which keep drivers from unrolling the permutation loops.
+    let checks =
+        ::wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..::wgpu::ShaderRuntimeChecks::checked() };
+    // SAFETY: `force_loop_bounding` may be off only for shaders without infinite loops. Every
+    // loop in wgsl/ counts a variable up to a bound fixed before the loop starts (a constant, a
+    // parameter, or the work left), so each terminates.
+    unsafe { device.create_shader_module_trusted(descriptor, checks) }
+}
+
 fn make_pipeline(
     device: &::wgpu::Device,
     kernel: Kernel,
     module: &::wgpu::ShaderModule,
     constants_layout: &::wgpu::BindGroupLayout,
+) -> Pipeline {
+    let constants = kernel.constants().map(|_| constants_layout);
+    entry_pipeline(device, kernel.entry_point(), kernel.storage(), module, constants)
+}
+
+/// The pipeline of entry point `entry_point` of `module`, binding the parameter block, then
+/// storage buffers of `storage`'s accesses, and (where given) the hash constants as group 1.
+pub(super) fn entry_pipeline(
+    device: &::wgpu::Device,
+    entry_point: &str,
+    storage: &[Access],
+    module: &::wgpu::ShaderModule,
+    constants_layout: Option<&::wgpu::BindGroupLayout>,
 ) -> Pipeline {
     let mut entries = vec![::wgpu::BindGroupLayoutEntry {
         binding: 0,
@@ -250,7 +270,7 @@ fn make_pipeline(
         },
         count: None,
     }];
-    for (i, access) in kernel.storage().iter().enumerate() {
+    for (i, access) in storage.iter().enumerate() {
         entries.push(::wgpu::BindGroupLayoutEntry {
             binding: i as u32 + 1,
             visibility: ::wgpu::ShaderStages::COMPUTE,
@@ -263,23 +283,23 @@ fn make_pipeline(
         });
     }
     let layout = device.create_bind_group_layout(&::wgpu::BindGroupLayoutDescriptor {
-        label: Some(kernel.entry_point()),
+        label: Some(entry_point),
         entries: &entries,
     });
     let mut groups = vec![Some(&layout)];
-    if kernel.constants().is_some() {
+    if let Some(constants_layout) = constants_layout {
         groups.push(Some(constants_layout));
     }
     let pipeline_layout = device.create_pipeline_layout(&::wgpu::PipelineLayoutDescriptor {
-        label: Some(kernel.entry_point()),
+        label: Some(entry_point),
         bind_group_layouts: &groups,
         immediate_size: 0,
     });
     let pipeline = device.create_compute_pipeline(&::wgpu::ComputePipelineDescriptor {
-        label: Some(kernel.entry_point()),
+        label: Some(entry_point),
         layout: Some(&pipeline_layout),
         module,
-        entry_point: Some(kernel.entry_point()),
+        entry_point: Some(entry_point),
         compilation_options: Default::default(),
         cache: None,
     });

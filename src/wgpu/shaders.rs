@@ -52,6 +52,7 @@ const MERKLE_QUAD: &str = include_str!("../../wgsl/merkle_quad.wgsl");
 const FRI: &str = include_str!("../../wgsl/fri.wgsl");
 const DEEP: &str = include_str!("../../wgsl/deep.wgsl");
 const GRIND: &str = include_str!("../../wgsl/grind.wgsl");
+const COMPOSITION: &str = include_str!("../../wgsl/composition.wgsl");
 
 // MODULES
 // ================================================================================================
@@ -223,6 +224,41 @@ fn poseidon2_counts() -> String {
          const P2_VECTORS: u32 = {}u;\n",
         elements.div_ceil(2)
     )
+}
+
+// COMPOSITION PROGRAMS
+// ================================================================================================
+
+/// The sizes a composition program is made for.
+pub(super) struct CompositionSizes {
+    /// Words the row writes: the extension degree.
+    pub outputs: usize,
+    /// Exponent slots of `x`.
+    pub x_slots: usize,
+    /// Words of the step tables' entries.
+    pub table_words: usize,
+}
+
+/// A composition program (`composition.wgsl`) in `arithmetic`: the field code, the sizes and the
+/// private arrays the generated `functions` (`constraints::wgsl_source`, named
+/// `composition_row`) read and write, the fixed kernel and the functions.
+pub(super) fn composition_source(
+    sizes: &CompositionSizes,
+    functions: &str,
+    arithmetic: Arithmetic,
+) -> String {
+    let CompositionSizes { outputs, x_slots, table_words } = sizes;
+    let declarations = format!(
+        "const COMPOSITION_OUTPUTS: u32 = {outputs}u;\n\
+         const COMPOSITION_X_SLOTS: u32 = {x_slots}u;\n\
+         const COMPOSITION_TABLE_WORDS: u32 = {table_words}u;\n\
+         var<private> ce_values: array<vec2<u32>, {outputs}>;\n\
+         var<private> ce_xp: array<vec2<u32>, {}>;\n\
+         var<private> ce_table: array<vec2<u32>, {}>;\n",
+        x_slots + 1,
+        table_words + 1
+    );
+    [field_source(arithmetic), declarations, COMPOSITION.into(), functions.into()].join("\n")
 }
 
 // PUBLIC LISTING
