@@ -39,13 +39,13 @@ use miden_gpu::{
 };
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use winter_air::{
-    Air, BatchingMethod, ConstraintCompositionCoefficients, FieldExtension, PartitionOptions,
-    ProofOptions,
+    Air, AuxRandElements, BatchingMethod, ConstraintCompositionCoefficients, FieldExtension,
+    PartitionOptions, ProofOptions,
 };
 use winter_crypto::MerkleTree;
-use winter_math::{fields::QuadExtension, StarkField};
+use winter_math::fields::QuadExtension;
 use winter_prover::{
-    matrix::ColMatrix, ConstraintEvaluator, DefaultTraceLde, Prover, StarkDomain, Trace,
+    matrix::ColMatrix, ConstraintEvaluator, DefaultTraceLde, Prover, StarkDomain, Trace, TraceLde,
 };
 
 /// The deadline of every wait in the tests of hangs: short, so that each hang costs little.
@@ -162,11 +162,14 @@ struct Inputs {
     fib: FibCase,
 }
 
-/// A Fibonacci AIR over the base field, its trace's columns, random composition coefficients
-/// and positions of its LDE: the rows a commitment keeps are read and composed.
+/// A Fibonacci AIR over the base field, its main trace's columns, a random auxiliary column
+/// and random elements, random composition coefficients and positions of its LDE: the rows a
+/// commitment keeps are read and composed.
 struct FibCase {
     air: FibAir,
     columns: Vec<Vec<Felt>>,
+    aux: Vec<Felt>,
+    aux_rand: AuxRandElements<Felt>,
     coefficients: ConstraintCompositionCoefficients<Felt>,
     positions: Vec<usize>,
 }
@@ -186,15 +189,21 @@ impl FibCase {
         );
         let air = FibAir::new(trace.info().clone(), trace.inputs(), options);
         let columns = trace.main_segment().columns().map(<[Felt]>::to_vec).collect();
+        let aux = (0..ROWS).map(|_| common::random_felt(rng)).collect();
+        let rand_count = air.trace_info().get_num_aux_segment_rand_elements();
+        let aux_rand =
+            AuxRandElements::new((0..rand_count).map(|_| common::random_felt(rng)).collect());
         let coefficients = ConstraintCompositionCoefficients {
             transition: (0..air.context().num_transition_constraints())
                 .map(|_| common::random_felt(rng))
                 .collect(),
-            boundary: (0..air.context().num_assertions()).map(|_| common::random_felt(rng)).collect(),
+            boundary: (0..air.context().num_assertions())
+                .map(|_| common::random_felt(rng))
+                .collect(),
         };
         let lde_len = ROWS * 4;
         let positions = (0..9).map(|_| rng.random_range(0..lde_len)).chain([0, lde_len - 1]);
-        Self { air, columns, coefficients, positions: positions.collect() }
+        Self { air, columns, aux, aux_rand, coefficients, positions: positions.collect() }
     }
 
     fn request<'a>(&self, columns: &'a [&'a [Felt]]) -> CommitRequest<'a> {
@@ -206,9 +215,15 @@ impl FibCase {
         }
     }
 
-    /// The trace committed on `committer` with its rows kept there.
-    fn kept_rows(&self, committer: &dyn GpuCommitter) -> Result<Arc<dyn KeptRows>, GpuError> {
-        let columns: Vec<&[Felt]> = self.columns.iter().map(Vec::as_slice).collect();
+    /// The main segment (`aux`: the auxiliary one) committed on `committer` with its rows kept
+    /// there.
+    fn kept_rows(
+        &self,
+        committer: &dyn GpuCommitter,
+        aux: bool,
+    ) -> Result<Arc<dyn KeptRows>, GpuError> {
+        let columns: Vec<&[Felt]> =
+            if aux { vec![&self.aux] } else { self.columns.iter().map(Vec::as_slice).collect() };
         let commitment =
             committer.commit_keeping(&self.request(&columns), Keep { polys: false, rows: true })?;
         Ok(commitment.kept_rows.expect("a GPU backend keeps the rows of a small commitment"))
@@ -216,7 +231,7 @@ impl FibCase {
 
     /// The recorded composition, over the LDE domain's coset of the CE domain.
     fn composition(&self) -> (Composition, StarkDomain<Felt>) {
-        let composition = Composition::new(&self.air, None, &self.coefficients)
+        let composition = Composition::new(&self.air, Some(&self.aux_rand), &self.coefficients)
             .expect("the Fibonacci composition is recorded");
         (composition, StarkDomain::new(&self.air))
     }
@@ -230,10 +245,12 @@ impl FibCase {
         let domain = StarkDomain::new(&self.air);
         let main = ColMatrix::new(self.columns.clone());
         type Lde = DefaultTraceLde<Felt, Rpo256, MerkleTree<Rpo256>>;
-        let (lde, _) =
+        let (mut lde, _) =
             Lde::new(self.air.trace_info(), &main, &domain, PartitionOptions::default());
+        lde.set_aux_trace(&ColMatrix::new(vec![self.aux.clone()]), &domain);
+        let aux_rand = Some(self.aux_rand.clone());
         let evaluator =
-            GraphConstraintEvaluator::new(&self.air, None, self.coefficients.clone())
+            GraphConstraintEvaluator::new(&self.air, aux_rand, self.coefficients.clone())
                 .expect("the Fibonacci constraints are recorded");
         let composition = evaluator.evaluate(&lde, &domain).into_inner();
         (rows, canonical(&composition).collect())
@@ -372,7 +389,7 @@ fn workloads<'a>(
             "kept rows read",
             Box::new(move |c: &dyn GpuCommitter| {
                 let fib = &inputs.fib;
-                let rows = fib.kept_rows(c)?.read(&fib.positions)?;
+                let rows = fib.kept_rows(c, false)?.read(&fib.positions)?;
                 Ok(rows.iter().flat_map(|row| canonical(row)).collect())
             }),
         ),
@@ -380,15 +397,15 @@ fn workloads<'a>(
             "composition",
             Box::new(move |c: &dyn GpuCommitter| {
                 let fib = &inputs.fib;
-                let rows = fib.kept_rows(c)?;
+                let (main, aux) = (fib.kept_rows(c, false)?, fib.kept_rows(c, true)?);
                 let (composition, domain) = fib.composition();
                 let x_bases = composition.x_power_bases(&domain);
                 let request = CompositionRequest {
                     composition: &composition,
-                    main: rows.as_ref(),
-                    aux: None,
+                    main: main.as_ref(),
+                    aux: Some(aux.as_ref()),
                     main_width: fib.columns.len(),
-                    aux_width: 0,
+                    aux_width: 1,
                     trace_len: fib.air.trace_length(),
                     lde_blowup: domain.trace_to_lde_blowup(),
                     ce_blowup: fib.air.ce_blowup_factor(),

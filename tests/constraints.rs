@@ -1252,7 +1252,8 @@ mod wgpu {
         [Arithmetic::U32, Arithmetic::U64]
             .into_iter()
             .filter_map(|arithmetic| {
-                let options = WgpuOptions { arithmetic: Some(arithmetic), ..WgpuOptions::from_env() };
+                let options =
+                    WgpuOptions { arithmetic: Some(arithmetic), ..WgpuOptions::from_env() };
                 let committer = WgpuCommitter::with_options(options);
                 match (&committer, arithmetic) {
                     (Err(error), Arithmetic::U64) => {
