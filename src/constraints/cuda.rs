@@ -74,7 +74,9 @@ impl Dialect for Cuda<'_> {
 
     fn top_header(&self, name: &str, carry_len: usize) -> String {
         let frame = self.frame;
-        format!("__device__ void {name}(const {frame}& f, u64* out) {{\n    u64 carry[{carry_len}];")
+        format!(
+            "__device__ void {name}(const {frame}& f, u64* out) {{\n    u64 carry[{carry_len}];"
+        )
     }
 
     fn output(&self, i: usize, value: &str) -> String {

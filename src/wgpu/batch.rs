@@ -231,7 +231,11 @@ impl Batch {
                     });
                     let mut next = Some(op);
                     while let Some(Op::Dispatch {
-                        dispatched, buffers, params_offset, groups, ..
+                        dispatched,
+                        buffers,
+                        params_offset,
+                        groups,
+                        ..
                     }) = next
                     {
                         let (pipeline, hash) = match dispatched {

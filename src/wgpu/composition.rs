@@ -273,8 +273,7 @@ pub(super) fn evaluate(
     let program = engine.programs.pipeline(engine, composition_shader(composition, arithmetic));
     let program = composition_program(program);
 
-    let words: Vec<Felt> =
-        request.parameter_words().into_iter().map(Felt::from_mont).collect();
+    let words: Vec<Felt> = request.parameter_words().into_iter().map(Felt::from_mont).collect();
     let words = upload_table(device, &engine.ctx.queue, "composition parameters", &words);
     let out = Chunked::new(engine.pool, device, ce_size as u64, degree * FELT_BYTES, out_part);
     let segments: Vec<(&WgpuKeptRows, Chunked)> = [Some(main), aux]

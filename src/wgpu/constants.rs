@@ -178,7 +178,9 @@ impl Tables {
     ) -> ::wgpu::Buffer {
         self.twiddles
             .entry((log_n, inverse))
-            .or_insert_with(|| upload_table(device, queue, "twiddles", &stage_twiddles(log_n, inverse)))
+            .or_insert_with(|| {
+                upload_table(device, queue, "twiddles", &stage_twiddles(log_n, inverse))
+            })
             .clone()
     }
 

@@ -80,8 +80,8 @@ mod timestamps;
 mod upload;
 
 use buffers::BufferPool;
-use composition::{CompositionPrograms, WgpuKeptRows};
 pub use composition::composition_shader;
+use composition::{CompositionPrograms, WgpuKeptRows};
 use constants::{HashConstants, Tables};
 pub use context::{find_adapter, AdapterSummary};
 use context::{refused, Context};

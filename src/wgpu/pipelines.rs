@@ -233,8 +233,10 @@ pub(super) fn shader_module(
     };
     // Every check stays on (bounds, guarded integer division) except the injected loop
     // counters, which keep drivers from unrolling the permutation loops.
-    let checks =
-        ::wgpu::ShaderRuntimeChecks { force_loop_bounding: false, ..::wgpu::ShaderRuntimeChecks::checked() };
+    let checks = ::wgpu::ShaderRuntimeChecks {
+        force_loop_bounding: false,
+        ..::wgpu::ShaderRuntimeChecks::checked()
+    };
     // SAFETY: `force_loop_bounding` may be off only for shaders without infinite loops. Every
     // loop in wgsl/ counts a variable up to a bound fixed before the loop starts (a constant, a
     // parameter, or the work left), so each terminates.
