@@ -3,12 +3,12 @@
 use std::{path::PathBuf, time::Duration};
 
 use clap::Args;
-use miden_gpu::service::{check_job_id, Fleet, FleetOptions};
+use miden_gpu::service::{check_job_id, check_submitter, Fleet, FleetOptions};
 
 use crate::{
+    connection::ConnectionArgs,
     error::CliError,
     prove::check_output_paths,
-    serve::DEFAULT_NATS,
     submit::{block_on, write_result},
 };
 
@@ -27,9 +27,12 @@ pub struct FetchCmd {
     #[arg(short = 'p', long = "proof")]
     proof_file: Option<PathBuf>,
 
-    /// The NATS server (with JetStream) of the fleet
-    #[arg(long = "nats", default_value = DEFAULT_NATS)]
-    nats: String,
+    #[command(flatten)]
+    connection: ConnectionArgs,
+
+    /// The submitter the job was submitted as (submit --submitter)
+    #[arg(long = "submitter", env = "MIDEN_GPU_SUBMITTER", value_parser = parse_submitter)]
+    submitter: Option<String>,
 
     /// Wait for the result if there is none yet
     #[arg(long = "wait")]
@@ -42,6 +45,11 @@ pub struct FetchCmd {
     /// Seconds to keep trying to reach the NATS server
     #[arg(long = "connect-timeout", default_value_t = 60)]
     connect_timeout: u64,
+}
+
+/// A submitter argument.
+pub fn parse_submitter(name: &str) -> Result<String, String> {
+    check_submitter(name).map(|()| name.to_string())
 }
 
 /// A job id argument.
@@ -59,7 +67,8 @@ impl FetchCmd {
         let result = block_on(async {
             let options = FleetOptions {
                 connect_timeout: Duration::from_secs(self.connect_timeout),
-                ..FleetOptions::new(&self.nats)
+                submitter: self.submitter.clone(),
+                ..self.connection.fleet_options()?
             };
             let fleet = Fleet::connect(&options, "miden-gpu-fetch").await?;
             match self.wait {
