@@ -22,9 +22,8 @@ mod fleet;
 use std::{
     fs::{self, File},
     io::{Read, Write},
-    net::{TcpListener, TcpStream},
-    process::{Child, Command, ExitStatus, Stdio},
-    sync::LazyLock,
+    net::TcpStream,
+    process::{Child, Command, Stdio},
     thread,
     time::{Duration, Instant},
 };
@@ -33,13 +32,9 @@ use cli_support::TempDir;
 use device::{tests, DeviceTests};
 use fleet::*;
 use miden_air::HashFunction;
-use miden_assembly::Assembler;
 use miden_gpu::service::{
-    AttemptEnd, FailureKind, Fleet, FleetOptions, Job, JobProgram, JobResult, Outcome, ProvedJob,
+    AttemptEnd, FailureKind, Fleet, FleetOptions, Job, JobProgram, JobResult, Outcome,
 };
-use miden_processor::{StackInputs, Word};
-use miden_prover::ExecutionProof;
-use miden_verifier::{Kernel, ProgramInfo};
 use serde_json::json;
 
 fn main() {

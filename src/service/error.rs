@@ -42,6 +42,9 @@ pub enum ServiceError {
         /// What is wrong with it.
         message: String,
     },
+    /// [`super::FleetOptions::submitter`] is not a valid name.
+    #[error("invalid submitter: {0}")]
+    Submitter(String),
     /// The contents of a `.creds` file could not be read ([`super::FleetAuth::Credentials`]).
     #[error("NATS: unreadable credentials: {message}")]
     Credentials {

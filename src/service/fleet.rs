@@ -262,10 +262,7 @@ impl Fleet {
         let denial = denied.clone();
         let mut connect = ConnectOptions::new();
         if let Some(submitter) = &options.submitter {
-            check_submitter(submitter).map_err(|message| ServiceError::ServerUrl {
-                url: server.clone(),
-                message,
-            })?;
+            check_submitter(submitter).map_err(ServiceError::Submitter)?;
             connect = connect.custom_inbox_prefix(format!("_INBOX_{submitter}"));
         }
         let client = options
@@ -428,13 +425,14 @@ impl Fleet {
         timeout: Option<Duration>,
     ) -> Result<JobResult, ServiceError> {
         let start = Instant::now();
+        let key = self.options.result_key(&job.id);
         let mut connections = self.connections.clone();
         connections.mark_unchanged();
         self.submit_within(job, submit_limit).await?;
         let wait = async {
             loop {
                 tokio::select! {
-                    watched = self.watch_result(&self.options.result_key(&job.id)) => match watched {
+                    watched = self.watch_result(&key) => match watched {
                         Ok(bytes) => return JobResult::decode(&job.id, &bytes),
                         Err(error) => {
                             debug!(%error, "watching for the result again");
@@ -547,9 +545,10 @@ impl Fleet {
         id: &str,
         timeout: Option<Duration>,
     ) -> Result<JobResult, ServiceError> {
+        let key = self.options.result_key(id);
         let wait = async {
             loop {
-                match self.watch_result(&self.options.result_key(id)).await {
+                match self.watch_result(&key).await {
                     Ok(bytes) => return JobResult::decode(id, &bytes),
                     Err(error) => {
                         debug!(%error, "watching for the result again");
@@ -695,6 +694,10 @@ impl Fleet {
 /// again would not help (credentials, TLS), else [`ServiceError::Nats`].
 fn refusal(server: &str, error: async_nats::ConnectError) -> ServiceError {
     let refused = |cause| ServiceError::Refused { server: server.to_string(), cause };
+    // a handshake that fails, or an alert of the server after it, comes as an I/O error
+    if let Some(tls) = tls_cause(&error) {
+        return refused(RefusalCause::Tls(tls));
+    }
     match error.kind() {
         ConnectErrorKind::AuthorizationViolation => refused(RefusalCause::Authorization),
         ConnectErrorKind::Authentication => {
@@ -706,4 +709,21 @@ fn refusal(server: &str, error: async_nats::ConnectError) -> ServiceError {
         },
         _ => ServiceError::nats(format!("connect to {server}"), error),
     }
+}
+
+/// The message of the TLS error among the causes of `error`, if there is one.
+fn tls_cause(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        let inner = error.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref);
+        let tls = match inner {
+            Some(inner) => inner.downcast_ref::<async_nats::rustls::Error>(),
+            None => error.downcast_ref::<async_nats::rustls::Error>(),
+        };
+        if let Some(tls) = tls {
+            return Some(tls.to_string());
+        }
+        cause = error.source();
+    }
+    None
 }

@@ -73,7 +73,8 @@ pub(crate) async fn open_job_stream(
         let subjects = format!("subjects {:?}", existing.subjects);
         return Err(mismatch("subjects", subjects, format!("ones matching {published}")));
     }
-    check_replicas(name, existing, replicas)
+    check_replicas(name, existing, replicas)?;
+    Ok(stream)
 }
 
 // BUCKETS

@@ -64,12 +64,12 @@ impl FetchCmd {
         let proof_path = self.proof_file.clone().unwrap_or_else(|| self.default_path("proof"));
         let output_path = self.output_file.clone().unwrap_or_else(|| self.default_path("outputs"));
         check_output_paths(&proof_path, &output_path, &[])?;
+        let options = FleetOptions {
+            connect_timeout: Duration::from_secs(self.connect_timeout),
+            submitter: self.submitter.clone(),
+            ..self.connection.fleet_options()?
+        };
         let result = block_on(async {
-            let options = FleetOptions {
-                connect_timeout: Duration::from_secs(self.connect_timeout),
-                submitter: self.submitter.clone(),
-                ..self.connection.fleet_options()?
-            };
             let fleet = Fleet::connect(&options, "miden-gpu-fetch").await?;
             match self.wait {
                 true => fleet

@@ -14,7 +14,7 @@ use miden_gpu::service::OTLP_ENDPOINT_ENV;
 use miden_gpu::{
     miden::Execution,
     service::{
-        FailureKind, Fleet, FleetOptions, Job, JobFailure, JobProgram, MetricsServer, PreparedJob,
+        FailureKind, Fleet, Job, JobFailure, JobProgram, MetricsServer, PreparedJob,
         ServiceError, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES, DEFAULT_SOLO_ATTEMPTS,
     },
     Backend, BackendOptions, PoolOptions, ProverPool,

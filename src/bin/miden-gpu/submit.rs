@@ -235,7 +235,10 @@ pub fn write_result(
         let stack_inputs = expected.stack_inputs;
         let security =
             verify_proof(program_hash, stack_inputs, outputs.clone(), proof.clone(), proof_path)
-                .map_err(|error| refused(format!("{error} (with the job's inputs)")))?;
+                .map_err(|error| match error {
+                    CliError::Verification(why) => refused(format!("{why} (with the job's inputs)")),
+                    error => error,
+                })?;
         if security < expected.security {
             return Err(refused(format!(
                 "the proof has {security}-bit security, not the {} asked for",
