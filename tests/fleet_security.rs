@@ -339,29 +339,30 @@ fn open_context(url: &str) -> jetstream::Context {
 }
 
 /// A plain `async-nats` client as `options` give.
-async fn raw_connect(options: &FleetOptions) -> Result<async_nats::Client, async_nats::ConnectError> {
-        let security = &options.security;
-        let mut connect = async_nats::ConnectOptions::new();
-        if let Some(submitter) = &options.submitter {
-            connect = connect.custom_inbox_prefix(format!("_INBOX_{submitter}"));
-        }
-        connect = match &security.auth {
-            FleetAuth::UserPassword { user, password } => {
-                connect.user_and_password(user.clone(), password.expose().into())
-            },
-            FleetAuth::NKey(seed) => connect.nkey(seed.expose().into()),
-            _ => connect,
-        };
-        if let Some(ca) = &security.tls.ca {
-            connect = connect.add_root_certificates(ca.clone());
-        }
-        if let Some(certificate) = &security.tls.client_certificate {
-            connect = connect
-                .add_client_certificate(certificate.cert.clone(), certificate.key.clone());
-        }
-        let servers: Vec<async_nats::ServerAddr> =
-            options.url.split(',').map(|url| url.parse().expect("a server URL")).collect();
-        connect.require_tls(security.tls.required).connect(servers).await
+async fn raw_connect(
+    options: &FleetOptions,
+) -> Result<async_nats::Client, async_nats::ConnectError> {
+    let security = &options.security;
+    let mut connect = async_nats::ConnectOptions::new();
+    if let Some(submitter) = &options.submitter {
+        connect = connect.custom_inbox_prefix(format!("_INBOX_{submitter}"));
+    }
+    connect = match &security.auth {
+        FleetAuth::UserPassword { user, password } => {
+            connect.user_and_password(user.clone(), password.expose().into())
+        },
+        FleetAuth::NKey(seed) => connect.nkey(seed.expose().into()),
+        _ => connect,
+    };
+    if let Some(ca) = &security.tls.ca {
+        connect = connect.add_root_certificates(ca.clone());
+    }
+    if let Some(certificate) = &security.tls.client_certificate {
+        connect = connect.add_client_certificate(certificate.cert.clone(), certificate.key.clone());
+    }
+    let servers: Vec<async_nats::ServerAddr> =
+        options.url.split(',').map(|url| url.parse().expect("a server URL")).collect();
+    connect.require_tls(security.tls.required).connect(servers).await
 }
 
 // COMMANDS
@@ -404,15 +405,27 @@ fn secured_servers_refuse_wrong_clients() {
     let secrets = Secrets::new();
     let server = secured_server(&secrets);
     let url = server.url();
-    let _worker = Worker::start(&server, "worker", &secrets.worker_args().iter().map(String::as_str).collect::<Vec<_>>());
+    let _worker = Worker::start(
+        &server,
+        "worker",
+        &secrets.worker_args().iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     let tls = secrets.tls_args();
     let with = |extra: &[&str]| [strings(extra), tls.clone()].concat();
     let server_name = format!("tls://127.0.0.1:{}", server.port);
 
     let refusals: Vec<(&str, Vec<String>, &str)> = vec![
         ("no credentials", tls.clone(), "authorization violation"),
-        ("a wrong password", with(&["--user", "alice", "--password", "wrong-horse"]), "authorization violation"),
-        ("a user of no password", with(&["--user", "mallory", "--password", ALICE_PASSWORD]), "authorization violation"),
+        (
+            "a wrong password",
+            with(&["--user", "alice", "--password", "wrong-horse"]),
+            "authorization violation",
+        ),
+        (
+            "a user of no password",
+            with(&["--user", "mallory", "--password", ALICE_PASSWORD]),
+            "authorization violation",
+        ),
         (
             "no CA for the server's certificate",
             [
@@ -447,7 +460,9 @@ fn secured_servers_refuse_wrong_clients() {
         vec![secrets.ca().display().to_string()],
     ]
     .concat();
-    for (case, extra) in [("another CA's certificate", stranger), ("no client certificate", no_certificate)] {
+    for (case, extra) in
+        [("another CA's certificate", stranger), ("no client certificate", no_certificate)]
+    {
         let (status, stderr) = fetch_nothing(&url, &extra);
         assert_eq!(status, Some(1), "{case}: {stderr}");
         assert!(stderr.contains("refused the connection: TLS"), "{case}: {stderr}");
@@ -492,7 +507,11 @@ fn submitters_are_kept_to_their_own_jobs_and_results() {
     let server = secured_server(&secrets);
     let url = server.url();
     let worker_args = secrets.worker_args();
-    let _worker = Worker::start(&server, "worker", &worker_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let _worker = Worker::start(
+        &server,
+        "worker",
+        &worker_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
 
     // each submitter's job, proved
     let mut ids = Vec::new();
@@ -503,7 +522,8 @@ fn submitters_are_kept_to_their_own_jobs_and_results() {
         args.extend(strings(&["--timeout", "60", "--submit-timeout", "10"]));
         args.extend(secrets.tls_args());
         let output = miden_gpu(&args, Duration::from_secs(60));
-        let text = String::from_utf8_lossy(&output.stdout) + String::from_utf8_lossy(&output.stderr);
+        let text =
+            String::from_utf8_lossy(&output.stdout) + String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "{user}'s submit: {text}");
         assert!(text.contains("96-bit security"), "{text}");
         let id = text
@@ -535,7 +555,8 @@ fn submitters_are_kept_to_their_own_jobs_and_results() {
     }
     // alice consumes no job: neither the workers' consumer nor one of her own
     let stream = block_on(alice.get_stream("MIDEN_GPU_JOBS")).expect("the job stream's info");
-    let workers = block_on(stream.get_consumer::<jetstream::consumer::pull::Config>("miden-gpu-workers"));
+    let workers =
+        block_on(stream.get_consumer::<jetstream::consumer::pull::Config>("miden-gpu-workers"));
     assert!(workers.is_err(), "alice opened the workers' consumer");
     let own_consumer = block_on(stream.create_consumer(jetstream::consumer::pull::Config {
         durable_name: Some("alice-reads-jobs".into()),
@@ -547,7 +568,11 @@ fn submitters_are_kept_to_their_own_jobs_and_results() {
     let violations = log.lines().filter(|line| line.contains("Violation"));
     let of_worker = violations.filter(|line| line.contains(&secrets.worker_public_key)).count();
     assert_eq!(of_worker, 0, "the worker needed more than its permissions:\n{log}");
-    for subject in ["CONSUMER.INFO.MIDEN_GPU_JOBS", "$KV.miden-gpu-results.bob", "DIRECT.GET.KV_miden-gpu-results.$KV.miden-gpu-results.bob"] {
+    for subject in [
+        "CONSUMER.INFO.MIDEN_GPU_JOBS",
+        "$KV.miden-gpu-results.bob",
+        "DIRECT.GET.KV_miden-gpu-results.$KV.miden-gpu-results.bob",
+    ] {
         assert!(
             log.lines().any(|line| line.contains("Violation") && line.contains(subject)),
             "no denial of {subject} in the server's log:\n{log}"
@@ -575,7 +600,8 @@ fn a_planted_result_is_refused() {
     let url = server.url();
     // genuine proofs to plant, made by a worker
     let fleet = block_on(Fleet::connect(&FleetOptions::new(&url), "planter")).expect("connect");
-    let donor_cases = [Case::new(ARITH, HashFunction::Rpo256, 96), Case::new(FIB, HashFunction::Rpo256, 96)];
+    let donor_cases =
+        [Case::new(ARITH, HashFunction::Rpo256, 96), Case::new(FIB, HashFunction::Rpo256, 96)];
     let donors = {
         let _worker = Worker::start(&server.server, "worker", &[]);
         check_all(&fleet, &submit(&fleet, &donor_cases))
@@ -643,7 +669,8 @@ fn existing_streams_with_other_settings_are_refused() {
     };
     block_on(context.create_stream(limits)).expect("a stream of limits retention");
     let serve = |extra: &[&str]| {
-        let mut args = strings(&["serve", "--nats", &url, "--backend", "cpu", "--connect-timeout", "3"]);
+        let mut args =
+            strings(&["serve", "--nats", &url, "--backend", "cpu", "--connect-timeout", "3"]);
         args.extend(strings(extra));
         miden_gpu(&args, Duration::from_secs(3))
     };
@@ -690,7 +717,9 @@ fn secrets_stay_out_of_debug_output() {
             assert!(!message.contains(secret), "{message}");
         }
         match error {
-            ServiceError::Nats { .. } => assert!(message.contains("nats://127.0.0.1:1"), "{message}"),
+            ServiceError::Nats { .. } => {
+                assert!(message.contains("nats://127.0.0.1:1"), "{message}")
+            },
             ServiceError::Credentials { .. } => {},
             error => panic!("{error}"),
         }
@@ -800,7 +829,10 @@ fn run_cluster(replicas: usize) -> (usize, u64) {
     let mut worker_args = secrets.worker_args();
     worker_args.extend(strings(&["--replicas", &replicas.to_string(), "--connect-timeout", "60"]));
     let worker_args: Vec<&str> = worker_args.iter().map(String::as_str).collect();
-    let workers = [Worker::start(&cluster, "first", &worker_args), Worker::start(&cluster, "second", &worker_args)];
+    let workers = [
+        Worker::start(&cluster, "first", &worker_args),
+        Worker::start(&cluster, "second", &worker_args),
+    ];
     let alice_options = FleetOptions { connect_timeout: WAIT, ..secrets.alice(&urls) };
     let alice = block_on(Fleet::connect(&alice_options, "alice")).expect("alice connects");
     let worker_view = raw_client(&secrets.worker(&urls));
@@ -871,5 +903,8 @@ fn an_r3_cluster_loses_no_job_when_its_stream_leader_dies() {
 fn an_r1_cluster_may_lose_jobs_when_their_server_dies() {
     let (done, written) = run_cluster(1);
     assert!(written <= CLUSTER_JOBS as u64, "more results than jobs: {written}");
-    eprintln!("with --replicas 1, {} of {CLUSTER_JOBS} jobs were lost (allowed)", CLUSTER_JOBS - done);
+    eprintln!(
+        "with --replicas 1, {} of {CLUSTER_JOBS} jobs were lost (allowed)",
+        CLUSTER_JOBS - done
+    );
 }

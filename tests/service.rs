@@ -651,7 +651,6 @@ fn submit_command(server: &NatsServer, name: &str, extra: &[&str]) -> Command {
     command
 }
 
-
 /// `submit`s started while the server is down or restarting: those whose server comes back
 /// within their `--submit-timeout` end with a verified proof, and one whose server stays away
 /// fails with an error naming its bound, once that has passed.

@@ -275,7 +275,10 @@ impl Fleet {
                 async move {
                     match event {
                         Event::ServerError(error)
-                            if error.to_string().to_lowercase().contains("permissions violation") =>
+                            if error
+                                .to_string()
+                                .to_lowercase()
+                                .contains("permissions violation") =>
                         {
                             warn!(%error, "the NATS server denied a subject");
                             if let Ok(mut denied) = denial.lock() {
@@ -309,7 +312,8 @@ impl Fleet {
             .await?;
             let results =
                 open_bucket(&jetstream, &options.results, options.result_ttl, replicas).await?;
-            let attempts = open_bucket(&jetstream, &options.attempts, ATTEMPTS_TTL, replicas).await?;
+            let attempts =
+                open_bucket(&jetstream, &options.attempts, ATTEMPTS_TTL, replicas).await?;
             Ok::<_, ServiceError>((stream, results, attempts))
         };
         let (stream, results, attempts) = match opened.await {

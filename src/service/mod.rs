@@ -50,8 +50,8 @@ pub use job::{Job, JobProgram, RejectedJob};
 pub use metrics::{Metrics, MetricsServer};
 #[cfg(feature = "otlp")]
 pub use otlp::{OtlpExport, OTLP_ENDPOINT_ENV};
-pub use security::{server_names, ClientCertificate, FleetAuth, FleetSecurity, FleetTls, Secret};
 pub use result::{Attempt, AttemptEnd, FailureKind, JobFailure, JobResult, Outcome, ProvedJob};
+pub use security::{ClientCertificate, FleetAuth, FleetSecurity, FleetTls, Secret};
 pub use wire::{check_job_id, check_submitter, new_job_id, FORMAT_VERSION, MAX_ID_BYTES};
 pub use worker::{
     Prepare, PreparedJob, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES, DEFAULT_SOLO_ATTEMPTS,

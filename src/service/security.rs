@@ -152,7 +152,7 @@ pub(crate) fn server_addresses(urls: &str) -> Result<Vec<ServerAddr>, ServiceErr
 
 /// The servers of `urls` as errors and logs name them: `scheme://host:port`, comma-separated,
 /// without the user and password a URL may hold.
-pub fn server_names(urls: &str) -> String {
+pub(crate) fn server_names(urls: &str) -> String {
     let names: Vec<String> = urls
         .split(',')
         .map(str::trim)

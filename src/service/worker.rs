@@ -25,8 +25,8 @@
 //!    shortest ack wait.
 //! 6. The result is written if absent ([`Fleet`]: create-if-absent) under its key
 //!    (`<submitter>.<id>` for a job the server received on a submitter's subject, else the
-//!    id), retried while the server is away, then the message is acknowledged. A result that could not be written gives the
-//!    message back for a later delivery.
+//!    id), retried while the server is away, then the message is acknowledged. A result that
+//!    could not be written gives the message back for a later delivery.
 //!
 //! ## Shutdown
 //! When the future given to [`Worker::run`] completes, no new pull is made; jobs being proved

@@ -254,7 +254,6 @@ pub fn proved(result: &JobResult) -> &ProvedJob {
     }
 }
 
-
 /// Waits for a `submit` process, at most `limit`; its status and its output.
 pub fn wait_submit(mut child: Child, limit: Duration) -> (ExitStatus, String) {
     let start = Instant::now();

@@ -13,8 +13,8 @@
 //! With feature `service`, a prover fleet on NATS JetStream ([`miden_gpu::service`]):
 //!
 //! ```text
-//! miden-gpu serve [--nats URLS] [connection options] [--replicas N] [--backend ...] [--workers N] [--metrics ADDR]
-//!     [--max-job-bytes N] [-m max-cycles] [--ack-wait SECS] [--backoff DURATIONS]
+//! miden-gpu serve [--nats URLS] [connection options] [--replicas N] [--backend ...]
+//!     [--workers N] [--metrics ADDR] [--max-job-bytes N] [-m max-cycles] [--ack-wait SECS] [--backoff DURATIONS]
 //!     [--max-deliver N] [--max-ack-pending N] [--solo-attempts N] [--connect-timeout SECS]
 //!     [--name NAME] [--result-ttl DURATION] [--otlp-endpoint URL]
 //! miden-gpu submit program.masm [-i ...] [-p ...] [-o ...] [--hasher ...] [-s ...] [-m ...]

@@ -14,8 +14,8 @@ use miden_gpu::service::OTLP_ENDPOINT_ENV;
 use miden_gpu::{
     miden::Execution,
     service::{
-        FailureKind, Fleet, Job, JobFailure, JobProgram, MetricsServer, PreparedJob,
-        ServiceError, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES, DEFAULT_SOLO_ATTEMPTS,
+        FailureKind, Fleet, Job, JobFailure, JobProgram, MetricsServer, PreparedJob, ServiceError,
+        Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES, DEFAULT_SOLO_ATTEMPTS,
     },
     Backend, BackendOptions, PoolOptions, ProverPool,
 };

@@ -19,11 +19,11 @@ use crate::{
         OutputFile,
     },
     error::{CliError, FileKind},
+    fetch::parse_submitter,
     paths::ProgramPaths,
     progress::Progress,
     prove::{check_output_paths, parse_hasher, parse_security},
     report::{ms, Report},
-    fetch::parse_submitter,
     serve::load_job_program,
     verify::verify_proof,
 };
@@ -236,7 +236,9 @@ pub fn write_result(
         let security =
             verify_proof(program_hash, stack_inputs, outputs.clone(), proof.clone(), proof_path)
                 .map_err(|error| match error {
-                    CliError::Verification(why) => refused(format!("{why} (with the job's inputs)")),
+                    CliError::Verification(why) => {
+                        refused(format!("{why} (with the job's inputs)"))
+                    },
                     error => error,
                 })?;
         if security < expected.security {
