@@ -252,7 +252,7 @@ fn report(args: &Args, finished: &[Finished], wall: Duration) {
     );
     println!(
         "fleet_bench: label={} jobs={} cycles_log={} wall_s={:.3} proofs_per_min={per_minute:.3} \
-         proving_mean_s={proving_mean:.3} queue_mean_s={mean:.3} queue_median_s={median:.3} \
+         proving_mean_s={proving_mean:.3} queue_mean_s={mean:.4} queue_median_s={median:.4} \
          queue_max_s={max:.3} workers={}",
         args.label,
         finished.len(),

@@ -591,6 +591,10 @@ fn submitters_are_kept_to_their_own_jobs_and_results() {
     }
 }
 
+/// A job of [`a_planted_result_is_refused`]: its inputs file, the extra arguments of its `submit`,
+/// the result planted for it and the reason it is refused.
+type PlantedCase<'a> = (Option<&'a str>, &'a [&'a str], &'a JobResult, &'a str);
+
 /// With no worker running, a client that is not a worker plants a result for the job a
 /// `submit` waits for: a proof of another program, one of the same program with other inputs,
 /// one with another hash function. Each `submit` refuses it (status 1, the reason named) and
@@ -610,16 +614,16 @@ fn a_planted_result_is_refused() {
     let stream = block_on(context.get_stream("MIDEN_GPU_JOBS")).expect("the job stream");
     let results = block_on(context.get_key_value("miden-gpu-results")).expect("the bucket");
 
-    // (the submitted program, its inputs, extra arguments, the planted result, the reason)
+    // jobs of FIB: their inputs, extra arguments, the result planted and the reason refused
     let fib_inputs = r#"{ "operand_stack": ["0", "2"] }"#;
-    let cases: [(&str, Option<&str>, &[&str], &JobResult, &str); 3] = [
-        (FIB, None, &[], &donors[0], "the proof is of program"),
-        (FIB, Some(fib_inputs), &[], &donors[1], "with the job's inputs"),
-        (FIB, None, &["--hasher", "blake3-256", "-s", "128"], &donors[1], "hash function"),
+    let cases: [PlantedCase; 3] = [
+        (None, &[], &donors[0], "the proof is of program"),
+        (Some(fib_inputs), &[], &donors[1], "with the job's inputs"),
+        (None, &["--hasher", "blake3-256", "-s", "128"], &donors[1], "hash function"),
     ];
     let down = format!("nats://127.0.0.1:{}", free_port());
-    for (i, (source, inputs, extra, planted, reason)) in cases.into_iter().enumerate() {
-        let program = server.dir.file(&format!("planted-{i}.masm"), source);
+    for (i, (inputs, extra, planted, reason)) in cases.into_iter().enumerate() {
+        let program = server.dir.file(&format!("planted-{i}.masm"), FIB);
         let proof = server.dir.path(&format!("planted-{i}.proof"));
         let mut command = Command::new(env!("CARGO_BIN_EXE_miden-gpu"));
         command.arg("submit").arg(&program).args(["--nats", &format!("{down},{url}")]);
@@ -635,7 +639,7 @@ fn a_planted_result_is_refused() {
             let last = block_on(stream.get_last_raw_message_by_subject("miden-gpu.jobs"));
             if let Ok(message) = last {
                 let job: Job = serde_json::from_slice(&message.payload).expect("a job");
-                if job.program == miden_gpu::service::JobProgram::Masm(source.into())
+                if job.program == miden_gpu::service::JobProgram::Masm(FIB.into())
                     && !donors.iter().any(|donor| donor.id == job.id)
                     && block_on(results.get(&job.id)).expect("read").is_none()
                 {

@@ -439,7 +439,7 @@ fn invalid_churn_options_are_refused() {
 /// and the pool's `pool.job` span, by the time the worker has stopped.
 #[cfg(feature = "otlp")]
 fn job_spans_reach_an_otlp_collector() {
-    use std::{io::BufRead, sync::mpsc};
+    use std::{io::BufRead, net::TcpListener, sync::mpsc};
 
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a port");
     let port = listener.local_addr().expect("its address").port();
