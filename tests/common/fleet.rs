@@ -1,6 +1,6 @@
 //! What the tests of the prover fleet share (`tests/service.rs`, `tests/fleet_security.rs`): the
 //! programs of their jobs and the checks of their proofs, `miden-gpu serve` workers on the CPU
-//! backend, and the client's helpers.
+//! backend, and the clients' submissions, waits and checks.
 
 use std::{
     fs::{self, File},
