@@ -19,6 +19,7 @@
 //! within `--timeout`.
 
 use std::{
+    path::PathBuf,
     process::ExitCode,
     sync::Arc,
     time::{Duration, Instant},
@@ -28,7 +29,10 @@ use clap::Parser;
 use miden_assembly::Assembler;
 use miden_gpu::{
     miden::programs,
-    service::{Fleet, FleetOptions, Job, JobProgram, JobResult, Outcome, ServiceError},
+    service::{
+        Fleet, FleetOptions, FleetSecurity, FleetTls, Job, JobProgram, JobResult, Outcome,
+        ServiceError,
+    },
 };
 use miden_processor::Program;
 use miden_prover::{ExecutionProof, HashFunction};
@@ -41,9 +45,12 @@ use serde_json::json;
 #[derive(Parser)]
 #[command(about = "Submit N proof jobs to a prover fleet and measure its throughput")]
 struct Args {
-    /// The fleet's NATS server.
+    /// The fleet's NATS servers, comma-separated.
     #[arg(long, default_value = "nats://127.0.0.1:4222")]
     nats: String,
+    /// Connect over TLS, trusting the certificate authorities of this PEM file for the servers.
+    #[arg(long)]
+    tlsca: Option<PathBuf>,
     /// Timed jobs.
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
     jobs: u32,
@@ -113,9 +120,12 @@ async fn run(args: &Args) -> Result<(), String> {
         .map_err(|e| format!("assembly failed: {e}"))?;
     let timed = programs::iterations_for_rows(&program, args.cycles_log)
         .map_err(|e| format!("execution failed: {e}"))?;
-    let fleet = Fleet::connect(&FleetOptions::new(&args.nats), "fleet-bench")
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut options = FleetOptions::new(&args.nats);
+    if let Some(ca) = &args.tlsca {
+        let tls = FleetTls { required: true, ca: Some(ca.clone()), ..FleetTls::default() };
+        options.security = FleetSecurity { tls, ..FleetSecurity::default() };
+    }
+    let fleet = Fleet::connect(&options, "fleet-bench").await.map_err(|e| e.to_string())?;
     let fleet = Arc::new(fleet);
     println!(
         "fleet {}: {} jobs of 2^{} rows ({timed} Fibonacci iterations), hash {:?}, {}-bit",
@@ -242,7 +252,7 @@ fn report(args: &Args, finished: &[Finished], wall: Duration) {
     );
     println!(
         "fleet_bench: label={} jobs={} cycles_log={} wall_s={:.3} proofs_per_min={per_minute:.3} \
-         proving_mean_s={proving_mean:.3} queue_mean_s={mean:.3} queue_median_s={median:.3} \
+         proving_mean_s={proving_mean:.3} queue_mean_s={mean:.4} queue_median_s={median:.4} \
          queue_max_s={max:.3} workers={}",
         args.label,
         finished.len(),

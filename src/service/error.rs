@@ -17,6 +17,56 @@ pub enum ServiceError {
         /// The client's error.
         message: String,
     },
+    /// A server refused the connection, or it could not be secured: trying again would not
+    /// help.
+    #[error("NATS: {server} refused the connection: {cause}")]
+    Refused {
+        /// The servers tried (`scheme://host:port`, without credentials).
+        server: String,
+        /// Why.
+        cause: RefusalCause,
+    },
+    /// The server denied the client a subject its permissions do not allow.
+    #[error("NATS: {server} denied the client: {message}")]
+    PermissionDenied {
+        /// The servers tried (`scheme://host:port`, without credentials).
+        server: String,
+        /// The server's error (the subject and what was denied).
+        message: String,
+    },
+    /// A server URL of [`super::FleetOptions::url`] cannot be parsed.
+    #[error("NATS: bad server URL `{url}`: {message}")]
+    ServerUrl {
+        /// The URL, without its credentials.
+        url: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// [`super::FleetOptions::submitter`] is not a valid name.
+    #[error("invalid submitter: {0}")]
+    Submitter(String),
+    /// The contents of a `.creds` file could not be read ([`super::FleetAuth::Credentials`]).
+    #[error("NATS: unreadable credentials: {message}")]
+    Credentials {
+        /// What is wrong with them.
+        message: String,
+    },
+    /// A stream of the fleet exists with settings other than those asked for; nothing was
+    /// changed.
+    #[error(
+        "NATS: the stream {stream} exists with {setting} {existing}, not {wanted}; nothing was \
+         changed (change or delete it with the nats command line)"
+    )]
+    StreamSettings {
+        /// The stream.
+        stream: String,
+        /// The setting that differs.
+        setting: &'static str,
+        /// The stream's value.
+        existing: String,
+        /// The value asked for.
+        wanted: String,
+    },
     /// A job or result could not be serialized.
     #[error("cannot encode a message: {0}")]
     Encode(#[source] serde_json::Error),
@@ -67,6 +117,21 @@ pub enum ServiceError {
         /// What went wrong.
         message: String,
     },
+}
+
+/// Why a server refused a connection ([`ServiceError::Refused`]).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RefusalCause {
+    /// The server refused the credentials: none given, wrong, or not of a user it knows.
+    #[error("authorization violation (missing or wrong credentials)")]
+    Authorization,
+    /// The client could not sign the server's challenge with its NKey or `.creds` seed.
+    #[error("authentication failed: {0}")]
+    Authentication(String),
+    /// The TLS handshake failed: a certificate not trusted, expired or not for this host, or
+    /// TLS asked for and not offered.
+    #[error("TLS: {0}")]
+    Tls(String),
 }
 
 impl ServiceError {

@@ -1,9 +1,16 @@
-//! [`Fleet`]: a connection to the NATS server and the JetStream objects of a prover fleet: the
+//! [`Fleet`]: a connection to the NATS servers and the JetStream objects of a prover fleet: the
 //! work-queue stream of jobs, the workers' durable pull consumer, the results bucket and the
 //! bucket of the jobs' solo attempts.
+//!
+//! A fleet's client may name its submitter ([`FleetOptions::submitter`]): its jobs then go to
+//! `<subject>.<submitter>`, their results are under `<submitter>.<job id>` and its inboxes are
+//! `_INBOX_<submitter>`, so that the server's permissions keep each submitter to its own jobs
+//! and results (`deploy/nats/`). A worker takes the submitter of a job from the subject the
+//! server received it on, never from the job itself.
 
 use std::{
-    sync::Arc,
+    fmt,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -13,28 +20,43 @@ use async_nats::{
         self,
         consumer::{pull, AckPolicy, PullConsumer},
         kv::{self, CreateErrorKind, Operation},
-        stream::{self, DiscardPolicy, RetentionPolicy, StorageType},
+        stream,
     },
-    Client, ConnectOptions, Event, HeaderMap,
+    Client, ConnectErrorKind, ConnectOptions, Event, HeaderMap,
 };
 use futures::StreamExt;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use super::{
-    error::ServiceError,
+    error::{RefusalCause, ServiceError},
     job::Job,
     result::{Attempt, JobResult},
+    security::{server_addresses, server_names, FleetSecurity},
+    streams::{bucket_stream, duplicate_window, open_bucket, open_job_stream, Replicas},
+    wire::check_submitter,
 };
 
 // OPTIONS
 // ================================================================================================
 
-/// Where a fleet's jobs and results live, and how long a worker may hold a job.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where a fleet's jobs and results live, how a client connects, and how long a worker may hold
+/// a job. Its `Debug` shows no secret (nor the password of a URL).
+#[derive(Clone, PartialEq, Eq)]
 pub struct FleetOptions {
-    /// The NATS server's URL (`nats://host:4222`).
+    /// The NATS servers' URLs, comma-separated (`nats://host:4222`, `tls://host:4222`): the
+    /// client fails over between them, and to the servers of their cluster.
     pub url: String,
+    /// The client's credentials and TLS settings (default: none).
+    pub security: FleetSecurity,
+    /// The submitter this client submits and reads results as (`[0-9A-Za-z_-]`, at most 64
+    /// characters; the module documentation), or none: jobs on [`Self::subject`] and results
+    /// under the job ids. A worker serves every submitter whatever this is.
+    pub submitter: Option<String>,
+    /// The replicas of the job stream and the buckets when this client creates them (at most
+    /// the servers of the cluster); given, an existing stream with another number is refused
+    /// ([`ServiceError::StreamSettings`]). None: one, and existing streams as they are.
+    pub replicas: Option<usize>,
     /// The work-queue stream of the jobs (default `MIDEN_GPU_JOBS`).
     pub stream: String,
     /// The subject jobs are published on (default `miden-gpu.jobs`).
@@ -92,15 +114,21 @@ const RETRY_DELAY: Duration = Duration::from_millis(250);
 /// The longest delay between tries.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(2);
 
-/// The longest window in which the server drops a second write of a message id (JetStream's
-/// default); never longer than a stream's maximum age.
-const DUPLICATE_WINDOW: Duration = Duration::from_secs(120);
+/// How often a client waiting for a result reads it again without having seen it written (a
+/// write missed while the connection was down).
+const RESULT_RECHECK: Duration = Duration::from_secs(2);
+/// The first delay before a result seen written is read again where the server had not stored
+/// it yet (a cluster stores it once a majority of its replicas has).
+const FIRST_RESULT_RECHECK: Duration = Duration::from_millis(5);
 
 impl FleetOptions {
     /// The default names and limits, on the server at `url`.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
+            security: FleetSecurity::default(),
+            submitter: None,
+            replicas: None,
             stream: "MIDEN_GPU_JOBS".into(),
             subject: "miden-gpu.jobs".into(),
             consumer: "miden-gpu-workers".into(),
@@ -113,6 +141,49 @@ impl FleetOptions {
             connect_timeout: Duration::from_secs(60),
             result_ttl: DEFAULT_RESULT_TTL,
         }
+    }
+
+    /// The subject this client publishes jobs on: `<subject>.<submitter>`, or the subject.
+    pub fn job_subject(&self) -> String {
+        match &self.submitter {
+            Some(submitter) => format!("{}.{submitter}", self.subject),
+            None => self.subject.clone(),
+        }
+    }
+
+    /// The key of this client's result of job `id`: `<submitter>.<id>`, or the id.
+    pub fn result_key(&self, id: &str) -> String {
+        result_key(self.submitter.as_deref(), id)
+    }
+}
+
+impl fmt::Debug for FleetOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FleetOptions")
+            .field("url", &server_names(&self.url))
+            .field("security", &self.security)
+            .field("submitter", &self.submitter)
+            .field("replicas", &self.replicas)
+            .field("stream", &self.stream)
+            .field("subject", &self.subject)
+            .field("consumer", &self.consumer)
+            .field("results", &self.results)
+            .field("attempts", &self.attempts)
+            .field("ack_wait", &self.ack_wait)
+            .field("backoff", &self.backoff)
+            .field("max_deliver", &self.max_deliver)
+            .field("max_ack_pending", &self.max_ack_pending)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("result_ttl", &self.result_ttl)
+            .finish()
+    }
+}
+
+/// The key of job `id`'s result when `submitter` submitted it: `<submitter>.<id>`, or the id.
+pub(crate) fn result_key(submitter: Option<&str>, id: &str) -> String {
+    match submitter {
+        Some(submitter) => format!("{submitter}.{id}"),
+        None => id.to_string(),
     }
 }
 
@@ -151,15 +222,20 @@ impl Fleet {
     /// [`FleetOptions::connect_timeout`].
     ///
     /// # Errors
-    /// [`ServiceError::Nats`] when the server cannot be reached or refuses to create them
-    /// within that time.
+    /// [`ServiceError::Nats`] when the server cannot be reached or does not open them within
+    /// that time; at once, [`ServiceError::Refused`] (credentials, TLS),
+    /// [`ServiceError::PermissionDenied`], [`ServiceError::StreamSettings`],
+    /// [`ServiceError::ServerUrl`] and [`ServiceError::Credentials`].
     pub async fn connect(options: &FleetOptions, name: &str) -> Result<Self, ServiceError> {
         let start = Instant::now();
         let mut delay = RETRY_DELAY;
         loop {
             match Self::connect_once(options, name).await {
                 Ok(fleet) => return Ok(fleet),
-                Err(error) if start.elapsed() + delay < options.connect_timeout => {
+                // the server is away, or not ready: it may be later
+                Err(error @ ServiceError::Nats { .. })
+                    if start.elapsed() + delay < options.connect_timeout =>
+                {
                     debug!(%error, "cannot open the fleet yet; trying again");
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(MAX_RETRY_DELAY);
@@ -178,14 +254,37 @@ impl Fleet {
 
     /// One try of [`Self::connect`].
     async fn connect_once(options: &FleetOptions, name: &str) -> Result<Self, ServiceError> {
+        let servers = server_addresses(&options.url)?;
+        let server = server_names(&options.url);
         let (connected, connections) = watch::channel(0);
         let connected = Arc::new(connected);
-        let client = ConnectOptions::new()
+        let denied = Arc::new(Mutex::new(None::<String>));
+        let denial = denied.clone();
+        let mut connect = ConnectOptions::new();
+        if let Some(submitter) = &options.submitter {
+            check_submitter(submitter).map_err(ServiceError::Submitter)?;
+            connect = connect.custom_inbox_prefix(format!("_INBOX_{submitter}"));
+        }
+        let client = options
+            .security
+            .apply(connect)?
             .name(name)
             .event_callback(move |event| {
                 let connected = connected.clone();
+                let denial = denial.clone();
                 async move {
                     match event {
+                        Event::ServerError(error)
+                            if error
+                                .to_string()
+                                .to_lowercase()
+                                .contains("permissions violation") =>
+                        {
+                            warn!(%error, "the NATS server denied a subject");
+                            if let Ok(mut denied) = denial.lock() {
+                                *denied = Some(error.to_string());
+                            }
+                        },
                         Event::Disconnected => {
                             warn!("disconnected from the NATS server; reconnecting")
                         },
@@ -197,22 +296,36 @@ impl Fleet {
                     }
                 }
             })
-            .connect(&options.url)
+            .connect(servers)
             .await
-            .map_err(|e| ServiceError::nats(format!("connect to {}", options.url), e))?;
+            .map_err(|error| refusal(&server, error))?;
         let jetstream = jetstream::new(client.clone());
-        let stream = jetstream
-            .get_or_create_stream(stream::Config {
-                name: options.stream.clone(),
-                subjects: vec![options.subject.clone()],
-                retention: RetentionPolicy::WorkQueue,
-                storage: StorageType::File,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| ServiceError::nats(format!("open the stream {}", options.stream), e))?;
-        let results = open_bucket(&jetstream, &options.results, options.result_ttl).await?;
-        let attempts = open_bucket(&jetstream, &options.attempts, ATTEMPTS_TTL).await?;
+        let replicas = Replicas::new(options.replicas);
+        let opened = async {
+            let stream = open_job_stream(
+                &jetstream,
+                &options.stream,
+                &options.subject,
+                &options.job_subject(),
+                replicas,
+            )
+            .await?;
+            let results =
+                open_bucket(&jetstream, &options.results, options.result_ttl, replicas).await?;
+            let attempts =
+                open_bucket(&jetstream, &options.attempts, ATTEMPTS_TTL, replicas).await?;
+            Ok::<_, ServiceError>((stream, results, attempts))
+        };
+        let (stream, results, attempts) = match opened.await {
+            Ok(opened) => opened,
+            Err(error) => {
+                let denied = denied.lock().ok().and_then(|mut denied| denied.take());
+                return Err(match denied {
+                    Some(message) => ServiceError::PermissionDenied { server, message },
+                    None => error,
+                });
+            },
+        };
         Ok(Self {
             client,
             jetstream,
@@ -263,7 +376,7 @@ impl Fleet {
         headers.insert(NATS_MESSAGE_ID, id);
         let acknowledgement = self
             .jetstream
-            .publish_with_headers(self.options.subject.clone(), headers, payload.into())
+            .publish_with_headers(self.options.job_subject(), headers, payload.into())
             .await
             .map_err(|e| failed(&e))?;
         acknowledgement.await.map_err(|e| failed(&e))?;
@@ -316,13 +429,14 @@ impl Fleet {
         timeout: Option<Duration>,
     ) -> Result<JobResult, ServiceError> {
         let start = Instant::now();
+        let key = self.options.result_key(&job.id);
         let mut connections = self.connections.clone();
         connections.mark_unchanged();
         self.submit_within(job, submit_limit).await?;
         let wait = async {
             loop {
                 tokio::select! {
-                    watched = self.watch_result(&job.id) => match watched {
+                    watched = self.watch_result(&key) => match watched {
                         Ok(bytes) => return JobResult::decode(&job.id, &bytes),
                         Err(error) => {
                             debug!(%error, "watching for the result again");
@@ -406,21 +520,27 @@ impl Fleet {
     // RESULTS
     // --------------------------------------------------------------------------------------------
 
-    /// The result of job `id`, if there is one yet.
+    /// The result of job `id` (under [`FleetOptions::result_key`]), if there is one yet.
     ///
     /// # Errors
     /// [`ServiceError::Nats`] when the server does not answer; [`ServiceError::MalformedResult`].
     pub async fn result(&self, id: &str) -> Result<Option<JobResult>, ServiceError> {
-        let value = self
-            .results
-            .get(id)
-            .await
-            .map_err(|e| ServiceError::nats(format!("read the result of job {id}"), e))?;
-        value.map(|bytes| JobResult::decode(id, &bytes)).transpose()
+        let stored = self.stored_result(&self.options.result_key(id)).await?;
+        stored.map(|bytes| JobResult::decode(id, &bytes)).transpose()
     }
 
-    /// Waits for the result of job `id` (a watch on its key, renewed when the connection
-    /// drops), at most `timeout` if given.
+    /// The value stored under `key` of the results bucket, if any.
+    async fn stored_result(&self, key: &str) -> Result<Option<Vec<u8>>, ServiceError> {
+        let entry = self
+            .results
+            .entry(key)
+            .await
+            .map_err(|e| ServiceError::nats(format!("read the result {key}"), e))?;
+        Ok(entry.filter(|entry| entry.operation == Operation::Put).map(|e| e.value.to_vec()))
+    }
+
+    /// Waits for the result of job `id` (under [`FleetOptions::result_key`]; a subscription to
+    /// its key's writes, renewed when the connection drops), at most `timeout` if given.
     ///
     /// # Errors
     /// [`ServiceError::TimedOut`]; [`ServiceError::MalformedResult`].
@@ -429,9 +549,10 @@ impl Fleet {
         id: &str,
         timeout: Option<Duration>,
     ) -> Result<JobResult, ServiceError> {
+        let key = self.options.result_key(id);
         let wait = async {
             loop {
-                match self.watch_result(id).await {
+                match self.watch_result(&key).await {
                     Ok(bytes) => return JobResult::decode(id, &bytes),
                     Err(error) => {
                         debug!(%error, "watching for the result again");
@@ -448,27 +569,41 @@ impl Fleet {
         }
     }
 
-    /// The first value of key `id`, present or to come; an error when the watch ends first.
-    async fn watch_result(&self, id: &str) -> Result<Vec<u8>, ServiceError> {
-        let failed = |e: &dyn std::fmt::Display| ServiceError::nats(format!("watch job {id}"), e);
-        let mut watch = self.results.watch_with_history(id).await.map_err(|e| failed(&e))?;
-        while let Some(entry) = watch.next().await {
-            let entry = entry.map_err(|e| failed(&e))?;
-            if entry.operation == Operation::Put {
-                return Ok(entry.value.to_vec());
+    /// The first value stored under `key`, present or to come; an error when the subscription
+    /// ends first. The value is read from the bucket each time a write of the key is seen (the
+    /// message seen is not trusted: the bucket may have refused it), and every
+    /// [`RESULT_RECHECK`] besides. This needs no consumer, so that a submitter's permissions can
+    /// be the subjects of its own keys.
+    async fn watch_result(&self, key: &str) -> Result<Vec<u8>, ServiceError> {
+        let failed = |e: &dyn std::fmt::Display| ServiceError::nats(format!("watch {key}"), e);
+        let subject = format!("$KV.{}.{key}", self.options.results);
+        let mut writes = self.client.subscribe(subject).await.map_err(|e| failed(&e))?;
+        let mut recheck = RESULT_RECHECK;
+        loop {
+            if let Some(bytes) = self.stored_result(key).await? {
+                return Ok(bytes);
+            }
+            tokio::select! {
+                write = writes.next() => match write {
+                    Some(_) => recheck = FIRST_RESULT_RECHECK,
+                    None => return Err(failed(&"the subscription ended")),
+                },
+                _ = tokio::time::sleep(recheck) => recheck = (recheck * 2).min(RESULT_RECHECK),
             }
         }
-        Err(failed(&"the watch ended"))
     }
 
-    /// Writes `result` under its job's id unless a result is there already; returns whether it
-    /// was written. A job thus never has two results, even when two workers prove it.
-    pub(crate) async fn write_result(&self, result: &JobResult) -> Result<bool, ServiceError> {
-        let id = &result.id;
-        match self.results.create(id, result.encode()?.into()).await {
+    /// Writes `result` under `key` unless a result is there already; returns whether it was
+    /// written. A job thus never has two results, even when two workers prove it.
+    pub(crate) async fn write_result(
+        &self,
+        key: &str,
+        result: &JobResult,
+    ) -> Result<bool, ServiceError> {
+        match self.results.create(key, result.encode()?.into()).await {
             Ok(_) => Ok(true),
             Err(error) if error.kind() == CreateErrorKind::AlreadyExists => Ok(false),
-            Err(error) => Err(ServiceError::nats(format!("write the result of job {id}"), error)),
+            Err(error) => Err(ServiceError::nats(format!("write the result {key}"), error)),
         }
     }
 
@@ -479,7 +614,7 @@ impl Fleet {
     /// # Errors
     /// [`ServiceError::Nats`] when the server does not answer or refuses the change.
     pub async fn set_result_ttl(&self, ttl: Duration) -> Result<(), ServiceError> {
-        let name = results_stream(&self.options.results);
+        let name = bucket_stream(&self.options.results);
         let failed = |e: &dyn std::fmt::Display| {
             ServiceError::nats(format!("set the maximum age of the stream {name}"), e)
         };
@@ -500,7 +635,7 @@ impl Fleet {
         Ok(())
     }
 
-    /// The solo attempts recorded for job `id`, and the record's revision.
+    /// The solo attempts recorded for job `id` (its result's key), and the record's revision.
     pub(crate) async fn attempts(&self, id: &str) -> Result<AttemptRecord, ServiceError> {
         let failed = |e: &dyn std::fmt::Display| {
             ServiceError::nats(format!("read the attempts at job {id}"), e)
@@ -536,59 +671,63 @@ impl Fleet {
         }
     }
 
-    /// Whether job `id` has a result.
-    pub(crate) async fn has_result(&self, id: &str) -> Result<bool, ServiceError> {
-        let entry = self
-            .results
-            .entry(id)
-            .await
-            .map_err(|e| ServiceError::nats(format!("read the result of job {id}"), e))?;
-        Ok(entry.is_some_and(|entry| entry.operation == Operation::Put))
+    /// Whether there is a result under `key`.
+    pub(crate) async fn has_result(&self, key: &str) -> Result<bool, ServiceError> {
+        Ok(self.stored_result(key).await?.is_some())
+    }
+
+    /// The submitter of a job the server received on `subject` (none: on
+    /// [`FleetOptions::subject`] itself); an error for a subject of no valid submitter.
+    pub(crate) fn submitter_of<'a>(&self, subject: &'a str) -> Result<Option<&'a str>, String> {
+        if subject == self.options.subject {
+            return Ok(None);
+        }
+        let submitter = subject
+            .strip_prefix(self.options.subject.as_str())
+            .and_then(|rest| rest.strip_prefix('.'))
+            .ok_or_else(|| format!("a job on subject {subject}, not one of the fleet's"))?;
+        check_submitter(submitter)?;
+        Ok(Some(submitter))
     }
 }
 
-// BUCKETS
+// CONNECTIONS
 // ================================================================================================
 
-/// The stream of the key-value bucket `bucket`.
-fn results_stream(bucket: &str) -> String {
-    format!("KV_{bucket}")
-}
-
-/// The duplicate window of a stream whose messages live `max_age` (zero: for ever).
-fn duplicate_window(max_age: Duration) -> Duration {
-    match max_age.is_zero() {
-        true => DUPLICATE_WINDOW,
-        false => max_age.min(DUPLICATE_WINDOW),
+/// The error of a connection to `server` that failed: [`ServiceError::Refused`] where trying
+/// again would not help (credentials, TLS), else [`ServiceError::Nats`].
+fn refusal(server: &str, error: async_nats::ConnectError) -> ServiceError {
+    let refused = |cause| ServiceError::Refused { server: server.to_string(), cause };
+    // a handshake that fails, or an alert of the server after it, comes as an I/O error
+    if let Some(tls) = tls_cause(&error) {
+        return refused(RefusalCause::Tls(tls));
+    }
+    match error.kind() {
+        ConnectErrorKind::AuthorizationViolation => refused(RefusalCause::Authorization),
+        ConnectErrorKind::Authentication => {
+            refused(RefusalCause::Authentication(error.to_string()))
+        },
+        ConnectErrorKind::Tls => refused(RefusalCause::Tls(error.to_string())),
+        ConnectErrorKind::ServerParse => {
+            ServiceError::ServerUrl { url: server.to_string(), message: error.to_string() }
+        },
+        _ => ServiceError::nats(format!("connect to {server}"), error),
     }
 }
 
-/// The key-value bucket `bucket`, its stream created where absent with the settings the client
-/// gives a bucket of one value per key and a maximum age of `ttl` (the client's own bucket
-/// creation first reads account fields that nats-server 2.9 does not send).
-async fn open_bucket(
-    jetstream: &jetstream::Context,
-    bucket: &str,
-    ttl: Duration,
-) -> Result<kv::Store, ServiceError> {
-    let failed =
-        |e: &dyn std::fmt::Display| ServiceError::nats(format!("open the bucket {bucket}"), e);
-    jetstream
-        .get_or_create_stream(stream::Config {
-            name: results_stream(bucket),
-            subjects: vec![format!("$KV.{bucket}.>")],
-            max_age: ttl,
-            duplicate_window: duplicate_window(ttl),
-            max_messages_per_subject: 1,
-            storage: StorageType::File,
-            allow_rollup: true,
-            deny_delete: true,
-            allow_direct: true,
-            discard: DiscardPolicy::New,
-            num_replicas: 1,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| failed(&e))?;
-    jetstream.get_key_value(bucket).await.map_err(|e| failed(&e))
+/// The message of the TLS error among the causes of `error`, if there is one.
+fn tls_cause(error: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        let inner = error.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref);
+        let tls = match inner {
+            Some(inner) => inner.downcast_ref::<async_nats::rustls::Error>(),
+            None => error.downcast_ref::<async_nats::rustls::Error>(),
+        };
+        if let Some(tls) = tls {
+            return Some(tls.to_string());
+        }
+        cause = error.source();
+    }
+    None
 }

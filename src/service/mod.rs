@@ -16,6 +16,11 @@
 //!   a key-value bucket under the job's id, created only if absent: a job never has two
 //!   results, and a redelivered job that has one is acknowledged without a proof. The server
 //!   deletes a result after the fleet's result TTL ([`FleetOptions::result_ttl`], 7 days).
+//! - **Security**: the client's credentials (a `.creds` file's, an NKey, a user and password,
+//!   a token) and TLS ([`FleetSecurity`], in [`FleetOptions::security`]); submitters named
+//!   ([`FleetOptions::submitter`]) so that the server's permissions keep each to its own jobs
+//!   and results; streams replicated over a cluster ([`FleetOptions::replicas`]), several
+//!   servers listed for failover.
 //! - **Operations**: [`Metrics`] and [`MetricsServer`] (`/metrics` for Prometheus, `/health`;
 //!   the GPUs' utilization and temperature through NVML where present: [`GpuMonitor`]), and a
 //!   `service.job` tracing span per job (program hash, hash function), exported to an
@@ -31,10 +36,12 @@ mod metrics;
 #[cfg(feature = "otlp")]
 mod otlp;
 mod result;
+mod security;
+mod streams;
 mod wire;
 mod worker;
 
-pub use error::ServiceError;
+pub use error::{RefusalCause, ServiceError};
 pub use fleet::{
     Fleet, FleetOptions, QueueDepth, ATTEMPTS_TTL, DEFAULT_BACKOFF, DEFAULT_RESULT_TTL,
 };
@@ -44,7 +51,8 @@ pub use metrics::{Metrics, MetricsServer};
 #[cfg(feature = "otlp")]
 pub use otlp::{OtlpExport, OTLP_ENDPOINT_ENV};
 pub use result::{Attempt, AttemptEnd, FailureKind, JobFailure, JobResult, Outcome, ProvedJob};
-pub use wire::{check_job_id, new_job_id, FORMAT_VERSION, MAX_ID_BYTES};
+pub use security::{ClientCertificate, FleetAuth, FleetSecurity, FleetTls, Secret};
+pub use wire::{check_job_id, check_submitter, new_job_id, FORMAT_VERSION, MAX_ID_BYTES};
 pub use worker::{
     Prepare, PreparedJob, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES, DEFAULT_SOLO_ATTEMPTS,
 };

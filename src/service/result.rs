@@ -195,6 +195,9 @@ impl JobResult {
                 result.version
             )));
         }
+        if result.id != id {
+            return Err(malformed(format!("it names job {}", result.id.escape_default())));
+        }
         Ok(result)
     }
 }

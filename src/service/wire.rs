@@ -27,6 +27,19 @@ pub fn check_job_id(id: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks that `name` can name a submitter ([`super::FleetOptions::submitter`]): 1 to
+/// [`MAX_ID_BYTES`] characters of `[0-9A-Za-z_-]` (a token of a subject and of a key).
+pub fn check_submitter(name: &str) -> Result<(), String> {
+    let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    if name.is_empty() || name.len() > MAX_ID_BYTES || !name.chars().all(valid) {
+        return Err(format!(
+            "submitter `{}` must be 1 to {MAX_ID_BYTES} characters of [0-9A-Za-z_-]",
+            name.escape_default()
+        ));
+    }
+    Ok(())
+}
+
 /// `#[serde(with = "base64_bytes")]`: bytes as a standard base64 string (with padding).
 pub(crate) mod base64_bytes {
     use base64::{engine::general_purpose::STANDARD, Engine};

@@ -23,9 +23,10 @@
 //!    the pool ([`ProverPool::prove_miden`]: host memory admitted, the proof self-checked),
 //!    while an in-progress acknowledgement goes to the server every third of the consumer's
 //!    shortest ack wait.
-//! 6. The result is written if absent ([`Fleet`]: create-if-absent), retried while the server
-//!    is away, then the message is acknowledged. A result that could not be written gives the
-//!    message back for a later delivery.
+//! 6. The result is written if absent ([`Fleet`]: create-if-absent) under its key
+//!    (`<submitter>.<id>` for a job the server received on a submitter's subject, else the
+//!    id), retried while the server is away, then the message is acknowledged. A result that
+//!    could not be written gives the message back for a later delivery.
 //!
 //! ## Shutdown
 //! When the future given to [`Worker::run`] completes, no new pull is made; jobs being proved
@@ -48,7 +49,7 @@ use tracing::{debug, field, info, info_span, warn, Instrument, Span};
 
 use super::{
     error::ServiceError,
-    fleet::{AttemptRecord, Fleet},
+    fleet::{result_key, AttemptRecord, Fleet},
     job::Job,
     metrics::Metrics,
     result::{Attempt, AttemptEnd, FailureKind, JobFailure, JobResult, Outcome, ProvedJob},
@@ -319,6 +320,15 @@ impl Worker {
                 return;
             },
         };
+        // the server enforces who publishes on which subject; the job cannot name another's
+        let submitter = match self.fleet.submitter_of(message.subject.as_str()) {
+            Ok(submitter) => submitter.map(str::to_string),
+            Err(error) => {
+                warn!(%error, "a job of no valid submitter; dropped");
+                terminate(&message).await;
+                return;
+            },
+        };
         let decoded = Job::decode(&message.payload, self.options.max_job_bytes);
         let id = match &decoded {
             Ok(job) => job.id.clone(),
@@ -328,9 +338,11 @@ impl Worker {
                 .or_else(|| message_id(&message))
                 .unwrap_or_else(|| format!("seq-{sequence}")),
         };
+        let key = result_key(submitter.as_deref(), &id);
         let span = info_span!(
             "service.job",
             id = %id,
+            submitter = submitter.as_deref().unwrap_or_default(),
             delivery = delivered,
             solo,
             hasher = field::Empty,
@@ -341,7 +353,7 @@ impl Worker {
             span.record("hasher", gpu_hash_function(job.hasher).to_string());
         }
         async {
-            if let Ok(true) = self.fleet.has_result(&id).await {
+            if let Ok(true) = self.fleet.has_result(&key).await {
                 info!("the job has a result already; acknowledged");
                 self.metrics.duplicate();
                 acknowledge(&message).await;
@@ -352,7 +364,7 @@ impl Worker {
                 Err(rejected) => Outcome::Failed(rejected.failure),
                 Ok(job) => {
                     if delivered > 1 {
-                        match self.redelivered(&id, delivered, delivery, solo).await {
+                        match self.redelivered(&key, delivered, delivery, solo).await {
                             Redelivered::Prove(attempts) => record = Some(attempts),
                             Redelivered::Abandon(failure) => {
                                 let result = JobResult::new(
@@ -361,7 +373,7 @@ impl Worker {
                                     Outcome::Failed(failure),
                                 );
                                 Span::current().record("outcome", "abandoned");
-                                self.file_and_acknowledge(&result, &message, None).await;
+                                self.file_and_acknowledge(&key, &result, &message, None).await;
                                 return;
                             },
                             Redelivered::GiveBack => {
@@ -381,24 +393,25 @@ impl Worker {
                 Outcome::Failed(failure) => failure.kind.to_string(),
             };
             Span::current().record("outcome", outcome);
-            self.file_and_acknowledge(&result, &message, record.map(|r| (id.as_str(), r))).await;
+            self.file_and_acknowledge(&key, &result, &message, record).await;
         }
         .instrument(span)
         .await
     }
 
-    /// What to do with delivery `delivered` (2 or more) of job `id`: abandon it where its solo
-    /// attempts have each ended with their worker, as many as allowed, or where the consumer
-    /// delivers it no more; else, `solo`, record a new attempt and prove it.
+    /// What to do with delivery `delivered` (2 or more) of the job whose result's key is `key`:
+    /// abandon it where its solo attempts have each ended with their worker, as many as
+    /// allowed, or where the consumer delivers it no more; else, `solo`, record a new attempt
+    /// and prove it.
     async fn redelivered(
         &self,
-        id: &str,
+        key: &str,
         delivered: u64,
         delivery: Delivery,
         solo: bool,
     ) -> Redelivered {
         let last = delivery.is_last(delivered);
-        let (mut attempts, revision) = match self.fleet.attempts(id).await {
+        let (mut attempts, revision) = match self.fleet.attempts(key).await {
             Ok(record) => record,
             Err(error) if last => {
                 warn!(%error, "cannot read the job's attempts");
@@ -443,7 +456,7 @@ impl Worker {
             worker: self.options.name.clone(),
             ended: AttemptEnd::WorkerLost,
         });
-        match self.fleet.record_attempts(id, &attempts, revision).await {
+        match self.fleet.record_attempts(key, &attempts, revision).await {
             Ok(revision) => Redelivered::Prove((attempts, Some(revision))),
             Err(error) => {
                 warn!(%error, "cannot record the attempt; the job goes back to the queue");
@@ -452,16 +465,17 @@ impl Worker {
         }
     }
 
-    /// Files `result` and acknowledges `message`, or gives the message back when the result
-    /// cannot be written, noting so in the job's solo attempt if it is one (`record`: the job's
-    /// id and attempts, the last this one).
+    /// Files `result` under `key` and acknowledges `message`, or gives the message back when
+    /// the result cannot be written, noting so in the job's solo attempt if it is one
+    /// (`record`: the job's attempts, the last this one).
     async fn file_and_acknowledge(
         &self,
+        key: &str,
         result: &JobResult,
         message: &Message,
-        record: Option<(&str, AttemptRecord)>,
+        record: Option<AttemptRecord>,
     ) {
-        match self.file(result).await {
+        match self.file(key, result).await {
             Ok(true) => {
                 match &result.outcome {
                     Outcome::Proved(proved) => info!(proving_ms = proved.proving_ms, "proved"),
@@ -477,13 +491,13 @@ impl Worker {
             },
             Err(error) => {
                 warn!(%error, "cannot write the result; the job goes back to the queue");
-                if let Some((id, (mut attempts, revision))) = record {
+                if let Some((mut attempts, revision)) = record {
                     if let Some(attempt) = attempts.last_mut() {
                         attempt.ended = AttemptEnd::GivenBack(format!(
                             "the result could not be written: {error}"
                         ));
                     }
-                    if let Err(error) = self.fleet.record_attempts(id, &attempts, revision).await {
+                    if let Err(error) = self.fleet.record_attempts(key, &attempts, revision).await {
                         debug!(%error, "cannot record how the attempt ended");
                     }
                 }
@@ -573,13 +587,13 @@ impl Worker {
         JobResult::new(result.id, result.worker, Outcome::Failed(failure))
     }
 
-    /// Writes `result` if the job has none, trying again while the server is away; returns
-    /// whether this call wrote it.
-    async fn file(&self, result: &JobResult) -> Result<bool, ServiceError> {
+    /// Writes `result` under `key` if the job has none, trying again while the server is away;
+    /// returns whether this call wrote it.
+    async fn file(&self, key: &str, result: &JobResult) -> Result<bool, ServiceError> {
         let mut delay = RETRY_DELAY;
         let mut attempt = 1;
         loop {
-            match self.fleet.write_result(result).await {
+            match self.fleet.write_result(key, result).await {
                 Err(error @ ServiceError::Nats { .. }) if attempt < WRITE_ATTEMPTS => {
                     debug!(%error, attempt, "cannot write the result yet");
                     tokio::time::sleep(delay).await;
@@ -621,6 +635,13 @@ fn message_id(message: &Message) -> Option<String> {
 async fn acknowledge(message: &Message) {
     if let Err(error) = message.double_ack().await {
         warn!(%error, "cannot acknowledge the job; it will be delivered again and acknowledged");
+    }
+}
+
+/// Ends the deliveries of `message`, which no worker can file a result of.
+async fn terminate(message: &Message) {
+    if let Err(error) = message.ack_with(AckKind::Term).await {
+        warn!(%error, "cannot drop the message; it will be delivered again");
     }
 }
 

@@ -25,6 +25,12 @@ pub enum FileKind {
     Outputs,
     /// The binary proof file.
     Proof,
+    /// A NATS user's credentials file (`.creds`).
+    #[cfg(feature = "service")]
+    Credentials,
+    /// A file holding an NKey seed.
+    #[cfg(feature = "service")]
+    NKey,
 }
 
 impl fmt::Display for FileKind {
@@ -35,6 +41,10 @@ impl fmt::Display for FileKind {
             Self::Inputs => "inputs",
             Self::Outputs => "outputs",
             Self::Proof => "proof",
+            #[cfg(feature = "service")]
+            Self::Credentials => "credentials",
+            #[cfg(feature = "service")]
+            Self::NKey => "NKey seed",
         })
     }
 }

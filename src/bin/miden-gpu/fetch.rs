@@ -3,12 +3,12 @@
 use std::{path::PathBuf, time::Duration};
 
 use clap::Args;
-use miden_gpu::service::{check_job_id, Fleet, FleetOptions};
+use miden_gpu::service::{check_job_id, check_submitter, Fleet, FleetOptions};
 
 use crate::{
+    connection::ConnectionArgs,
     error::CliError,
     prove::check_output_paths,
-    serve::DEFAULT_NATS,
     submit::{block_on, write_result},
 };
 
@@ -27,9 +27,12 @@ pub struct FetchCmd {
     #[arg(short = 'p', long = "proof")]
     proof_file: Option<PathBuf>,
 
-    /// The NATS server (with JetStream) of the fleet
-    #[arg(long = "nats", default_value = DEFAULT_NATS)]
-    nats: String,
+    #[command(flatten)]
+    connection: ConnectionArgs,
+
+    /// The submitter the job was submitted as (submit --submitter)
+    #[arg(long = "submitter", env = "MIDEN_GPU_SUBMITTER", value_parser = parse_submitter)]
+    submitter: Option<String>,
 
     /// Wait for the result if there is none yet
     #[arg(long = "wait")]
@@ -44,6 +47,11 @@ pub struct FetchCmd {
     connect_timeout: u64,
 }
 
+/// A submitter argument.
+pub fn parse_submitter(name: &str) -> Result<String, String> {
+    check_submitter(name).map(|()| name.to_string())
+}
+
 /// A job id argument.
 fn parse_job_id(id: &str) -> Result<String, String> {
     check_job_id(id).map(|()| id.to_string())
@@ -56,11 +64,12 @@ impl FetchCmd {
         let proof_path = self.proof_file.clone().unwrap_or_else(|| self.default_path("proof"));
         let output_path = self.output_file.clone().unwrap_or_else(|| self.default_path("outputs"));
         check_output_paths(&proof_path, &output_path, &[])?;
+        let options = FleetOptions {
+            connect_timeout: Duration::from_secs(self.connect_timeout),
+            submitter: self.submitter.clone(),
+            ..self.connection.fleet_options()?
+        };
         let result = block_on(async {
-            let options = FleetOptions {
-                connect_timeout: Duration::from_secs(self.connect_timeout),
-                ..FleetOptions::new(&self.nats)
-            };
             let fleet = Fleet::connect(&options, "miden-gpu-fetch").await?;
             match self.wait {
                 true => fleet

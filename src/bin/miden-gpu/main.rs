@@ -13,15 +13,21 @@
 //! With feature `service`, a prover fleet on NATS JetStream ([`miden_gpu::service`]):
 //!
 //! ```text
-//! miden-gpu serve [--nats URL] [--backend ...] [--workers N] [--metrics ADDR]
-//!     [--max-job-bytes N] [-m max-cycles] [--ack-wait SECS] [--backoff DURATIONS]
+//! miden-gpu serve [--nats URLS] [connection options] [--replicas N] [--backend ...]
+//!     [--workers N] [--metrics ADDR] [--max-job-bytes N] [-m max-cycles] [--ack-wait SECS] [--backoff DURATIONS]
 //!     [--max-deliver N] [--max-ack-pending N] [--solo-attempts N] [--connect-timeout SECS]
 //!     [--name NAME] [--result-ttl DURATION] [--otlp-endpoint URL]
 //! miden-gpu submit program.masm [-i ...] [-p ...] [-o ...] [--hasher ...] [-s ...] [-m ...]
-//!     [--nats URL] [--no-wait] [--timeout SECS] [--submit-timeout SECS]
-//! miden-gpu fetch <job id> [-p ...] [-o ...] [--nats URL] [--wait] [--timeout SECS]
-//!     [--connect-timeout SECS]
+//!     [--nats URLS] [connection options] [--submitter NAME] [--no-wait] [--timeout SECS]
+//!     [--submit-timeout SECS]
+//! miden-gpu fetch <job id> [-p ...] [-o ...] [--nats URLS] [connection options]
+//!     [--submitter NAME] [--wait] [--timeout SECS] [--connect-timeout SECS]
 //! ```
+//!
+//! The connection options are the `nats` command line's, each also an environment variable:
+//! `--creds FILE`, `--nkey FILE`, `--user NAME --password SECRET`, `--token SECRET`,
+//! `--tlscert FILE --tlskey FILE`, `--tlsca FILE` (`NATS_CREDS`, `NATS_NKEY`, `NATS_USER`,
+//! `NATS_PASSWORD`, `NATS_TOKEN`, `NATS_CERT`, `NATS_KEY`, `NATS_CA`; `NATS_URL` for `--nats`).
 //!
 //! Arguments, defaults and files are those of miden-vm 0.20's `miden prove` and `miden verify`
 //! (the formats are listed in the `data` module): a proof made here verifies with `miden verify` and the other way round. The
@@ -47,6 +53,8 @@ use tracing_subscriber::{
     filter::filter_fn, layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer,
 };
 
+#[cfg(feature = "service")]
+mod connection;
 mod data;
 mod error;
 #[cfg(feature = "service")]

@@ -14,8 +14,8 @@ use miden_gpu::service::OTLP_ENDPOINT_ENV;
 use miden_gpu::{
     miden::Execution,
     service::{
-        FailureKind, Fleet, FleetOptions, Job, JobFailure, JobProgram, MetricsServer, PreparedJob,
-        ServiceError, Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES, DEFAULT_SOLO_ATTEMPTS,
+        FailureKind, Fleet, Job, JobFailure, JobProgram, MetricsServer, PreparedJob, ServiceError,
+        Worker, WorkerOptions, DEFAULT_MAX_JOB_BYTES, DEFAULT_SOLO_ATTEMPTS,
     },
     Backend, BackendOptions, PoolOptions, ProverPool,
 };
@@ -25,13 +25,11 @@ use tracing::info;
 use tracing::warn;
 
 use crate::{
+    connection::ConnectionArgs,
     data::Inputs,
     error::{CliError, FileKind},
     program::LoadedProgram,
 };
-
-/// The NATS server of `serve`, `submit` and `fetch` when `--nats` is not given.
-pub const DEFAULT_NATS: &str = "nats://127.0.0.1:4222";
 
 // ARGUMENTS
 // ================================================================================================
@@ -39,9 +37,8 @@ pub const DEFAULT_NATS: &str = "nats://127.0.0.1:4222";
 /// Prove the jobs of a fleet's NATS queue on this host's GPUs, until stopped (SIGTERM, SIGINT).
 #[derive(Debug, Clone, Args)]
 pub struct ServeCmd {
-    /// The NATS server (with JetStream) of the fleet
-    #[arg(long = "nats", default_value = DEFAULT_NATS)]
-    nats: String,
+    #[command(flatten)]
+    connection: ConnectionArgs,
 
     /// Backend of the commitments: auto, cpu, wgpu or cuda [default: $MIDEN_GPU_BACKEND, else
     /// auto]
@@ -184,7 +181,7 @@ impl ServeCmd {
                 "{variable} is set, but this miden-gpu has no feature `otlp`: no span is exported"
             );
         }
-        let mut fleet = FleetOptions::new(&self.nats);
+        let mut fleet = self.connection.fleet_options()?;
         fleet.ack_wait = Duration::from_secs(self.ack_wait);
         fleet.backoff = self.backoff.0.clone();
         fleet.max_deliver = self.max_deliver;

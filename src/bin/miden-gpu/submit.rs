@@ -13,16 +13,18 @@ use miden_processor::{ExecutionOptions, StackInputs, Word};
 use miden_prover::HashFunction;
 
 use crate::{
+    connection::ConnectionArgs,
     data::{
         decode_proof, parse_program_hash, program_hash_hex, read_file, stage_proof, Inputs,
         OutputFile,
     },
     error::{CliError, FileKind},
+    fetch::parse_submitter,
     paths::ProgramPaths,
     progress::Progress,
     prove::{check_output_paths, parse_hasher, parse_security},
     report::{ms, Report},
-    serve::{load_job_program, DEFAULT_NATS},
+    serve::load_job_program,
     verify::verify_proof,
 };
 use miden_gpu::service::ServiceError;
@@ -51,9 +53,13 @@ pub struct SubmitCmd {
     #[arg(short = 'm', long = "max-cycles")]
     max_cycles: Option<u32>,
 
-    /// The NATS server (with JetStream) of the fleet
-    #[arg(long = "nats", default_value = DEFAULT_NATS)]
-    nats: String,
+    #[command(flatten)]
+    connection: ConnectionArgs,
+
+    /// Submit as this submitter: the job goes to the fleet's subject for it, and its result is
+    /// read under its name (what the server's permissions of a submitter allow)
+    #[arg(long = "submitter", env = "MIDEN_GPU_SUBMITTER", value_parser = parse_submitter)]
+    submitter: Option<String>,
 
     /// Print the job id and return without waiting (`miden-gpu fetch` gets the proof later)
     #[arg(long = "no-wait")]
@@ -100,9 +106,12 @@ impl SubmitCmd {
 
         progress.stage("submitting the job");
         let submit_limit = Duration::from_secs(self.submit_timeout);
+        let options = FleetOptions {
+            connect_timeout: submit_limit,
+            submitter: self.submitter.clone(),
+            ..self.connection.fleet_options()?
+        };
         let result = block_on(async {
-            let options =
-                FleetOptions { connect_timeout: submit_limit, ..FleetOptions::new(&self.nats) };
             let fleet = Fleet::connect(&options, "miden-gpu-submit").await?;
             if self.no_wait {
                 return fleet.submit_within(&job, submit_limit).await.map(|()| None);
@@ -118,8 +127,13 @@ impl SubmitCmd {
         };
 
         progress.stage("verifying and writing the proof");
-        let mut report =
-            write_result(result, &proof_path, &output_path, Some((program_hash, stack_inputs)))?;
+        let expected = ExpectedProof {
+            program_hash,
+            stack_inputs,
+            hasher: self.hasher,
+            security: self.security,
+        };
+        let mut report = write_result(result, &proof_path, &output_path, Some(expected))?;
         progress.finish();
         report.line("time", format!("total {}", ms(start.elapsed()))).print();
         Ok(())
@@ -169,14 +183,27 @@ pub fn block_on<T>(
     Ok(runtime.block_on(future)?)
 }
 
+/// What the proof of a job submitted here must be: any result that is not (one written by
+/// someone other than a worker, or for another job) is refused.
+pub struct ExpectedProof {
+    /// The program assembled here.
+    pub program_hash: Word,
+    /// The job's stack inputs (the proof must verify with them).
+    pub stack_inputs: StackInputs,
+    /// The job's hash function.
+    pub hasher: HashFunction,
+    /// The job's security level: the proof's must be no lower.
+    pub security: u32,
+}
+
 /// Writes a job's proof and outputs files as `prove` does (both whole, or neither), after
-/// verifying the proof against `expected` (the program hash and stack inputs) where given;
-/// returns the report of the job.
+/// checking the proof against `expected` where given (its program, hash function and
+/// security, and that it verifies with the job's inputs); returns the report of the job.
 pub fn write_result(
     result: JobResult,
     proof_path: &Path,
     output_path: &Path,
-    expected: Option<(Word, StackInputs)>,
+    expected: Option<ExpectedProof>,
 ) -> Result<Report, CliError> {
     let proved = match result.outcome {
         Outcome::Proved(proved) => proved,
@@ -187,16 +214,39 @@ pub fn write_result(
         proved.stack_outputs().map_err(|e| CliError::invalid(FileKind::Outputs, output_path, e))?;
     let program_hash = parse_program_hash(&proved.program_hash)?;
     let mut verified = "no (verify it with `miden-gpu verify`)".to_string();
-    if let Some((expected_hash, stack_inputs)) = expected {
-        if program_hash != expected_hash {
-            return Err(CliError::Verification(format!(
+    if let Some(expected) = expected {
+        let refused = |why: String| {
+            CliError::Verification(format!("the result of job {} is refused: {why}", result.id))
+        };
+        if program_hash != expected.program_hash {
+            return Err(refused(format!(
                 "the proof is of program {}, not of {}",
                 program_hash_hex(&program_hash),
-                program_hash_hex(&expected_hash)
+                program_hash_hex(&expected.program_hash)
             )));
         }
+        if proof.hash_fn() != expected.hasher {
+            return Err(refused(format!(
+                "the proof is of hash function {:?}, not {:?}",
+                proof.hash_fn(),
+                expected.hasher
+            )));
+        }
+        let stack_inputs = expected.stack_inputs;
         let security =
-            verify_proof(program_hash, stack_inputs, outputs.clone(), proof.clone(), proof_path)?;
+            verify_proof(program_hash, stack_inputs, outputs.clone(), proof.clone(), proof_path)
+                .map_err(|error| match error {
+                    CliError::Verification(why) => {
+                        refused(format!("{why} (with the job's inputs)"))
+                    },
+                    error => error,
+                })?;
+        if security < expected.security {
+            return Err(refused(format!(
+                "the proof has {security}-bit security, not the {} asked for",
+                expected.security
+            )));
+        }
         verified = format!("{security}-bit security");
     }
     let (proof_file, proof_size) = stage_proof(&proof, proof_path)?;
