@@ -821,17 +821,21 @@ impl FleetServer for Cluster {
     }
 }
 
-/// [`CLUSTER_JOBS`] jobs of alice on a 3-server cluster with the fleet's streams at `replicas`,
+/// [`CLUSTER_JOBS`] jobs of alice on a 3-server cluster with the fleet's streams at `replicas`
+/// (none: the default, checked to be the cluster's three),
 /// two workers listing the three servers; the server leading the job stream is killed with
 /// SIGKILL once a few jobs have results, and started again a few seconds later. Returns the
 /// jobs that have a result within [`CLUSTER_LIMIT`] (each checked to verify) and the results
 /// the bucket holds.
-fn run_cluster(replicas: usize) -> (usize, u64) {
+fn run_cluster(replicas: Option<usize>) -> (usize, u64) {
     let secrets = Secrets::new();
     let mut cluster = Cluster::start(&secrets);
     let urls = cluster.urls();
     let mut worker_args = secrets.worker_args();
-    worker_args.extend(strings(&["--replicas", &replicas.to_string(), "--connect-timeout", "60"]));
+    worker_args.extend(strings(&["--connect-timeout", "60"]));
+    if let Some(replicas) = replicas {
+        worker_args.extend(strings(&["--replicas", &replicas.to_string()]));
+    }
     let worker_args: Vec<&str> = worker_args.iter().map(String::as_str).collect();
     let workers = [
         Worker::start(&cluster, "first", &worker_args),
@@ -850,6 +854,10 @@ fn run_cluster(replicas: usize) -> (usize, u64) {
         .collect();
     let jobs = submit(&alice, &cases);
     let leader = cluster.leader(&worker_view, "MIDEN_GPU_JOBS");
+    let stream = block_on(worker_view.get_stream("MIDEN_GPU_JOBS")).expect("the job stream");
+    let created = stream.cached_info().config.num_replicas;
+    assert_eq!(created, replicas.unwrap_or(3), "the job stream's replicas");
+    let replicas = created;
     let ids: Vec<String> = jobs.iter().map(|(_, id)| id.clone()).collect();
     let results_now = |fleet: &Fleet| {
         ids.iter().map(|id| block_on(fleet.result(id)).ok().flatten()).collect::<Vec<_>>()
@@ -895,9 +903,10 @@ fn run_cluster(replicas: usize) -> (usize, u64) {
     (done, written)
 }
 
-/// R3 streams: every job ends with exactly one result, and every proof verifies.
+/// R3 streams (the default on a cluster of three): every job ends with exactly one result, and
+/// every proof verifies.
 fn an_r3_cluster_loses_no_job_when_its_stream_leader_dies() {
-    let (done, written) = run_cluster(3);
+    let (done, written) = run_cluster(None);
     assert_eq!(done, CLUSTER_JOBS, "jobs with a result");
     assert_eq!(written, CLUSTER_JOBS as u64, "one result per job");
 }
@@ -905,7 +914,7 @@ fn an_r3_cluster_loses_no_job_when_its_stream_leader_dies() {
 /// R1 streams: the jobs live on one server; while it is down none is served, and jobs may be
 /// lost. The test reports how many have a result and checks those.
 fn an_r1_cluster_may_lose_jobs_when_their_server_dies() {
-    let (done, written) = run_cluster(1);
+    let (done, written) = run_cluster(Some(1));
     assert!(written <= CLUSTER_JOBS as u64, "more results than jobs: {written}");
     eprintln!(
         "with --replicas 1, {} of {CLUSTER_JOBS} jobs were lost (allowed)",

@@ -55,7 +55,8 @@ pub struct FleetOptions {
     pub submitter: Option<String>,
     /// The replicas of the job stream and the buckets when this client creates them (at most
     /// the servers of the cluster); given, an existing stream with another number is refused
-    /// ([`ServiceError::StreamSettings`]). None: one, and existing streams as they are.
+    /// ([`ServiceError::StreamSettings`]). None: one per server of the cluster, at most 3 (one
+    /// on a lone server), and existing streams as they are.
     pub replicas: Option<usize>,
     /// The work-queue stream of the jobs (default `MIDEN_GPU_JOBS`).
     pub stream: String,
@@ -300,7 +301,12 @@ impl Fleet {
             .await
             .map_err(|error| refusal(&server, error))?;
         let jetstream = jetstream::new(client.clone());
-        let replicas = Replicas::new(options.replicas);
+        // the server lists the client addresses of every server of its cluster, its own among
+        // them (none where it is alone)
+        let mut servers = client.server_info().connect_urls;
+        servers.sort_unstable();
+        servers.dedup();
+        let replicas = Replicas::new(options.replicas, servers.len());
         let opened = async {
             let stream = open_job_stream(
                 &jetstream,

@@ -26,10 +26,17 @@ pub(crate) struct Replicas {
     pub required: bool,
 }
 
+/// The most replicas a fleet's streams get unless asked for more: JetStream's own advice for
+/// a stream that survives a server's loss.
+const DEFAULT_MOST_REPLICAS: usize = 3;
+
 impl Replicas {
-    /// `asked` replicas where given (required of existing streams), else one.
-    pub fn new(asked: Option<usize>) -> Self {
-        Self { created: asked.unwrap_or(1), required: asked.is_some() }
+    /// `asked` replicas where given (required of existing streams), else one per server of the
+    /// cluster the client knows of (`servers`), at most [`DEFAULT_MOST_REPLICAS`], one on a
+    /// lone server.
+    pub fn new(asked: Option<usize>, servers: usize) -> Self {
+        let created = asked.unwrap_or(servers.clamp(1, DEFAULT_MOST_REPLICAS));
+        Self { created, required: asked.is_some() }
     }
 }
 

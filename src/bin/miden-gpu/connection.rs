@@ -72,8 +72,8 @@ pub struct ConnectionArgs {
     tls_ca: Option<PathBuf>,
 
     /// The replicas of the job stream and the buckets where this client creates them (up to
-    /// the cluster's servers); an existing stream with another number is refused [default: 1,
-    /// and existing streams as they are]
+    /// the cluster's servers); an existing stream with another number is refused [default: one
+    /// per server of the cluster, at most 3, and existing streams as they are]
     #[arg(long = "replicas", env = "MIDEN_GPU_REPLICAS", value_parser = clap::value_parser!(u8).range(1..=5))]
     replicas: Option<u8>,
 }
