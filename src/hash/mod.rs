@@ -12,7 +12,7 @@ mod hasher;
 
 use core::{fmt, str::FromStr};
 
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub(crate) use digest::canonical_mont;
 pub use digest::{Digest, DIGEST_BYTES};
 pub use hasher::GpuHasher;
