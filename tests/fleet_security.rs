@@ -11,6 +11,9 @@
 //! - A result planted by a client that is not a worker is refused by `submit`, which writes
 //!   no file.
 //! - An existing stream with other settings is refused and left as it was.
+//! - In operator mode (`deploy/nats/fleet-operator.conf`: JWTs of an operator, its account and
+//!   users, made here), a worker and a submitter with `.creds` files prove a job; a user of an
+//!   unknown account, an expired user and a missing file are refused with status 1.
 //! - A 3-server cluster (`deploy/nats/fleet-server.conf`, TLS and accounts) with R3 streams
 //!   loses no job when the server leading the job stream is killed (SIGKILL) mid-run and
 //!   started again; with one replica, jobs may be lost, and the test says how many.
@@ -26,6 +29,8 @@ mod device;
 #[allow(dead_code)] // the other fleet tests' parts
 #[path = "common/fleet.rs"]
 mod fleet;
+#[path = "common/nats_jwt.rs"]
+mod nats_jwt;
 
 use std::{
     fs::{self, File},
@@ -56,6 +61,7 @@ fn main() {
             submitters_are_kept_to_their_own_jobs_and_results,
             a_planted_result_is_refused,
             existing_streams_with_other_settings_are_refused,
+            creds_users_prove_and_strangers_are_refused,
             an_r3_cluster_loses_no_job_when_its_stream_leader_dies,
             an_r1_cluster_may_lose_jobs_when_their_server_dies,
         ])
@@ -69,6 +75,19 @@ const REFUSAL_LIMIT: Duration = Duration::from_secs(10);
 /// The passwords of the submitters of `deploy/nats/fleet-accounts.conf` in these tests.
 const ALICE_PASSWORD: &str = "alice-password-1";
 const BOB_PASSWORD: &str = "bob-password-2";
+
+/// Alice's permissions in `deploy/nats/fleet-accounts.conf`, given to her user JWT in operator
+/// mode.
+const ALICE_PERMISSIONS: nats_jwt::Permissions = nats_jwt::Permissions {
+    publish: &[
+        "miden-gpu.jobs.alice",
+        "$JS.API.STREAM.INFO.MIDEN_GPU_JOBS",
+        "$JS.API.STREAM.INFO.KV_miden-gpu-results",
+        "$JS.API.STREAM.INFO.KV_miden-gpu-attempts",
+        "$JS.API.DIRECT.GET.KV_miden-gpu-results.$KV.miden-gpu-results.alice.>",
+    ],
+    subscribe: &["_INBOX_alice.>", "$KV.miden-gpu-results.alice.>"],
+};
 
 // CERTIFICATES
 // ================================================================================================
@@ -137,7 +156,7 @@ impl Secrets {
         let stranger = other.sign(&dir, "stranger", &[ExtendedKeyUsagePurpose::ClientAuth]);
         let worker = nkeys::KeyPair::new_user();
         let worker_seed = dir.file("worker.nk", worker.seed().expect("an NKey seed"));
-        for name in ["fleet-accounts.conf", "fleet-server.conf"] {
+        for name in ["fleet-accounts.conf", "fleet-operator.conf", "fleet-server.conf"] {
             let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/nats").join(name);
             fs::copy(&source, dir.path(name)).expect("copy a configuration file");
         }
@@ -240,8 +259,8 @@ impl ConfiguredServer {
             .stderr(log.expect("a server log file"))
             .spawn()
             .expect("start nats-server");
-        self.child = Some(child);
-        wait_for_port(self.port, &self.dir);
+        let child = self.child.insert(child);
+        wait_for_port(child, self.port, &self.dir);
     }
 
     /// Kills the server (SIGKILL).
@@ -273,12 +292,16 @@ impl Drop for ConfiguredServer {
     }
 }
 
-/// Waits until a server listens on `port` (its log in `dir`).
-fn wait_for_port(port: u16, dir: &TempDir) {
+/// Waits until the server `child` listens on `port` (its log in `dir`); panics with its log at
+/// once if it exits first (a configuration it refuses).
+fn wait_for_port(child: &mut Child, port: u16, dir: &TempDir) {
     let start = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        let log = fs::read_to_string(dir.path("server.log")).unwrap_or_default();
-        assert!(start.elapsed() < WAIT, "nats-server did not listen on port {port}:\n{log}");
+        let log = || fs::read_to_string(dir.path("server.log")).unwrap_or_default();
+        if let Some(status) = child.try_wait().expect("the server's status") {
+            panic!("nats-server exited ({status}) before listening on port {port}:\n{}", log());
+        }
+        assert!(start.elapsed() < WAIT, "nats-server did not listen on port {port}:\n{}", log());
         thread::sleep(Duration::from_millis(50));
     }
 }
@@ -692,6 +715,91 @@ fn existing_streams_with_other_settings_are_refused() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("exists with replicas 1, not 3"), "{stderr}");
+}
+
+/// Operator mode (`deploy/nats/fleet-operator.conf` on a TLS server): an operator, the fleet's
+/// account (JetStream enabled) and its users, their JWTs made here. A worker with its `.creds`
+/// file proves the job of alice, whose `.creds` give her the permissions of
+/// `deploy/nats/fleet-accounts.conf`; her `submit` verifies the proof. A user signed by an
+/// account the server does not know, an expired user and a `.creds` file that is not there are
+/// refused at once with status 1, the error naming the cause and holding no secret.
+fn creds_users_prove_and_strangers_are_refused() {
+    let secrets = Secrets::new();
+    let operator = nkeys::KeyPair::new_operator();
+    let account = nkeys::KeyPair::new_account();
+    let system = nkeys::KeyPair::new_account();
+    let preload = [(&account, "FLEET", true), (&system, "SYS", false)].map(|(keys, name, js)| {
+        let jwt = nats_jwt::account_jwt(&operator, keys, name, js);
+        format!("{}: {jwt:?}", keys.public_key())
+    });
+    let env = vec![
+        ("FLEET_OPERATOR_JWT", nats_jwt::operator_jwt(&operator, "miden-gpu", &system)),
+        ("FLEET_ACCOUNTS", format!("{{ {} }}", preload.join(", "))),
+    ];
+    // a user's `.creds` file, and the secrets it holds (its JWT and its seed)
+    let user = |name: &str, issuer: &nkeys::KeyPair, permissions, expires| {
+        let keys = nkeys::KeyPair::new_user();
+        let jwt = nats_jwt::user_jwt(issuer, &keys, name, permissions, expires);
+        let path = secrets.dir.file(&format!("{name}.creds"), nats_jwt::creds(&jwt, &keys));
+        (path, [jwt, keys.seed().expect("a seed")])
+    };
+    let (worker_creds, _) = user("worker", &account, None, None);
+    let (alice_creds, _) = user("alice", &account, Some(&ALICE_PERMISSIONS), None);
+    let unknown_account = nkeys::KeyPair::new_account();
+    let (stranger_creds, stranger_secrets) = user("stranger", &unknown_account, None, None);
+    let (expired_creds, expired_secrets) =
+        user("expired", &account, None, Some(nats_jwt::now() - 60));
+
+    let workdir = secrets.dir.path("");
+    let server = ConfiguredServer::start(&workdir, "tls", env, |port, store| {
+        format!(
+            "listen: 127.0.0.1:{port}\n\
+             tls {{ cert_file: \"server.pem\", key_file: \"server-key.pem\", \
+             ca_file: \"ca.pem\", verify: true, timeout: 2 }}\n\
+             jetstream {{ store_dir: {store:?} }}\n\
+             include fleet-operator.conf\n"
+        )
+    });
+    let url = server.url();
+    let tls = secrets.tls_args();
+    let creds = |path: &Path| [strings(&["--creds", &path.display().to_string()]), tls.clone()];
+    let worker_args = creds(&worker_creds).concat();
+    let _worker = Worker::start(
+        &server,
+        "worker",
+        &worker_args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+
+    // alice's job, proved by the worker and verified by her submit
+    let program = server.dir.file("alice.masm", FIB);
+    let mut args = strings(&["submit", &program.display().to_string(), "--nats", &url]);
+    args.extend(strings(&["--submitter", "alice", "--timeout", "40", "--submit-timeout", "10"]));
+    args.extend(creds(&alice_creds).concat());
+    let output = miden_gpu(&args, Duration::from_secs(40));
+    let text = String::from_utf8_lossy(&output.stdout) + String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "alice's submit: {text}\n{}", server.log());
+    assert!(text.contains("96-bit security"), "{text}");
+
+    // the refused
+    let server_name = format!("tls://127.0.0.1:{}", server.port);
+    let missing = secrets.dir.path("missing.creds");
+    let refusals = [
+        ("a user of an unknown account", &stranger_creds, &stranger_secrets, "authorization"),
+        ("an expired user", &expired_creds, &expired_secrets, "authorization"),
+        ("a missing file", &missing, &stranger_secrets, "cannot read credentials file"),
+    ];
+    for (case, path, held, cause) in refusals {
+        let (status, stderr) = fetch_nothing(&url, &creds(path).concat());
+        assert_eq!(status, Some(1), "{case}: {stderr}");
+        assert!(stderr.contains(cause), "{case}: no `{cause}` in: {stderr}");
+        if path != &missing {
+            assert!(stderr.contains(&server_name), "{case}: the server is not named: {stderr}");
+        }
+        for secret in held {
+            assert!(!stderr.contains(secret.as_str()), "{case}: a secret in: {stderr}");
+        }
+        eprintln!("{case}: {}", stderr.trim());
+    }
 }
 
 /// `FleetOptions` and the security values never show a secret in their `Debug` output.
