@@ -306,17 +306,23 @@ fn wait_for_port(child: &mut Child, port: u16, dir: &TempDir) {
     }
 }
 
+/// The configuration of a server on 127.0.0.1:`port` with TLS (clients verified against the
+/// fleet's CA), JetStream in `store` and the accounts of `accounts` (a file of `deploy/nats/`).
+fn tls_server_config(port: u16, store: &Path, accounts: &str) -> String {
+    format!(
+        "listen: 127.0.0.1:{port}\n\
+         tls {{ cert_file: \"server.pem\", key_file: \"server-key.pem\", \
+         ca_file: \"ca.pem\", verify: true, timeout: 2 }}\n\
+         jetstream {{ store_dir: {store:?} }}\n\
+         include {accounts}\n"
+    )
+}
+
 /// A single server with TLS (clients verified against the fleet's CA) and the fleet's account.
 fn secured_server(secrets: &Secrets) -> ConfiguredServer {
     let workdir = secrets.dir.path("");
     ConfiguredServer::start(&workdir, "tls", secrets.server_env(), |port, store| {
-        format!(
-            "listen: 127.0.0.1:{port}\n\
-             tls {{ cert_file: \"server.pem\", key_file: \"server-key.pem\", \
-             ca_file: \"ca.pem\", verify: true, timeout: 2 }}\n\
-             jetstream {{ store_dir: {store:?} }}\n\
-             include fleet-accounts.conf\n"
-        )
+        tls_server_config(port, store, "fleet-accounts.conf")
     })
 }
 
@@ -752,13 +758,7 @@ fn creds_users_prove_and_strangers_are_refused() {
 
     let workdir = secrets.dir.path("");
     let server = ConfiguredServer::start(&workdir, "tls", env, |port, store| {
-        format!(
-            "listen: 127.0.0.1:{port}\n\
-             tls {{ cert_file: \"server.pem\", key_file: \"server-key.pem\", \
-             ca_file: \"ca.pem\", verify: true, timeout: 2 }}\n\
-             jetstream {{ store_dir: {store:?} }}\n\
-             include fleet-operator.conf\n"
-        )
+        tls_server_config(port, store, "fleet-operator.conf")
     });
     let url = server.url();
     let tls = secrets.tls_args();
