@@ -35,8 +35,9 @@ struct ce_frame {
 
 __device__ void composition_row(const ce_frame& f, u64* out);
 
-/// out[s·COMPOSITION_OUTPUTS + i]: component i of the composition at CE step s, for every step
-/// below ce_size (2^log_ce_blowup · 2^log_n).
+/// out[i·ce_size + s]: component i of the composition at CE step s, for every step below
+/// ce_size (2^log_ce_blowup · 2^log_n); component after component, as the constraint
+/// commitment interpolates them.
 extern "C" __global__ void composition(u64* out, const u64* columns, const u64* params,
                                        u64 ce_size, u32 log_n, u32 log_lde_blowup,
                                        u32 log_ce_blowup) {
@@ -73,5 +74,5 @@ extern "C" __global__ void composition(u64* out, const u64* columns, const u64* 
     u64 values[COMPOSITION_OUTPUTS];
     composition_row(f, values);
 #pragma unroll
-    for (int i = 0; i < COMPOSITION_OUTPUTS; i++) out[s * COMPOSITION_OUTPUTS + i] = values[i];
+    for (int i = 0; i < COMPOSITION_OUTPUTS; i++) out[i * ce_size + s] = values[i];
 }

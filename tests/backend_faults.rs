@@ -236,8 +236,13 @@ impl FibCase {
         (composition, StarkDomain::new(&self.air))
     }
 
-    /// The rows at the positions and the composition, on the CPU: the CPU's commitment and the
-    /// graph's interpreter over Winterfell's LDE.
+    /// The commitment to the composition polynomial of `input`.
+    fn composition_request<'a>(&self, input: PolyInput<'a>) -> CommitRequest<'a> {
+        CommitRequest { input, ..self.request(&[]) }
+    }
+
+    /// The rows at the positions and the composition with its commitment's nodes, on the CPU:
+    /// the CPU's commitments and the graph's interpreter over Winterfell's LDE.
     fn expected(&self) -> (Vec<u64>, Vec<u64>) {
         let columns: Vec<&[Felt]> = self.columns.iter().map(Vec::as_slice).collect();
         let cpu = CpuCommitter::new().commit(&self.request(&columns)).expect("CPU commitment");
@@ -253,7 +258,15 @@ impl FibCase {
             GraphConstraintEvaluator::new(&self.air, aux_rand, self.coefficients.clone())
                 .expect("the Fibonacci constraints are recorded");
         let composition = evaluator.evaluate(&lde, &domain).into_inner();
-        (rows, canonical(&composition).collect())
+        let commitment = CpuCommitter::new()
+            .commit(&self.composition_request(PolyInput::Composition {
+                components: &[&composition],
+                column_len: ROWS,
+                num_columns: self.air.context().num_constraint_composition_columns(),
+            }))
+            .expect("CPU commitment of the composition");
+        let words = canonical(&composition).chain(digests(&commitment.nodes)).collect();
+        (rows, words)
     }
 }
 
@@ -411,7 +424,16 @@ fn workloads<'a>(
                     ce_blowup: fib.air.ce_blowup_factor(),
                     x_bases: &x_bases,
                 };
-                Ok(canonical(&c.evaluate_composition(&request)?).collect())
+                let kept = c.evaluate_composition(&request)?;
+                let mut words: Vec<u64> = canonical(&kept.read()?).collect();
+                let commitment =
+                    c.commit(&fib.composition_request(PolyInput::KeptComposition {
+                        evaluations: kept.as_ref(),
+                        column_len: ROWS,
+                        num_columns: fib.air.context().num_constraint_composition_columns(),
+                    }))?;
+                words.extend(digests(&commitment.nodes));
+                Ok(words)
             }),
         ),
     ]

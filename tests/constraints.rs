@@ -47,10 +47,12 @@ fn main() {
             DeviceTests::new("cuda", absent).on_device(tests![generated_cuda_compiles_with_nvrtc]),
         );
         let no_gpu = miden_gpu::cuda::device_count().err().map(|e| e.to_string());
-        let gpu = DeviceTests::new("cuda", no_gpu).on_device(tests![
-            cuda_fib_compositions_equal_winterfell,
-            cuda_random_compositions_equal_winterfell,
-        ]);
+        let gpu = DeviceTests::new("cuda", no_gpu)
+            .on_device(tests![
+                cuda_fib_compositions_equal_winterfell,
+                cuda_random_compositions_equal_winterfell,
+            ])
+            .on_device_when_asked(tests![cuda_wide_air_timing]);
         #[cfg(feature = "miden")]
         let gpu = gpu.on_device(tests![cuda_miden_composition_equals_winterfell]);
         host.and(gpu)
@@ -59,10 +61,12 @@ fn main() {
     let host = {
         let host = host.on_host(tests![generated_wgsl_validates_and_translates]);
         let absent = wgpu::absent();
-        let device = DeviceTests::new("wgpu", absent).on_device(tests![
-            wgpu_fib_compositions_equal_winterfell,
-            wgpu_random_compositions_equal_winterfell,
-        ]);
+        let device = DeviceTests::new("wgpu", absent)
+            .on_device(tests![
+                wgpu_fib_compositions_equal_winterfell,
+                wgpu_random_compositions_equal_winterfell,
+            ])
+            .on_device_when_asked(tests![wgpu_wide_air_timing]);
         #[cfg(feature = "miden")]
         let device = device.on_device(tests![wgpu_miden_composition_equals_winterfell]);
         host.and(device)
@@ -518,6 +522,41 @@ impl Description {
         if multi {
             description.aux_assertions = description.assertions(rng, aux_width);
         }
+        description
+    }
+
+    /// A wide AIR of one segment in the quadratic field: `constraints` transition constraints
+    /// of degrees 1 to 9 (each degree as often) over `width` columns, two periodic columns, an
+    /// assertion of each kind.
+    fn wide(rng: &mut StdRng, length: usize, width: usize, constraints: usize) -> Self {
+        let periodic = [4, 16].map(|period| (0..period).map(|_| random_felt(rng)).collect());
+        let mut description = Self {
+            length,
+            main_width: width,
+            aux_width: 0,
+            num_random: 0,
+            main: Vec::new(),
+            aux: Vec::new(),
+            periodic: periodic.to_vec(),
+            main_assertions: Vec::new(),
+            aux_assertions: Vec::new(),
+            extension: FieldExtension::Quadratic,
+            lde_blowup_over_ce: 1,
+        };
+        for i in 0..constraints {
+            let degree = 1 + i % 9;
+            let expr = description.expr(rng, degree, false);
+            description.main.push((expr, degree));
+        }
+        let n = length;
+        description.main_assertions = vec![
+            (AssertionKind::Single { step: 0 }, vec![random_felt(rng)]),
+            (AssertionKind::Periodic { first_step: 1, stride: 8 }, vec![random_felt(rng)]),
+            (
+                AssertionKind::Sequence { first_step: 0, stride: n / 64 },
+                (0..64).map(|_| random_felt(rng)).collect(),
+            ),
+        ];
         description
     }
 
@@ -1078,6 +1117,77 @@ fn value_dependent_air_is_reported() {
 }
 
 // ================================================================================================
+// TIMING
+// ================================================================================================
+
+/// Winterfell's evaluator on this host's cores against `committer`'s over a wide AIR: 200
+/// constraints of degree up to 9 over 80 columns, 2^20 rows (`MIDEN_GPU_BENCH_LOG_ROWS` says
+/// otherwise), blowup 8, the compositions compared. The device time is the evaluation over the
+/// kept LDE (the trace commitment before it is not timed): its first call (which compiles the
+/// program) and the best of three more. Not part of the suite: run with `--ignored`.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+fn wide_air_timing(committer: &dyn GpuCommitter) {
+    use std::time::Instant;
+
+    type E = QuadExtension<Felt>;
+    let log_rows: u32 =
+        std::env::var("MIDEN_GPU_BENCH_LOG_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    let mut rng = StdRng::seed_from_u64(17);
+    let description = Description::wide(&mut rng, 1 << log_rows, 80, 200);
+    let air = description.air();
+    let graph = capture::<_, E>(&air).expect("the wide AIR is captured");
+    let n = air.trace_length();
+    let main =
+        ColMatrix::new((0..80).map(|_| (0..n).map(|_| random_felt(&mut rng)).collect()).collect());
+    let domain = StarkDomain::new(&air);
+    let coefficients = ConstraintCompositionCoefficients {
+        transition: random_elements::<E>(&mut rng, air.context().num_transition_constraints()),
+        boundary: random_elements(&mut rng, air.context().num_assertions()),
+    };
+    let (lde, _) = Lde::<E>::new(air.trace_info(), &main, &domain, PartitionOptions::default());
+    let started = Instant::now();
+    let expected = DefaultConstraintEvaluator::new(&air, None, coefficients.clone())
+        .evaluate(&lde, &domain)
+        .into_inner();
+    let winterfell = started.elapsed();
+    drop(lde);
+
+    let started = Instant::now();
+    miden_gpu::constraints::Composition::new(&air, None, &coefficients).expect("recorded");
+    let recording = started.elapsed();
+    let session = on_backend::Session::new::<_, E>(committer, &air, &main, None, &domain);
+    let (mut first, mut best) = (None, std::time::Duration::MAX);
+    let mut actual = Vec::new();
+    for _ in 0..4 {
+        let started = Instant::now();
+        actual = session.evaluate::<_, E>(&air, None, &coefficients, &domain);
+        let elapsed = started.elapsed();
+        match first {
+            None => first = Some(elapsed),
+            Some(_) => best = best.min(elapsed),
+        }
+    }
+    assert!(expected == actual, "the compositions differ");
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "wide AIR on {}: {} constraints (degree <= 9) over 80 columns, 2^{log_rows} rows, CE \
+         domain 2^{}, {} operations: Winterfell's evaluator {:.1} ms on {} threads; {} first \
+         {:.1} ms, then {:.2} ms ({:.1}x; the recording {:.1} ms of it); compositions equal",
+        committer.device_name(),
+        air.context().num_transition_constraints(),
+        expected.len().ilog2(),
+        graph.num_operations(),
+        ms(winterfell),
+        rayon::current_num_threads(),
+        committer.backend(),
+        ms(first.expect("timed")),
+        ms(best),
+        ms(winterfell) / ms(best),
+        ms(recording),
+    );
+}
+
+// ================================================================================================
 // CUDA SOURCE
 // ================================================================================================
 
@@ -1163,6 +1273,11 @@ fn cuda_miden_composition_equals_winterfell() {
 }
 
 #[cfg(feature = "cuda")]
+fn cuda_wide_air_timing() {
+    wide_air_timing(&cuda::committer());
+}
+
+#[cfg(feature = "cuda")]
 mod cuda {
     use miden_gpu::cuda::{CudaCommitter, CudaOptions};
 
@@ -1196,6 +1311,13 @@ fn wgpu_miden_composition_equals_winterfell() {
     for committer in wgpu::committers() {
         miden_composition(Target::Backend(&committer));
     }
+}
+
+/// The wide AIR's timing in the adapter's fastest arithmetic.
+#[cfg(feature = "wgpu")]
+fn wgpu_wide_air_timing() {
+    let committer = wgpu::committers().pop().expect("a wgpu committer");
+    wide_air_timing(&committer);
 }
 
 /// The composition programs of the Fibonacci AIR and of a large random AIR, in both
@@ -1292,6 +1414,81 @@ mod on_backend {
         commitment.kept_rows.expect("the rows are kept on the device")
     }
 
+    /// A trace's segments committed on a backend with their LDE rows kept there.
+    pub(super) struct Session<'a> {
+        committer: &'a dyn GpuCommitter,
+        main: Arc<dyn KeptRows>,
+        main_width: usize,
+        aux: Option<(Arc<dyn KeptRows>, usize)>,
+    }
+
+    impl<'a> Session<'a> {
+        /// Commits to `main` and `aux` (split into base components) on `committer`.
+        pub(super) fn new<A, E>(
+            committer: &'a dyn GpuCommitter,
+            air: &A,
+            main: &ColMatrix<Felt>,
+            aux: Option<&ColMatrix<E>>,
+            domain: &StarkDomain<Felt>,
+        ) -> Self
+        where
+            A: Air<BaseField = Felt>,
+            E: FieldElement<BaseField = Felt>,
+        {
+            let blowup = domain.trace_to_lde_blowup();
+            debug_assert_eq!(air.trace_length(), main.num_rows());
+            let main_columns: Vec<&[Felt]> = main.columns().collect();
+            let main_rows = kept(committer, &main_columns, blowup);
+            let d = E::EXTENSION_DEGREE;
+            let aux = aux.map(|aux| {
+                let components: Vec<Vec<Felt>> = aux
+                    .columns()
+                    .flat_map(|column| {
+                        let flat = E::slice_as_base_elements(column);
+                        (0..d).map(move |c| flat.iter().skip(c).step_by(d).copied().collect())
+                    })
+                    .collect();
+                let columns: Vec<&[Felt]> = components.iter().map(Vec::as_slice).collect();
+                (kept(committer, &columns, blowup), columns.len())
+            });
+            Self { committer, main: main_rows, main_width: main.num_cols(), aux }
+        }
+
+        /// The composition recorded from `air` and evaluated on the backend over the kept rows.
+        pub(super) fn evaluate<A, E>(
+            &self,
+            air: &A,
+            aux_rand: Option<&AuxRandElements<E>>,
+            coefficients: &ConstraintCompositionCoefficients<E>,
+            domain: &StarkDomain<Felt>,
+        ) -> Vec<E>
+        where
+            A: Air<BaseField = Felt>,
+            E: FieldElement<BaseField = Felt>,
+        {
+            let composition =
+                Composition::new(air, aux_rand, coefficients).expect("the composition is recorded");
+            let x_bases = composition.x_power_bases(domain);
+            let request = CompositionRequest {
+                composition: &composition,
+                main: self.main.as_ref(),
+                aux: self.aux.as_ref().map(|(rows, _)| rows.as_ref()),
+                main_width: self.main_width,
+                aux_width: self.aux.as_ref().map_or(0, |(_, width)| *width),
+                trace_len: air.trace_length(),
+                lde_blowup: domain.trace_to_lde_blowup(),
+                ce_blowup: air.ce_blowup_factor(),
+                x_bases: &x_bases,
+            };
+            let words = self
+                .committer
+                .evaluate_composition(&request)
+                .and_then(|kept| kept.read())
+                .expect("the composition on the device");
+            E::slice_from_base_elements(&words).to_vec()
+        }
+    }
+
     pub(super) fn evaluate<A, E>(
         committer: &dyn GpuCommitter,
         air: &A,
@@ -1305,38 +1502,11 @@ mod on_backend {
         A: Air<BaseField = Felt>,
         E: FieldElement<BaseField = Felt>,
     {
-        let blowup = domain.trace_to_lde_blowup();
-        let main_columns: Vec<&[Felt]> = main.columns().collect();
-        let main_rows = kept(committer, &main_columns, blowup);
-        let d = E::EXTENSION_DEGREE;
-        let aux_components: Vec<Vec<Felt>> = aux
-            .map(|aux| {
-                aux.columns()
-                    .flat_map(|column| {
-                        let flat = E::slice_as_base_elements(column);
-                        (0..d).map(move |c| flat.iter().skip(c).step_by(d).copied().collect())
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let aux_columns: Vec<&[Felt]> = aux_components.iter().map(Vec::as_slice).collect();
-        let aux_rows = aux.map(|_| kept(committer, &aux_columns, blowup));
-        let composition = Composition::new(air, aux_rand.as_ref(), &coefficients)
-            .expect("the composition is recorded");
-        let x_bases = composition.x_power_bases(domain);
-        let request = CompositionRequest {
-            composition: &composition,
-            main: main_rows.as_ref(),
-            aux: aux_rows.as_deref(),
-            main_width: main.num_cols(),
-            aux_width: aux_columns.len(),
-            trace_len: air.trace_length(),
-            lde_blowup: blowup,
-            ce_blowup: air.ce_blowup_factor(),
-            x_bases: &x_bases,
-        };
-        let words =
-            committer.evaluate_composition(&request).expect("the composition on the device");
-        E::slice_from_base_elements(&words).to_vec()
+        Session::new(committer, air, main, aux, domain).evaluate(
+            air,
+            aux_rand.as_ref(),
+            &coefficients,
+            domain,
+        )
     }
 }

@@ -22,8 +22,10 @@ struct CompositionParams {
     ce_blowup: u32,
     /// Index of the coset: CE step s = t · ce_blowup + coset.
     coset: u32,
-    /// Output record of element 0 in `composition_out` (COMPOSITION_OUTPUTS words a record).
-    out_first: u32,
+    /// Words between the components of one step in `composition_out` (the CE domain's size):
+    /// component i of step s is at i · out_stride + s, component after component, as the
+    /// constraint commitment interpolates them.
+    out_stride: u32,
 }
 
 @group(0) @binding(0) var<uniform> composition_params: CompositionParams;
@@ -119,8 +121,7 @@ fn composition(
         }
     }
     composition_row();
-    let out = (composition_params.out_first + t) * COMPOSITION_OUTPUTS;
     for (var i = 0u; i < COMPOSITION_OUTPUTS; i++) {
-        composition_out[out + i] = ce_values[i];
+        composition_out[i * composition_params.out_stride + s] = ce_values[i];
     }
 }

@@ -3,11 +3,15 @@
 //! The prover records the AIR's composition ([`Composition`]: one graph for the whole row, its
 //! per-proof values as parameters) and asks the backend that committed to the trace, and kept
 //! its LDE rows ([`KeptRows`]), to evaluate it at every point of the CE domain. The rows are read
-//! where the commitment left them; only the composition comes back, as winter-prover's
-//! `CompositionPolyTrace` holds it. The CPU interpreter of the same graph
-//! ([`crate::constraints::GraphConstraintEvaluator`]) is the oracle.
+//! where the commitment left them, and the composition stays there too ([`KeptEvaluations`]):
+//! the constraint commitment reads it where it is, and it comes to the host (as winter-prover's
+//! `CompositionPolyTrace` holds it) only where something there needs it. The CPU interpreter of
+//! the same graph ([`crate::constraints::GraphConstraintEvaluator`]) is the oracle.
+
+use std::{any::Any, fmt};
 
 use miden_crypto::Felt;
+use rayon::prelude::*;
 use winter_math::{FieldElement, StarkField};
 
 use super::KeptRows;
@@ -88,6 +92,42 @@ impl CompositionRequest<'_> {
             ce_blowup: ce,
         }))
     }
+}
+
+// KEPT EVALUATIONS
+// ================================================================================================
+
+/// A composition's evaluations over the CE domain in a backend's memory, left there by
+/// [`crate::GpuCommitter::evaluate_composition`] for the constraint commitment
+/// ([`crate::PolyInput::KeptComposition`]). A backend's commitment finds its own type through
+/// `Any`; the memory is freed when the last handle drops.
+pub trait KeptEvaluations: Any + Send + Sync + fmt::Debug {
+    /// Base components of each evaluation (the extension degree).
+    fn components(&self) -> usize;
+
+    /// Evaluations of each component: the CE domain's size.
+    fn ce_size(&self) -> usize;
+
+    /// Every evaluation, components interleaved (`CompositionPolyTrace`'s layout).
+    fn read(&self) -> Result<Vec<Felt>>;
+}
+
+/// The evaluations of `kept` read to the host, one vector per base component.
+pub(crate) fn read_components(kept: &dyn KeptEvaluations) -> Result<Vec<Vec<Felt>>> {
+    let words = kept.read()?;
+    let k = kept.components();
+    Ok((0..k).into_par_iter().map(|c| words.iter().skip(c).step_by(k).copied().collect()).collect())
+}
+
+/// Component-major words (`len` evaluations of component 0, then of component 1, ...), as a
+/// backend's kernel writes them, interleaved into `CompositionPolyTrace`'s layout.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub(crate) fn interleave(words: &[Felt], components: usize) -> Vec<Felt> {
+    let len = words.len() / components.max(1);
+    (0..len * components)
+        .into_par_iter()
+        .map(|i| words[(i % components) * len + i / components])
+        .collect()
 }
 
 // PARAMETERS

@@ -36,7 +36,7 @@ use std::{fmt, sync::Arc};
 use miden_crypto::Felt;
 
 use self::{
-    composition::CompositionRequest,
+    composition::{CompositionRequest, KeptEvaluations},
     deep::{CombineRequest, EvaluateRequest},
     domain::lde_domain_len,
     fri::{FoldingChannel, FriLayers, FriRequest},
@@ -78,15 +78,28 @@ pub enum PolyInput<'a> {
         /// Number of composition columns.
         num_columns: usize,
     },
+    /// [`PolyInput::Composition`], its evaluations where [`GpuCommitter::evaluate_composition`]
+    /// left them: a backend that evaluated them reads them there; any other reads them to the
+    /// host first ([`KeptEvaluations::read`]).
+    KeptComposition {
+        /// The evaluations over the constraint-evaluation domain.
+        evaluations: &'a dyn KeptEvaluations,
+        /// Length of each composition column (the trace length `n`).
+        column_len: usize,
+        /// Number of composition columns.
+        num_columns: usize,
+    },
 }
 
 impl<'a> PolyInput<'a> {
-    /// The source slices: the trace's columns or the composition's components.
+    /// The source slices on the host: the trace's columns or the composition's components
+    /// (none for kept evaluations).
     #[cfg(feature = "cuda")]
     pub(crate) fn sources(&self) -> &'a [&'a [Felt]] {
         match *self {
             PolyInput::Trace { columns } => columns,
             PolyInput::Composition { components, .. } => components,
+            PolyInput::KeptComposition { .. } => &[],
         }
     }
 
@@ -96,7 +109,8 @@ impl<'a> PolyInput<'a> {
         debug_assert_eq!(sources.len(), self.sources().len());
         match *self {
             PolyInput::Trace { .. } => PolyInput::Trace { columns: sources },
-            PolyInput::Composition { column_len, num_columns, .. } => {
+            PolyInput::Composition { column_len, num_columns, .. }
+            | PolyInput::KeptComposition { column_len, num_columns, .. } => {
                 PolyInput::Composition { components: sources, column_len, num_columns }
             },
         }
@@ -104,13 +118,19 @@ impl<'a> PolyInput<'a> {
 
     /// The polynomials' coefficients, computed on the host with Winterfell's FFT: the CPU
     /// backend's interpolation, and a GPU backend's for inputs its device cannot transform.
-    pub fn interpolate_on_host(&self) -> Vec<Vec<Felt>> {
-        match *self {
+    /// Kept evaluations are read to the host first (an error of that read is returned).
+    pub fn interpolate_on_host(&self) -> Result<Vec<Vec<Felt>>> {
+        Ok(match *self {
             PolyInput::Trace { columns } => host::interpolate_columns(columns),
             PolyInput::Composition { components, column_len, num_columns } => {
                 host::interpolate_composition(components, column_len, num_columns)
             },
-        }
+            PolyInput::KeptComposition { evaluations, column_len, num_columns } => {
+                let components = composition::read_components(evaluations)?;
+                let slices: Vec<&[Felt]> = components.iter().map(Vec::as_slice).collect();
+                host::interpolate_composition(&slices, column_len, num_columns)
+            },
+        })
     }
 }
 
@@ -166,8 +186,23 @@ impl CommitRequest<'_> {
         }
         let (poly_len, num_cols) = match self.input {
             PolyInput::Trace { columns } => (check_columns(columns)?, columns.len()),
-            PolyInput::Composition { components, column_len, num_columns } => {
-                let m = check_columns(components)?;
+            PolyInput::Composition { .. } | PolyInput::KeptComposition { .. } => {
+                let (m, components, column_len, num_columns) = match self.input {
+                    PolyInput::Composition { components, column_len, num_columns } => {
+                        (check_columns(components)?, components.len(), column_len, num_columns)
+                    },
+                    PolyInput::KeptComposition { evaluations, column_len, num_columns } => {
+                        let m = evaluations.ce_size();
+                        if evaluations.components() == 0 {
+                            return Err(GpuError::ZeroColumns);
+                        }
+                        if m < 2 || !m.is_power_of_two() {
+                            return Err(GpuError::TraceLengthNotPowerOfTwo(m));
+                        }
+                        (m, evaluations.components(), column_len, num_columns)
+                    },
+                    PolyInput::Trace { .. } => unreachable!("matched above"),
+                };
                 if column_len < 2 || !column_len.is_power_of_two() {
                     return Err(GpuError::TraceLengthNotPowerOfTwo(column_len));
                 }
@@ -182,10 +217,10 @@ impl CommitRequest<'_> {
                     });
                 }
                 let num_cols =
-                    num_columns.checked_mul(components.len()).ok_or(GpuError::SizeOverflow {
+                    num_columns.checked_mul(components).ok_or(GpuError::SizeOverflow {
                         what: "composition base columns",
                         count: num_columns,
-                        size: components.len(),
+                        size: components,
                     })?;
                 (column_len, num_cols)
             },
@@ -353,12 +388,16 @@ pub trait GpuCommitter: Send + Sync {
     }
 
     /// The composition at every point of the CE domain (see [`crate::committer::composition`]),
-    /// `ce_size · degree` base words, components interleaved (`CompositionPolyTrace`'s layout),
-    /// reading the trace LDE rows this committer kept.
+    /// reading the trace LDE rows this committer kept, and left in its memory: the constraint
+    /// commitment reads it there ([`PolyInput::KeptComposition`]); [`KeptEvaluations::read`]
+    /// brings it to the host.
     ///
     /// A backend that keeps no rows, or cannot evaluate the graph, returns
     /// [`GpuError::Unsupported`]; the prover then evaluates on the CPU.
-    fn evaluate_composition(&self, request: &CompositionRequest<'_>) -> Result<Vec<Felt>> {
+    fn evaluate_composition(
+        &self,
+        request: &CompositionRequest<'_>,
+    ) -> Result<Arc<dyn KeptEvaluations>> {
         let _ = request;
         Err(GpuError::Unsupported { backend: self.backend(), operation: "composition" })
     }

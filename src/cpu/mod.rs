@@ -68,7 +68,7 @@ impl GpuCommitter for CpuCommitter {
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
         let shape = request.validate()?;
         let polys = info_span!("cpu.interpolate", cols = shape.num_cols, rows = shape.poly_len)
-            .in_scope(|| request.input.interpolate_on_host());
+            .in_scope(|| request.input.interpolate_on_host())?;
         let lde = info_span!("cpu.lde", lde_rows = shape.lde_len)
             .in_scope(|| extend(polys.clone(), &shape, request.blowup, &self.options.host))?;
         let leaves = info_span!("cpu.hash_leaves", hash = %request.hash)

@@ -16,17 +16,20 @@ use std::{
 use miden_crypto::Felt;
 
 use super::{
-    assemble::download_vec,
     buffer::DeviceBuffer,
-    gpu::{Gpu, GpuState},
+    gpu::Gpu,
     kept_rows::CudaKeptRows,
     kernels::{self, sig, Grid},
     launch::{Kernel, Module, Signature},
     program::{compile_source_for_arch, composition_source, CompositionSizes},
+    recovery::recover,
 };
 use crate::{
     backend::Backend,
-    committer::{composition::CompositionRequest, KeptRows},
+    committer::{
+        composition::{interleave, CompositionRequest, KeptEvaluations},
+        KeptRows,
+    },
     constraints::{cuda_source, Composition},
     error::{to_u32, EvaluationError, GpuError, Result},
 };
@@ -86,15 +89,14 @@ impl CompositionPrograms {
 // ================================================================================================
 
 /// The composition of `request` (over `ce_size` steps, checked) on the GPU holding the first main
-/// columns, reading the rows `gpus` kept; `ce_size · degree` words, components interleaved.
+/// columns, reading the rows `gpus` kept, left there.
 pub(super) fn evaluate(
     gpus: &Arc<Vec<Gpu>>,
-    states: &mut [GpuState],
     programs: &CompositionPrograms,
     request: &CompositionRequest<'_>,
     ce_size: usize,
     sync_each_launch: bool,
-) -> Result<Vec<Felt>> {
+) -> Result<CudaKeptEvaluations> {
     let lde_len = request.trace_len * request.lde_blowup;
     let main = held(request.main, gpus, request)?;
     let aux = request.aux.map(|rows| held(rows, gpus, request)).transpose()?;
@@ -151,10 +153,75 @@ pub(super) fn evaluate(
             request.ce_blowup.ilog2(),
         )?;
     }
-    let done = gpu.completion()?;
-    let values = download_vec(gpu, &mut states[home].ring, out.as_slice(), &done)?;
-    drop((columns, params, out));
-    Ok(values)
+    // the commitment reads the evaluations from its own streams (and other GPUs)
+    gpu.compute.synchronize()?;
+    drop((columns, params));
+    Ok(CudaKeptEvaluations {
+        gpus: gpus.clone(),
+        gpu: home,
+        buffer: out,
+        components: degree,
+        ce_size,
+    })
+}
+
+// KEPT EVALUATIONS
+// ================================================================================================
+
+/// A composition's evaluations on one GPU of a committer, component after component (word
+/// `c·ce_size + s`: component `c` at CE step `s`).
+pub(super) struct CudaKeptEvaluations {
+    pub gpus: Arc<Vec<Gpu>>,
+    /// The GPU holding them.
+    pub gpu: usize,
+    pub buffer: DeviceBuffer<Felt>,
+    pub components: usize,
+    pub ce_size: usize,
+}
+
+impl std::fmt::Debug for CudaKeptEvaluations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaKeptEvaluations")
+            .field("gpu", &self.gpu)
+            .field("components", &self.components)
+            .field("ce_size", &self.ce_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KeptEvaluations for CudaKeptEvaluations {
+    fn components(&self) -> usize {
+        self.components
+    }
+
+    fn ce_size(&self) -> usize {
+        self.ce_size
+    }
+
+    /// Downloaded (refused at once where the GPUs are lost; after an error the GPU is drained as
+    /// after a failed call of the committer) and interleaved.
+    fn read(&self) -> Result<Vec<Felt>> {
+        let health = &self.gpus[0].health;
+        health.usable()?;
+        let gpu = &self.gpus[self.gpu];
+        let _span =
+            tracing::info_span!("cuda.read_composition", words = self.buffer.len()).entered();
+        let _turn = gpu.device.turn();
+        let words = gpu.download_table(self.buffer.as_slice().as_words()).inspect_err(|error| {
+            recover(std::slice::from_ref(gpu), health, error);
+        })?;
+        let words: Vec<Felt> = words.into_iter().map(Felt::from_mont).collect();
+        Ok(interleave(&words, self.components))
+    }
+}
+
+/// `kept` as evaluations on `gpus`, if they are.
+pub(super) fn held_evaluations<'a>(
+    kept: &'a dyn KeptEvaluations,
+    gpus: &Arc<Vec<Gpu>>,
+) -> Option<&'a CudaKeptEvaluations> {
+    let kept = (kept as &dyn std::any::Any).downcast_ref::<CudaKeptEvaluations>()?;
+    Arc::ptr_eq(&kept.gpus, gpus).then_some(kept)
 }
 
 /// The CUDA program that evaluates `composition` over a trace of `main_width` main base columns

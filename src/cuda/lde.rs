@@ -15,7 +15,7 @@ use super::{
     driver::{DriverResult, Event},
     gpu::{Gpu, GpuState},
     kernels::{self, Grid},
-    plan::{Pass, Passes, Plan, Share},
+    plan::{Pass, Passes, Plan, Share, Sources},
     program::NTT_BLOCK,
     tables::{self, NttPass},
     timeline::{Stage, Timeline},
@@ -57,7 +57,7 @@ impl Upload {
         coset_tables: &[u64],
     ) -> Result<Self> {
         let n = plan.shape.poly_len;
-        let m = plan.sources[0].len();
+        let m = plan.source_len;
         let sources = plan.sources_for(&share.cols);
         let cols = share.cols.len();
         let col_src: Vec<[u32; 3]> =
@@ -110,17 +110,25 @@ impl Upload {
         };
         let plan = first.plan;
         let n = plan.shape.poly_len;
-        let m = plan.sources[0].len();
+        let m = plan.source_len;
         let source = state.buffers.source.current_mut()?;
         for i in group_sources.clone() {
-            let column = plan.sources[self.first_source + i];
             let dst = source.slice_mut(i * m..(i + 1) * m)?;
-            if plan.sources_registered {
-                // SAFETY: the caller of the commitment holds the block of registered memory the
-                // sources lie in, unchanged, until the call has ended (every transfer done).
-                unsafe { gpu.upload_registered(dst, column)? };
-            } else {
-                gpu.upload(&mut state.ring, dst, column)?;
+            let s = self.first_source + i;
+            match plan.sources {
+                Sources::Host { columns, registered: true } => {
+                    // SAFETY: the caller of the commitment holds the block of registered memory
+                    // the sources lie in, unchanged, until the call has ended (every transfer
+                    // done).
+                    unsafe { gpu.upload_registered(dst, columns[s])? };
+                },
+                Sources::Host { columns, registered: false } => {
+                    gpu.upload(&mut state.ring, dst, columns[s])?;
+                },
+                // the evaluation that wrote them has ended (it synchronized)
+                Sources::Device(kept) => {
+                    gpu.copy.copy_peer(dst, kept.buffer.slice(s * m..(s + 1) * m)?)?;
+                },
             }
         }
         let _uploaded = gpu.wait_for_uploads()?;
@@ -184,7 +192,7 @@ fn coset_lde(
 ) -> DriverResult<()> {
     let (plan, passes) = (pass.plan, &pass.passes);
     let n = plan.shape.poly_len;
-    let m = plan.sources[0].len();
+    let m = plan.source_len;
     // the pass's power tables: one per (scale group, coset of the pass)
     let pass_tables_len = plan.scales.len() * passes.cosets * tables::power_table_len(plan.log_n);
     let pass_tables = pass.index * pass_tables_len;

@@ -103,7 +103,7 @@ use self::{
     gpu::{Gpu, GpuState},
     health::Health,
     kept_rows::CudaKeptRows,
-    plan::Plan,
+    plan::{Plan, Sources},
     recovery::recover,
     resident::{CudaResident, ResidentShare},
     result_pool::ResultPool,
@@ -113,12 +113,12 @@ use self::{
 use crate::{
     backend::Backend,
     committer::{
-        composition::CompositionRequest,
+        composition::{read_components, CompositionRequest, KeptEvaluations},
         deep::{CombineRequest, EvaluateRequest},
         fri::{FoldingChannel, FriLayers, FriRequest},
         grind::GrindRequest,
-        CommitRequest, Commitment, GpuCommitter, GpuRequestChecks, Keep, LdeRows, ResidentPolys,
-        RowHashing, StageTimes,
+        CommitRequest, Commitment, GpuCommitter, GpuRequestChecks, Keep, LdeRows, PolyInput,
+        ResidentPolys, RowHashing, StageTimes,
     },
     error::Result,
     hash::{Digest, HashFunction},
@@ -309,6 +309,23 @@ impl CudaCommitter {
     /// downloading it: its polynomials, its LDE columns.
     fn commit_on_gpus(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
         let shape = CHECKS.commit(request)?;
+        let kept = match request.input {
+            PolyInput::KeptComposition { evaluations, column_len, num_columns } => {
+                match composition::held_evaluations(evaluations, &self.gpus) {
+                    Some(kept) => Some(kept),
+                    None => {
+                        // another committer's: read to the host and uploaded
+                        let components = read_components(evaluations)?;
+                        let slices: Vec<&[miden_crypto::Felt]> =
+                            components.iter().map(Vec::as_slice).collect();
+                        let input =
+                            PolyInput::Composition { components: &slices, column_len, num_columns };
+                        return self.commit_on_gpus(&CommitRequest { input, ..*request }, keep);
+                    },
+                }
+            },
+            _ => None,
+        };
         let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
         let columns = commit::column_shares(self.gpus.len(), &shape);
         let kept_len = |polys: bool, rows: bool| {
@@ -331,7 +348,14 @@ impl CudaCommitter {
             let gpus: Vec<&Gpu> = self.gpus.iter().collect();
             let mut state_refs: Vec<&mut GpuState> = states.iter_mut().collect();
             let limit = self.options.memory_limit;
-            let plan = Plan::new(request, shape, sources_registered);
+            let sources = match kept {
+                Some(kept) => Sources::Device(kept),
+                None => Sources::Host {
+                    columns: request.input.sources(),
+                    registered: sources_registered,
+                },
+            };
+            let plan = Plan::new(request, shape, sources);
             let (mut commitment, times, rows_kept) = commit::commit(
                 &gpus,
                 &mut state_refs,
@@ -453,13 +477,14 @@ impl GpuCommitter for CudaCommitter {
     fn evaluate_composition(
         &self,
         request: &CompositionRequest<'_>,
-    ) -> Result<Vec<miden_crypto::Felt>> {
+    ) -> Result<Arc<dyn KeptEvaluations>> {
         let ce_size = request.validate()?;
         let _span = tracing::info_span!("cuda.composition", rows = ce_size).entered();
         let sync = self.options.sync_each_launch;
-        self.call(|states| {
-            composition::evaluate(&self.gpus, states, &self.compositions, request, ce_size, sync)
-        })
+        let kept = self.call(|_| {
+            composition::evaluate(&self.gpus, &self.compositions, request, ce_size, sync)
+        })?;
+        Ok(Arc::new(kept))
     }
 
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {

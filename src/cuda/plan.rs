@@ -10,7 +10,10 @@
 use miden_crypto::Felt;
 use winter_math::{fft::permute_index, FieldElement, StarkField};
 
-use super::tables::{self, twiddles_bytes, TwiddleKey};
+use super::{
+    composition::CudaKeptEvaluations,
+    tables::{self, twiddles_bytes, TwiddleKey},
+};
 use crate::{
     committer::{CommitRequest, PolyInput, RowHashing, Shape},
     error::{to_u32, Result},
@@ -25,11 +28,10 @@ pub(super) struct Plan<'a> {
     pub(super) shape: Shape,
     pub(super) log_n: u32,
     pub(super) log_blowup: u32,
-    /// Source columns (trace columns or composition components) and their length `m`.
-    pub(super) sources: &'a [&'a [Felt]],
-    /// The sources lie in memory registered with the driver (`staged_sources`): they upload by
-    /// DMA alone, not through the pinned slots.
-    pub(super) sources_registered: bool,
+    /// Source columns (trace columns or composition components).
+    pub(super) sources: Sources<'a>,
+    /// Elements of each source column `m`, and its log2.
+    pub(super) source_len: usize,
     pub(super) log_src: u32,
     /// Composition: output column j·k + c is component c's coefficient chunk j.
     pub(super) composition_components: Option<usize>,
@@ -45,24 +47,44 @@ pub(super) struct Plan<'a> {
     pub(super) part: u32,
 }
 
+/// Where a commitment's source columns are.
+#[derive(Clone, Copy)]
+pub(super) enum Sources<'a> {
+    /// On the host; `registered` where they lie in memory registered with the driver
+    /// (`staged_sources`): they upload by DMA alone, not through the pinned slots.
+    Host { columns: &'a [&'a [Felt]], registered: bool },
+    /// On a GPU of the committer: a composition it evaluated, component after component.
+    Device(&'a CudaKeptEvaluations),
+}
+
 impl<'a> Plan<'a> {
-    /// The plan of `request`, whose dimensions are `shape`, its sources in registered memory
-    /// where `sources_registered`.
-    pub(super) fn new(request: &CommitRequest<'a>, shape: Shape, sources_registered: bool) -> Self {
+    /// The plan of `request`, whose dimensions are `shape`, its sources where `sources` says
+    /// (the host columns of `request`, or the kept evaluations it names).
+    pub(super) fn new(request: &CommitRequest<'a>, shape: Shape, sources: Sources<'a>) -> Self {
         let log_n = shape.poly_len.ilog2();
-        let (sources, composition_components, scales, polys_base, lde_shift) = match request.input {
-            PolyInput::Trace { columns } => {
-                let inv_n = Felt::new(shape.poly_len as u64).inv();
-                (columns, None, vec![inv_n], Felt::ONE, Felt::GENERATOR)
+        let (source_count, source_len) = match sources {
+            Sources::Host { columns, .. } => (columns.len(), columns[0].len()),
+            Sources::Device(kept) => (kept.components, kept.ce_size),
+        };
+        let composition = match request.input {
+            PolyInput::Trace { .. } => None,
+            PolyInput::Composition { column_len, num_columns, .. }
+            | PolyInput::KeptComposition { column_len, num_columns, .. } => {
+                Some((column_len, num_columns))
             },
-            PolyInput::Composition { components, column_len, num_columns } => {
+        };
+        let (composition_components, scales, polys_base, lde_shift) = match composition {
+            None => {
+                let inv_n = Felt::new(shape.poly_len as u64).inv();
+                (None, vec![inv_n], Felt::ONE, Felt::GENERATOR)
+            },
+            Some((column_len, num_columns)) => {
                 // a_{j·n + r} = m^-1 · 7^-(j·n) · 7^-r · (iNTT output)
-                let m = components[0].len();
-                let inv_m = Felt::new(m as u64).inv();
+                let inv_m = Felt::new(source_len as u64).inv();
                 let inv_shift = Felt::GENERATOR.inv();
                 let step = inv_shift.exp(column_len as u64);
                 let scales = (0..num_columns as u64).map(|j| inv_m * step.exp(j)).collect();
-                (components, Some(components.len()), scales, inv_shift, Felt::ONE)
+                (Some(source_count), scales, inv_shift, Felt::ONE)
             },
         };
         let part = partition_size(request.row_hashing);
@@ -71,8 +93,8 @@ impl<'a> Plan<'a> {
             log_n,
             log_blowup: request.blowup.ilog2(),
             sources,
-            sources_registered,
-            log_src: sources[0].len().ilog2(),
+            source_len,
+            log_src: source_len.ilog2(),
             composition_components,
             scales,
             polys_base,
@@ -111,7 +133,7 @@ impl Plan<'_> {
         let (n, shape) = (self.shape.poly_len, &self.shape);
         let t_len = share.t.len();
         Footprint {
-            source: self.sources_for(&share.cols).len() * self.sources[0].len(),
+            source: self.sources_for(&share.cols).len() * self.source_len,
             polys: share.cols.len() * n,
             lde_per_coset: share.cols.len() * n,
             slab_per_coset: if gpus > 1 { shape.num_cols * t_len } else { 0 },

@@ -12,11 +12,11 @@ use winter_math::FieldElement;
 use crate::{
     backend::Backend,
     committer::{
-        composition::CompositionRequest,
+        composition::{CompositionRequest, KeptEvaluations},
         deep::{CombineRequest, EvaluateRequest},
         fri::{FoldingChannel, FriLayers, FriRequest, KeptLayers, LayerOpening},
         grind::GrindRequest,
-        CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, RowHashing,
+        CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, PolyInput, RowHashing,
     },
     error::{GpuError, Result},
     hash::{Digest, HashFunction},
@@ -157,6 +157,44 @@ impl KeptRows for FaultyKeptRows {
     }
 }
 
+/// Kept composition evaluations read through [`KeptUses`].
+#[derive(Debug)]
+struct FaultyKeptEvaluations {
+    inner: Arc<dyn KeptEvaluations>,
+    uses: KeptUses,
+}
+
+impl KeptEvaluations for FaultyKeptEvaluations {
+    fn components(&self) -> usize {
+        self.inner.components()
+    }
+
+    fn ce_size(&self) -> usize {
+        self.inner.ce_size()
+    }
+
+    fn read(&self) -> Result<Vec<Felt>> {
+        self.uses.check()?;
+        self.inner.read()
+    }
+}
+
+/// `request` with the kept evaluations a [`FaultyCommitter`] wrapped unwrapped for its inner
+/// committer, after the check of their use (others as they are).
+fn unwrapped_input<'a>(request: &CommitRequest<'a>) -> Result<CommitRequest<'a>> {
+    let PolyInput::KeptComposition { evaluations, column_len, num_columns } = request.input else {
+        return Ok(*request);
+    };
+    let Some(faulty) = (evaluations as &dyn std::any::Any).downcast_ref::<FaultyKeptEvaluations>()
+    else {
+        return Ok(*request);
+    };
+    faulty.uses.check()?;
+    let evaluations = faulty.inner.as_ref();
+    let input = PolyInput::KeptComposition { evaluations, column_len, num_columns };
+    Ok(CommitRequest { input, ..*request })
+}
+
 /// The rows a [`FaultyCommitter`] wrapped, for its inner committer (others as they are).
 fn unwrapped(rows: &dyn KeptRows) -> &dyn KeptRows {
     match (rows as &dyn std::any::Any).downcast_ref::<FaultyKeptRows>() {
@@ -177,12 +215,12 @@ impl GpuCommitter for FaultyCommitter {
 
     fn commit(&self, request: &CommitRequest<'_>) -> Result<Commitment> {
         self.check()?;
-        self.inner.commit(request)
+        self.inner.commit(&unwrapped_input(request)?)
     }
 
     fn commit_keeping(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
         self.check()?;
-        let mut commitment = self.inner.commit_keeping(request, keep)?;
+        let mut commitment = self.inner.commit_keeping(&unwrapped_input(request)?, keep)?;
         commitment.kept_rows = commitment.kept_rows.take().map(|inner| {
             let uses = KeptUses::new(self.counter.clone());
             Arc::new(FaultyKeptRows { inner, uses }) as Arc<dyn KeptRows>
@@ -199,14 +237,19 @@ impl GpuCommitter for FaultyCommitter {
         self.inner.evaluates_compositions()
     }
 
-    fn evaluate_composition(&self, request: &CompositionRequest<'_>) -> Result<Vec<Felt>> {
+    fn evaluate_composition(
+        &self,
+        request: &CompositionRequest<'_>,
+    ) -> Result<Arc<dyn KeptEvaluations>> {
         self.check()?;
         let request = CompositionRequest {
             main: unwrapped(request.main),
             aux: request.aux.map(unwrapped),
             ..request.clone()
         };
-        self.inner.evaluate_composition(&request)
+        let inner = self.inner.evaluate_composition(&request)?;
+        let uses = KeptUses::new(self.counter.clone());
+        Ok(Arc::new(FaultyKeptEvaluations { inner, uses }))
     }
 
     fn combine_polys(&self, request: &CombineRequest<'_>) -> Result<Vec<Felt>> {
@@ -312,7 +355,10 @@ impl GpuCommitter for WrongRootCommitter {
         self.inner.evaluates_compositions()
     }
 
-    fn evaluate_composition(&self, request: &CompositionRequest<'_>) -> Result<Vec<Felt>> {
+    fn evaluate_composition(
+        &self,
+        request: &CompositionRequest<'_>,
+    ) -> Result<Arc<dyn KeptEvaluations>> {
         self.inner.evaluate_composition(request)
     }
 

@@ -12,12 +12,16 @@ use winter_prover::{
 };
 
 use super::{
+    evaluation::CompositionEvaluations,
     policy::{CommitterHandle, FallbackPolicy},
-    segment::{composition_segment, CompositionShape, SegmentCommitment, SegmentLde},
+    segment::{
+        composition_segment, kept_composition_segment, CompositionShape, SegmentCommitment,
+        SegmentLde,
+    },
     trace_lde::{host_polys, queries_of},
 };
 use crate::{
-    committer::{Keep, KeptRows, ResidentPolys},
+    committer::{composition::KeptEvaluations, Keep, KeptRows, ResidentPolys},
     cpu::CpuCommitter,
     error::Result,
     hash::GpuHasher,
@@ -41,11 +45,37 @@ enum CompositionRows<E: FieldElement<BaseField = Felt>> {
 }
 
 /// What commits to the composition again on the CPU.
-struct Recompute<E> {
-    evaluations: Arc<Vec<E>>,
+struct Recompute<E: FieldElement<BaseField = Felt>> {
+    source: CompositionSource<E>,
     shape: CompositionShape,
     partition_options: PartitionOptions,
     policy: FallbackPolicy,
+}
+
+/// A CPU evaluation of the composition, for when the backend's evaluations cannot be read.
+pub(crate) type EvaluateOnCpu<'a, E> = &'a dyn Fn() -> CompositionPolyTrace<E>;
+
+/// Where the composition's evaluations are, for the host to read should it need them.
+#[derive(Clone)]
+pub(crate) enum CompositionSource<E: FieldElement<BaseField = Felt>> {
+    /// On the host.
+    Host(Arc<Vec<E>>),
+    /// In the backend's memory, where the commitment read them.
+    Kept(Arc<dyn KeptEvaluations>),
+}
+
+impl<E: FieldElement<BaseField = Felt>> CompositionSource<E> {
+    /// The evaluations on the host, read from the backend where they are kept (an error of
+    /// that read is returned).
+    pub(crate) fn evaluations(&self) -> Result<Arc<Vec<E>>> {
+        match self {
+            Self::Host(evaluations) => Ok(evaluations.clone()),
+            Self::Kept(kept) => {
+                let words = kept.read()?;
+                Ok(Arc::new(E::slice_from_base_elements(&words).to_vec()))
+            },
+        }
+    }
 }
 
 impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E, H> {
@@ -76,32 +106,61 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
         (Self::from_host_segment(segment), poly)
     }
 
-    /// Commits to the composition polynomial for [`crate::GpuProver`]'s own proof: the columns'
+    /// Commits to the composition polynomial for [`crate::GpuProver`]'s own proof, reading
+    /// `composition` where it was evaluated (on the backend, or on the host): the columns'
     /// polynomials come back as the commitment returned them, or, where the committer kept them
     /// on the device ([`FallbackPolicy::keep_polys`]), as the evaluations to interpolate them
     /// from should the host need them. With `keep_polys` the LDE rows stay on the device too
-    /// where the backend can keep them: only the queried rows come back
-    /// ([`Self::try_query`]).
+    /// where the backend can keep them: only the queried rows come back ([`Self::try_query`]).
+    /// Should the commitment of kept evaluations fail and the policy fall back,
+    /// `evaluate_on_cpu` evaluates the composition again and the CPU commits to it.
     pub(crate) fn build(
-        composition_trace: CompositionPolyTrace<E>,
+        composition: CompositionEvaluations<E>,
         num_columns: usize,
         domain: &StarkDomain<Felt>,
         partition_options: PartitionOptions,
         committer: &CommitterHandle,
+        evaluate_on_cpu: EvaluateOnCpu<'_, E>,
     ) -> (Self, CompositionPolys<E>) {
-        let evaluations = Arc::new(composition_trace.into_inner());
         let shape = composition_shape(domain, num_columns);
         let policy = committer.policy();
         let keep = Keep { polys: policy.keep_polys, rows: policy.keep_polys };
-        let mut segment = Self::commit(&evaluations, shape, partition_options, committer, keep);
+        let on_host = |evaluations: Vec<E>| {
+            let evaluations = Arc::new(evaluations);
+            let segment = Self::commit(&evaluations, shape, partition_options, committer, keep);
+            (segment, CompositionSource::Host(evaluations))
+        };
+        let (mut segment, source) = match composition {
+            CompositionEvaluations::Host(trace) => on_host(trace.into_inner()),
+            CompositionEvaluations::Kept(kept) => {
+                let committed = committer.try_run(|c| {
+                    kept_composition_segment(
+                        c,
+                        kept.as_ref(),
+                        shape,
+                        partition_options,
+                        H::FUNCTION,
+                        keep,
+                    )
+                });
+                match committed {
+                    Ok(segment) => (segment, CompositionSource::Kept(kept)),
+                    Err(error) if policy.cpu_fallback => {
+                        warn!(%error, "committing to the composition failed; evaluating it again on the CPU");
+                        on_host(evaluate_on_cpu().into_inner())
+                    },
+                    Err(error) => panic!("constraint commitment failed: {error}"),
+                }
+            },
+        };
         let polys = match host_polys(std::mem::take(&mut segment.polys)) {
             Some(columns) => CompositionPolys::Columns(columns),
-            None => CompositionPolys::Evaluations(evaluations.clone()),
+            None => CompositionPolys::Evaluations(source.clone()),
         };
         let tree = segment.tree();
         let rows = match segment.kept_rows.take() {
             Some(rows) => {
-                let recompute = Recompute { evaluations, shape, partition_options, policy };
+                let recompute = Recompute { source, shape, partition_options, policy };
                 CompositionRows::Kept { rows, recompute }
             },
             None => CompositionRows::Host(segment.lde),
@@ -138,8 +197,14 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
 
     /// The rows at `positions` with their batch opening proof: read from the device where they
     /// stay there. If that read fails and the CPU fallback is on, the composition is committed
-    /// again on the CPU (with a warning) and its rows are opened; otherwise the typed error.
-    pub(crate) fn try_query(&self, positions: &[usize]) -> Result<Queries> {
+    /// again on the CPU (with a warning) and its rows are opened: from its evaluations, read
+    /// from the backend where they are kept, or, should that read fail too, evaluated again by
+    /// `evaluate_on_cpu` where given; otherwise the typed error.
+    pub(crate) fn try_query(
+        &self,
+        positions: &[usize],
+        evaluate_on_cpu: Option<EvaluateOnCpu<'_, E>>,
+    ) -> Result<Queries> {
         let (kept, recompute) = match &self.rows {
             CompositionRows::Host(lde) => {
                 return Ok(queries_of(lde.rows_at(positions), &self.tree, positions));
@@ -155,11 +220,19 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
             Err(error) => return Err(error),
         };
         warn!(%error, "reading the composition rows failed; committing to them again on the CPU");
-        let Recompute { evaluations, shape, partition_options, .. } = recompute;
+        let Recompute { source, shape, partition_options, .. } = recompute;
+        let evaluations = match (source.evaluations(), evaluate_on_cpu) {
+            (Ok(evaluations), _) => evaluations,
+            (Err(error), Some(evaluate)) => {
+                warn!(%error, "reading the composition failed; evaluating it again on the CPU");
+                Arc::new(evaluate().into_inner())
+            },
+            (Err(error), None) => return Err(error),
+        };
         let cpu = CpuCommitter::new();
         let segment = composition_segment::<E>(
             &cpu,
-            evaluations,
+            &evaluations,
             *shape,
             *partition_options,
             H::FUNCTION,
@@ -190,7 +263,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> ConstraintCommitment<E>
     }
 
     fn query(self, positions: &[usize]) -> Queries {
-        self.try_query(positions)
+        self.try_query(positions, None)
             .unwrap_or_else(|error| panic!("constraint queries failed: {error}"))
     }
 }
@@ -206,6 +279,6 @@ fn composition_shape(domain: &StarkDomain<Felt>, num_columns: usize) -> Composit
 pub(crate) enum CompositionPolys<E: FieldElement<BaseField = Felt>> {
     /// The columns' coefficients, as the commitment returned them.
     Columns(ColMatrix<E>),
-    /// The composition trace the commitment was computed from.
-    Evaluations(Arc<Vec<E>>),
+    /// Where the composition trace the commitment was computed from is.
+    Evaluations(CompositionSource<E>),
 }

@@ -6,9 +6,11 @@
 //! [`capture`] follows the AIR's code, with one `info` line saying why not): only an evaluation
 //! on the backend keeps the LDE rows there, so that none of them comes to the host. Once the
 //! coefficients are drawn the whole composition is recorded ([`Composition`]) and the backend
-//! evaluates it. A failure there falls back as every step does: the CPU evaluates with the
-//! wrapped prover's evaluator over an LDE it computes from the traces (the rows it would read
-//! are on the device).
+//! evaluates it, leaving it in its memory for the constraint commitment. A failure there falls
+//! back as every step does: the CPU evaluates with the wrapped prover's evaluator over an LDE it
+//! computes from the traces (the rows it would read are on the device).
+
+use std::sync::Arc;
 
 use miden_crypto::Felt;
 use tracing::{info, info_span, warn};
@@ -22,8 +24,12 @@ use winter_prover::{
 
 use super::{policy::Step, proof::ProofSetup, spans, GpuProver, GpuTraceLde};
 use crate::{
-    committer::{composition::CompositionRequest, GpuCommitter, KeptRows},
+    committer::{
+        composition::{CompositionRequest, KeptEvaluations},
+        GpuCommitter, KeptRows,
+    },
     constraints::{capture, Composition},
+    error::GpuError,
     hash::GpuHasher,
 };
 
@@ -43,7 +49,16 @@ pub enum ConstraintPlacement {
 pub(super) type EvaluatorInputs<E> =
     (Option<AuxRandElements<E>>, ConstraintCompositionCoefficients<E>);
 
+/// The composition over the CE domain, where it was evaluated.
+pub(crate) enum CompositionEvaluations<E: FieldElement<BaseField = Felt>> {
+    /// On the host, by the wrapped prover's evaluator.
+    Host(CompositionPolyTrace<E>),
+    /// In the backend's memory, for the constraint commitment to read there.
+    Kept(Arc<dyn KeptEvaluations>),
+}
+
 /// The traces a CPU evaluation (or a re-read of queried rows) recomputes the LDE from.
+#[derive(Clone, Copy)]
 pub(super) struct Traces<'a, E: FieldElement<BaseField = Felt>> {
     pub main: &'a ColMatrix<Felt>,
     pub aux: Option<&'a ColMatrix<E>>,
@@ -76,9 +91,9 @@ where
         }
     }
 
-    /// The composition over the CE domain: on the backend where `trace_lde` kept its rows there,
-    /// else (or after a backend failure the policy falls back from) with the wrapped prover's
-    /// evaluator.
+    /// The composition over the CE domain: on the backend (and left there) where `trace_lde`
+    /// kept its rows there, else (or after a backend failure the policy falls back from) with
+    /// the wrapped prover's evaluator.
     pub(super) fn evaluate_constraints<E: FieldElement<BaseField = Felt>>(
         &self,
         setup: &ProofSetup,
@@ -86,34 +101,35 @@ where
         trace_lde: &GpuTraceLde<E, P::HashFn>,
         traces: Traces<'_, E>,
         domain: &StarkDomain<Felt>,
-        (aux_rand_elements, coefficients): EvaluatorInputs<E>,
-    ) -> CompositionPolyTrace<E> {
+        inputs: &EvaluatorInputs<E>,
+    ) -> CompositionEvaluations<E> {
         let Some(kept) = trace_lde.kept_rows() else {
-            return self
-                .new_evaluator(air, aux_rand_elements, coefficients)
-                .evaluate(trace_lde, domain);
+            let (aux_rand_elements, coefficients) = inputs.clone();
+            let evaluator = self.new_evaluator(air, aux_rand_elements, coefficients);
+            return CompositionEvaluations::Host(evaluator.evaluate(trace_lde, domain));
         };
-        let on_backend = self.composition_on_backend(
-            setup,
-            air,
-            &kept,
-            domain,
-            &aux_rand_elements,
-            &coefficients,
-        );
-        match on_backend {
-            Ok(words) => CompositionPolyTrace::new(E::slice_from_base_elements(&words).to_vec()),
+        match self.composition_on_backend::<E>(setup, air, &kept, domain, inputs) {
+            Ok(kept) => CompositionEvaluations::Kept(kept),
             Err(reason) => {
                 warn!(%reason, "evaluating the constraints on the CPU over an LDE computed again");
-                let lde = cpu_lde::<E, P::HashFn>(
-                    air,
-                    traces,
-                    domain,
-                    self.options().partition_options(),
-                );
-                self.new_evaluator(air, aux_rand_elements, coefficients).evaluate(&lde, domain)
+                CompositionEvaluations::Host(self.cpu_composition(air, traces, domain, inputs))
             },
         }
+    }
+
+    /// The composition evaluated on the CPU with the wrapped prover's evaluator, over an LDE
+    /// computed from `traces`: where the backend's evaluation failed, or its result cannot be
+    /// read back.
+    pub(super) fn cpu_composition<E: FieldElement<BaseField = Felt>>(
+        &self,
+        air: &P::Air,
+        traces: Traces<'_, E>,
+        domain: &StarkDomain<Felt>,
+        inputs: &EvaluatorInputs<E>,
+    ) -> CompositionPolyTrace<E> {
+        let lde = cpu_lde::<E, P::HashFn>(air, traces, domain, self.options().partition_options());
+        let (aux_rand_elements, coefficients) = inputs.clone();
+        self.new_evaluator(air, aux_rand_elements, coefficients).evaluate(&lde, domain)
     }
 }
 
@@ -123,8 +139,8 @@ where
     P::HashFn: GpuHasher,
     P::RandomCoin: 'static,
 {
-    /// The composition's words evaluated by the backend over the `kept` rows (main, then
-    /// auxiliary), or why the CPU evaluates instead: the composition could not be recorded, or
+    /// The composition evaluated by the backend over the `kept` rows (main, then auxiliary) and
+    /// left there, or why the CPU evaluates instead: the composition could not be recorded, or
     /// the backend failed and the policy falls back (without the fallback, a panic carrying the
     /// typed error, as for every step).
     fn composition_on_backend<E: FieldElement<BaseField = Felt>>(
@@ -133,9 +149,8 @@ where
         air: &P::Air,
         kept: &[&dyn KeptRows],
         domain: &StarkDomain<Felt>,
-        aux_rand_elements: &Option<AuxRandElements<E>>,
-        coefficients: &ConstraintCompositionCoefficients<E>,
-    ) -> core::result::Result<Vec<Felt>, String> {
+        (aux_rand_elements, coefficients): &EvaluatorInputs<E>,
+    ) -> core::result::Result<Arc<dyn KeptEvaluations>, String> {
         let backend = setup.committer.committer().backend();
         let _span = info_span!(spans::CONSTRAINT_EVALUATION, %backend).entered();
         let composition = Composition::new(air, aux_rand_elements.as_ref(), coefficients)
@@ -153,9 +168,23 @@ where
             ce_blowup: air.ce_blowup_factor(),
             x_bases: &x_bases,
         };
-        let evaluate = |c: &dyn GpuCommitter| c.evaluate_composition(&request);
+        let ce_size = air.ce_domain_size();
+        let evaluate = |c: &dyn GpuCommitter| {
+            let kept = c.evaluate_composition(&request)?;
+            if kept.components() != E::EXTENSION_DEGREE || kept.ce_size() != ce_size {
+                let condition = format!(
+                    "returned {} evaluations of {} components for a CE domain of {ce_size} in a \
+                     field of degree {}",
+                    kept.ce_size(),
+                    kept.components(),
+                    E::EXTENSION_DEGREE
+                );
+                return Err(GpuError::internal(c.backend(), "evaluate_composition", condition));
+            }
+            Ok(kept)
+        };
         match setup.committer.run_step("the constraint evaluation", evaluate) {
-            Ok(Step::Done(words)) => Ok(words),
+            Ok(Step::Done(kept)) => Ok(kept),
             Ok(Step::OnHost(error)) => Err(error.to_string()),
             Err(error) => panic!("the constraint evaluation failed: {error}"),
         }

@@ -15,7 +15,7 @@ use winter_prover::{
     matrix::ColMatrix, CompositionPoly, CompositionPolyTrace, StarkDomain, TracePolyTable,
 };
 
-use super::constraint_commitment::CompositionPolys;
+use super::constraint_commitment::{CompositionPolys, EvaluateOnCpu};
 
 /// A trace segment's polynomials, or the segment to interpolate them from.
 pub(super) enum TracePolys<'a, E: FieldElement<BaseField = Felt>> {
@@ -51,19 +51,22 @@ struct Pending<'a, E: FieldElement<BaseField = Felt>> {
     composition: CompositionPolys<E>,
     num_columns: usize,
     domain: &'a StarkDomain<Felt>,
+    evaluate_on_cpu: EvaluateOnCpu<'a, E>,
 }
 
 impl<'a, E: FieldElement<BaseField = Felt>> HostPolys<'a, E> {
     /// The polynomials of the main and auxiliary segments and of the composition polynomial's
-    /// `num_columns` columns over `domain`.
+    /// `num_columns` columns over `domain`; should the composition's evaluations be kept by a
+    /// backend that cannot read them back, `evaluate_on_cpu` evaluates them again.
     pub fn new(
         main: TracePolys<'a, Felt>,
         aux: Option<TracePolys<'a, E>>,
         composition: CompositionPolys<E>,
         num_columns: usize,
         domain: &'a StarkDomain<Felt>,
+        evaluate_on_cpu: EvaluateOnCpu<'a, E>,
     ) -> Self {
-        let pending = Pending { main, aux, composition, num_columns, domain };
+        let pending = Pending { main, aux, composition, num_columns, domain, evaluate_on_cpu };
         Self { pending: Some(pending), ready: None }
     }
 
@@ -78,9 +81,17 @@ impl<'a, E: FieldElement<BaseField = Felt>> HostPolys<'a, E> {
             }
             let composition = match pending.composition {
                 CompositionPolys::Columns(columns) => columns,
-                CompositionPolys::Evaluations(evaluations) => {
-                    // shared with a constraint commitment whose rows stay on the device
-                    let evaluations = Arc::try_unwrap(evaluations).unwrap_or_else(|e| (*e).clone());
+                CompositionPolys::Evaluations(source) => {
+                    let evaluations = match source.evaluations() {
+                        // shared with a constraint commitment whose rows stay on the device
+                        Ok(evaluations) => {
+                            Arc::try_unwrap(evaluations).unwrap_or_else(|e| (*e).clone())
+                        },
+                        Err(error) => {
+                            tracing::warn!(%error, "reading the composition failed; evaluating it again on the CPU");
+                            (pending.evaluate_on_cpu)().into_inner()
+                        },
+                    };
                     let evaluations = CompositionPolyTrace::new(evaluations);
                     let poly =
                         CompositionPoly::new(evaluations, pending.domain, pending.num_columns);

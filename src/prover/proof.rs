@@ -34,6 +34,7 @@ use winter_verifier::{AcceptableOptions, VerifierError};
 
 use super::{
     channel::ProverChannel,
+    constraint_commitment::EvaluateOnCpu,
     deep::{deep_composition_poly, host_sum, ood_frames},
     evaluation::{cpu_lde, ConstraintPlacement, Traces},
     fri_proof::{build_fri_proof, remainder_poly},
@@ -206,27 +207,24 @@ where
         };
 
         // 2 ----- constraint evaluation ----------------------------------------------------------
-        let composition_coefficients = channel.get_constraint_composition_coeffs();
+        let inputs = (aux_rand_elements, channel.get_constraint_composition_coeffs());
         let traces = Traces { main: trace.borrow().main_segment(), aux: aux_trace.as_ref() };
-        let composition_trace = self.evaluate_constraints(
-            setup,
-            &air,
-            &trace_lde,
-            traces,
-            &domain,
-            (aux_rand_elements, composition_coefficients),
-        );
+        let composition =
+            self.evaluate_constraints(setup, &air, &trace_lde, traces, &domain, &inputs);
+        // should the host need the composition and the backend that kept it cannot give it
+        let evaluate_on_cpu = || self.cpu_composition(&air, traces, &domain, &inputs);
 
         // 3 ----- constraint commitment ----------------------------------------------------------
         let num_quotient_columns = air.context().num_constraint_composition_columns();
         let (mut constraint_commitment, composition_polys) = info_span!(spans::CONSTRAINTS)
             .in_scope(|| {
                 let (commitment, polys) = GpuConstraintCommitment::<E, P::HashFn>::build(
-                    composition_trace,
+                    composition,
                     num_quotient_columns,
                     &domain,
                     self.options().partition_options(),
                     &setup.committer,
+                    &evaluate_on_cpu,
                 );
                 channel.commit_constraints(commitment.commitment());
                 (commitment, polys)
@@ -242,6 +240,7 @@ where
             composition_polys,
             num_quotient_columns,
             &domain,
+            &evaluate_on_cpu,
         );
         let main_width = trace_lde.main_segment().num_cols();
         let deep_poly = info_span!(spans::DEEP_BUILD).in_scope(|| {
@@ -316,18 +315,20 @@ where
             .collect();
         let fri_proof =
             self.open_fri_layers(setup, &fri, &deep_poly, &layer_rows, &query_positions);
-        let trace_queries = self.trace_queries(
-            setup,
-            &air,
-            &trace_lde,
-            traces_for_queries.as_ref().map(|(aux, trace)| Traces {
-                main: trace.borrow().main_segment(),
-                aux: aux.as_ref(),
-            }),
-            &domain,
-            &query_positions,
-        );
-        let constraint_queries = constraint_commitment.query(&query_positions);
+        let cpu_traces = traces_for_queries
+            .as_ref()
+            .map(|(aux, trace)| Traces { main: trace.borrow().main_segment(), aux: aux.as_ref() });
+        let trace_queries =
+            self.trace_queries(setup, &air, &trace_lde, cpu_traces, &domain, &query_positions);
+        let (air_ref, domain_ref, inputs_ref) = (&air, &domain, &inputs);
+        let evaluate_on_cpu = cpu_traces
+            .map(|traces| move || self.cpu_composition(air_ref, traces, domain_ref, inputs_ref));
+        let constraint_queries = constraint_commitment
+            .try_query(
+                &query_positions,
+                evaluate_on_cpu.as_ref().map(|f| f as EvaluateOnCpu<'_, E>),
+            )
+            .unwrap_or_else(|error| panic!("constraint queries failed: {error}"));
         // The LDEs and layers take gigabytes of host memory: freeing them need not delay the
         // proof. What holds the backend (its handle, layers kept on the device) is freed here: a
         // thread still releasing device memory when the process exits can crash in the driver.

@@ -18,8 +18,8 @@ use winter_prover::matrix::ColMatrix;
 
 use crate::{
     committer::{
-        CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, PolyInput, ResidentPolys,
-        RowHashing, Shape,
+        composition::KeptEvaluations, CommitRequest, Commitment, GpuCommitter, Keep, KeptRows,
+        LdeRows, PolyInput, ResidentPolys, RowHashing, Shape,
     },
     error::{GpuError, Result},
     hash::{Digest, GpuHasher, HashFunction},
@@ -174,6 +174,26 @@ pub(crate) fn composition_segment<E: FieldElement<BaseField = Felt>>(
     let slices: Vec<&[Felt]> = components.iter().map(|c| c.as_ref()).collect();
     let request = CommitRequest {
         input: PolyInput::Composition { components: &slices, column_len: trace_len, num_columns },
+        blowup,
+        row_hashing: row_hashing::<E>(partitions, num_columns),
+        hash,
+    };
+    commit(committer, &request, keep)
+}
+
+/// [`composition_segment`] of the evaluations `kept` in the backend's memory (read to the host
+/// by a backend that does not hold them).
+pub(crate) fn kept_composition_segment<E: FieldElement<BaseField = Felt>>(
+    committer: &dyn GpuCommitter,
+    kept: &dyn KeptEvaluations,
+    shape: CompositionShape,
+    partitions: PartitionOptions,
+    hash: HashFunction,
+    keep: Keep,
+) -> Result<SegmentCommitment<E>> {
+    let CompositionShape { trace_len, num_columns, blowup } = shape;
+    let request = CommitRequest {
+        input: PolyInput::KeptComposition { evaluations: kept, column_len: trace_len, num_columns },
         blowup,
         row_hashing: row_hashing::<E>(partitions, num_columns),
         hash,

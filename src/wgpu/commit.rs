@@ -77,6 +77,7 @@ impl Plan {
         let input_len = match input {
             PolyInput::Trace { .. } => shape.poly_len,
             PolyInput::Composition { components, .. } => components[0].len(),
+            PolyInput::KeptComposition { evaluations, .. } => evaluations.ce_size(),
         } as u64;
         let n = shape.poly_len as u64;
         let part = sizes.felts();
@@ -113,13 +114,16 @@ impl Plan {
 /// Computes a [`Commitment`] of `request` (checked, of shape `shape`) on the device, its
 /// polynomials on the host only if `host_polys` and its LDE rows only if `host_rows` (else they
 /// are hashed and dropped); returns it with its stage times where the device can tell, and the
-/// device array of its polynomials (base column `c` at records `c·n ..`).
+/// device array of its polynomials (base column `c` at records `c·n ..`). Kept evaluations are
+/// read from `kept`, this committer's buffer of them (component after component), which the
+/// caller found: the request's kept evaluations of another committer are read to the host.
 pub(super) fn commit(
     engine: &Engine<'_>,
     request: &CommitRequest<'_>,
     shape: Shape,
     host_polys: bool,
     host_rows: bool,
+    kept: Option<&::wgpu::Buffer>,
 ) -> Result<(Commitment, Option<StageTimes>, Chunked)> {
     let plan = Plan::new(shape, request, &engine.sizes)?;
     let (n, cols, rw) = (shape.poly_len, shape.num_cols, shape.row_width);
@@ -131,7 +135,7 @@ pub(super) fn commit(
         Chunked::new(
             engine.pool,
             device,
-            input_columns(&request.input).len() as u64 * plan.input_len,
+            input_count(&request.input) as u64 * plan.input_len,
             FELT_BYTES,
             plan.part,
         )
@@ -167,6 +171,15 @@ pub(super) fn commit(
                 let writes = column_writes(input_columns(&request.input), values);
                 let staged = info_span!("wgpu.upload", bytes = input_bytes(&request.input))
                     .in_scope(|| upload(engine, &mut batch, &writes))?;
+                if let Some(kept) = kept {
+                    let len = plan.input_len;
+                    for c in 0..input_count(&request.input) as u64 {
+                        let (dst, first) = values.locate(c * len);
+                        let (src_at, dst_at) =
+                            (c * len * FELT_BYTES, u64::from(first) * FELT_BYTES);
+                        batch.copy(kept, src_at, dst, dst_at, len * FELT_BYTES);
+                    }
+                }
                 info_span!("wgpu.interpolate", on = "device").in_scope(|| {
                     let arrays = InterpolationArrays {
                         values,
@@ -180,7 +193,7 @@ pub(super) fn commit(
             },
             None => {
                 let polys = info_span!("wgpu.interpolate", on = "host")
-                    .in_scope(|| request.input.interpolate_on_host());
+                    .in_scope(|| request.input.interpolate_on_host())?;
                 let columns: Vec<&[Felt]> = polys.iter().map(|p| p.as_slice()).collect();
                 let staged = info_span!("wgpu.upload").in_scope(|| {
                     upload(engine, &mut batch, &column_writes(&columns, &coefficients))
@@ -368,11 +381,21 @@ fn commit_sinks(
 // INTERPOLATION
 // ================================================================================================
 
-/// The evaluations to interpolate: trace columns or composition components.
+/// The evaluations to interpolate on the host: trace columns or composition components (none
+/// for kept evaluations).
 fn input_columns<'a>(input: &PolyInput<'a>) -> &'a [&'a [Felt]] {
     match *input {
         PolyInput::Trace { columns } => columns,
         PolyInput::Composition { components, .. } => components,
+        PolyInput::KeptComposition { .. } => &[],
+    }
+}
+
+/// The number of columns to interpolate.
+fn input_count(input: &PolyInput<'_>) -> usize {
+    match *input {
+        PolyInput::KeptComposition { evaluations, .. } => evaluations.components(),
+        _ => input_columns(input).len(),
     }
 }
 
@@ -445,10 +468,11 @@ fn record_interpolation(
                 )?;
             }
         },
-        PolyInput::Composition { components, num_columns, .. } => {
+        PolyInput::Composition { num_columns, .. }
+        | PolyInput::KeptComposition { num_columns, .. } => {
             // Output column j k + c is coefficients j n .. (j + 1) n of component c: for each j,
             // runs of components whose source and destination each stay in one part.
-            let k = components.len() as u64;
+            let k = input_count(input) as u64;
             for j in 0..num_columns as u64 {
                 let mut c = 0;
                 while c < k {

@@ -13,7 +13,10 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex,
+    },
     time::Instant,
 };
 
@@ -21,6 +24,7 @@ use miden_crypto::Felt;
 use tracing::info_span;
 
 use super::{
+    batch::Batch,
     buffers::Chunked,
     constants::upload_table,
     deep::WgpuResident,
@@ -34,7 +38,10 @@ use super::{
 };
 use crate::{
     backend::Backend,
-    committer::{composition::CompositionRequest, KeptRows, ResidentPolys, Shape},
+    committer::{
+        composition::{interleave, CompositionRequest, KeptEvaluations},
+        KeptRows, ResidentPolys, Shape,
+    },
     constraints::{wgsl_source, Composition},
     error::{to_u32, EvaluationError, GpuError, Result},
     hash::canonical_mont,
@@ -244,13 +251,14 @@ pub fn composition_shader(composition: &Composition, arithmetic: Arithmetic) -> 
 // ================================================================================================
 
 /// The composition of `request` (over `ce_size` steps, checked) over the rows committer
-/// `committer` kept: `ce_size · degree` words, components interleaved.
+/// `committer` (of `shared`) kept, left on the device.
 pub(super) fn evaluate(
     engine: &Engine<'_>,
-    committer: u64,
+    shared: &Arc<Shared>,
     request: &CompositionRequest<'_>,
     ce_size: usize,
-) -> Result<Vec<Felt>> {
+) -> Result<WgpuKeptEvaluations> {
+    let committer = shared.id;
     let main = held(request.main, committer, request, request.main_width)?;
     let aux = request.aux.map(|rows| held(rows, committer, request, request.aux_width));
     let aux = aux.transpose()?;
@@ -258,14 +266,13 @@ pub(super) fn evaluate(
     let degree = composition.graph().extension_degree() as u64;
     let n = request.trace_len as u64;
     let (ce, lde) = (request.ce_blowup as u64, request.lde_blowup as u64);
-    to_u32(ce_size, "the steps of a composition")?;
+    let words_out = (ce_size as u64).saturating_mul(degree);
     let device = &engine.ctx.device;
     let part = engine.sizes.felts();
-    let out_part = 1u64 << (part / degree).ilog2();
-    if out_part < n {
+    if words_out > part {
         return Err(GpuError::Unsupported {
             backend: Backend::Wgpu,
-            operation: "a composition whose coset does not fit one binding",
+            operation: "a composition that does not fit one binding",
         });
     }
 
@@ -275,7 +282,7 @@ pub(super) fn evaluate(
 
     let words: Vec<Felt> = request.parameter_words().into_iter().map(Felt::from_mont).collect();
     let words = upload_table(device, &engine.ctx.queue, "composition parameters", &words);
-    let out = Chunked::new(engine.pool, device, ce_size as u64, degree * FELT_BYTES, out_part);
+    let out = Chunked::new(engine.pool, device, words_out, FELT_BYTES, part);
     let segments: Vec<(&WgpuKeptRows, Chunked)> = [Some(main), aux]
         .into_iter()
         .flatten()
@@ -285,17 +292,7 @@ pub(super) fn evaluate(
         })
         .collect();
 
-    // device record j·n + t (coset j, element t) is CE step t·ce + j
-    let mut sinks = Sinks::default();
-    sinks.felts.push(zeroed_host(ce_size * degree as usize, &engine.host)?);
-    sinks.records.push(RecordSink {
-        store: Store::Felts(0),
-        start: 0,
-        record_len: degree as usize,
-        groups: ce as usize,
-        group_len: n as usize,
-    });
-    let mut downloads = DownloadQueue::new(engine, Box::new(move || Ok(sinks)));
+    let mut batch = Batch::new(engine.ctx);
     let (powers, tables) = engine.tables().powers(device, &engine.ctx.queue, (n * lde).ilog2());
     let twiddles = engine.tables().twiddles(device, &engine.ctx.queue, n.ilog2(), false);
     for j in 0..ce {
@@ -307,27 +304,101 @@ pub(super) fn evaluate(
                 twiddles: &twiddles,
             };
             let coset = j * (lde / ce);
-            record_coset_evaluation(downloads.batch(), rows.cosets(), coset, arrays, tables)?;
+            record_coset_evaluation(&mut batch, rows.cosets(), coset, arrays, tables)?;
         }
         let main_work = segments[0].1.part(0);
         let aux_work = segments.get(1).map_or(main_work, |(_, work)| work.part(0));
-        let (out_buffer, out_first) = out.locate(j * n);
         let params = CompositionParams {
             count: to_u32(n, "the trace length of a composition")?,
             log_n: n.ilog2(),
             ce_blowup: to_u32(ce, "the CE blowup of a composition")?,
             coset: to_u32(j, "a coset of the CE domain")?,
-            out_first,
+            out_stride: to_u32(ce_size as u64, "the steps of a composition")?,
         };
-        let buffers = [main_work, aux_work, &words, out_buffer];
-        downloads.batch().dispatch_program(&program, &params, buffers, n)?;
+        let buffers = [main_work, aux_work, &words, out.part(0)];
+        batch.dispatch_program(&program, &params, buffers, n)?;
     }
-    download_array(&mut downloads, &out, degree * FELT_BYTES, |first| Target::Records {
-        sink: 0,
-        first,
-    })?;
-    let mut sinks = downloads.finish()?;
-    Ok(sinks.felts.pop().unwrap_or_default())
+    engine.submit(batch)?;
+    let held = shared.resident_bytes.clone();
+    held.fetch_add(words_out * FELT_BYTES, Ordering::SeqCst);
+    Ok(WgpuKeptEvaluations {
+        shared: shared.clone(),
+        out,
+        components: degree as usize,
+        ce_size,
+        held,
+    })
+}
+
+// KEPT EVALUATIONS
+// ================================================================================================
+
+/// A composition's evaluations on one committer's device, in one binding, component after
+/// component (word `c·ce_size + s`: component `c` at CE step `s`).
+pub(super) struct WgpuKeptEvaluations {
+    shared: Arc<Shared>,
+    out: Chunked,
+    components: usize,
+    ce_size: usize,
+    /// The committer's count of kept bytes, which these are counted in.
+    held: Arc<AtomicU64>,
+}
+
+impl WgpuKeptEvaluations {
+    /// The buffer holding them, if committer `committer` holds it.
+    pub(super) fn buffer(&self, committer: u64) -> Option<&::wgpu::Buffer> {
+        (self.shared.id == committer).then(|| self.out.part(0))
+    }
+}
+
+impl Drop for WgpuKeptEvaluations {
+    fn drop(&mut self) {
+        self.held.fetch_sub(self.out.len * FELT_BYTES, Ordering::SeqCst);
+    }
+}
+
+impl std::fmt::Debug for WgpuKeptEvaluations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WgpuKeptEvaluations")
+            .field("components", &self.components)
+            .field("ce_size", &self.ce_size)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KeptEvaluations for WgpuKeptEvaluations {
+    fn components(&self) -> usize {
+        self.components
+    }
+
+    fn ce_size(&self) -> usize {
+        self.ce_size
+    }
+
+    /// Downloaded and interleaved.
+    fn read(&self) -> Result<Vec<Felt>> {
+        let _span = info_span!("wgpu.read_composition", words = self.out.len).entered();
+        let len = self.out.len as usize;
+        let words = self.shared.run(|engine| {
+            let mut sinks = Sinks::default();
+            sinks.felts.push(zeroed_host(len, &engine.host)?);
+            sinks.records.push(RecordSink {
+                store: Store::Felts(0),
+                start: 0,
+                record_len: 1,
+                groups: 1,
+                group_len: len,
+            });
+            let mut downloads = DownloadQueue::new(engine, Box::new(move || Ok(sinks)));
+            download_array(&mut downloads, &self.out, FELT_BYTES, |first| Target::Records {
+                sink: 0,
+                first,
+            })?;
+            let mut sinks = downloads.finish()?;
+            Ok(sinks.felts.pop().unwrap_or_default())
+        })?;
+        Ok(interleave(&words, self.components))
+    }
 }
 
 /// The rows as this committer's, of the request's shape and `width` columns.

@@ -160,7 +160,7 @@ pub(super) struct CompositionParams {
     pub(super) log_n: u32,
     pub(super) ce_blowup: u32,
     pub(super) coset: u32,
-    pub(super) out_first: u32,
+    pub(super) out_stride: u32,
 }
 
 // TESTS

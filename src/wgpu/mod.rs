@@ -37,12 +37,12 @@ use tracing::info_span;
 use crate::{
     backend::Backend,
     committer::{
-        composition::CompositionRequest,
+        composition::{read_components, CompositionRequest, KeptEvaluations},
         deep::{CombineRequest, EvaluateRequest},
         fri::{FoldingChannel, FriLayers, FriRequest},
         grind::GrindRequest,
-        CommitRequest, Commitment, GpuCommitter, GpuRequestChecks, Keep, LdeRows, ResidentPolys,
-        RowHashing, StageTimes,
+        CommitRequest, Commitment, GpuCommitter, GpuRequestChecks, Keep, LdeRows, PolyInput,
+        ResidentPolys, RowHashing, StageTimes,
     },
     error::Result,
     hash::{Digest, HashFunction, RescueLanes},
@@ -81,7 +81,7 @@ mod upload;
 
 use buffers::BufferPool;
 pub use composition::composition_shader;
-use composition::{CompositionPrograms, WgpuKeptRows};
+use composition::{CompositionPrograms, WgpuKeptEvaluations, WgpuKeptRows};
 use constants::{HashConstants, Tables};
 pub use context::{find_adapter, AdapterSummary};
 use context::{refused, Context};
@@ -234,6 +234,25 @@ impl WgpuCommitter {
     /// rows then stay on the device: none is downloaded).
     fn commit_on_device(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
         let shape = CHECKS.commit(request)?;
+        let kept = match request.input {
+            PolyInput::KeptComposition { evaluations, column_len, num_columns } => {
+                let own = (evaluations as &dyn std::any::Any)
+                    .downcast_ref::<WgpuKeptEvaluations>()
+                    .and_then(|kept| kept.buffer(self.shared.id))
+                    .filter(|_| evaluations.ce_size() as u64 <= self.shared.sizes.felts());
+                if own.is_none() {
+                    // another committer's, or too long to interpolate on the device
+                    let components = read_components(evaluations)?;
+                    let slices: Vec<&[miden_crypto::Felt]> =
+                        components.iter().map(Vec::as_slice).collect();
+                    let input =
+                        PolyInput::Composition { components: &slices, column_len, num_columns };
+                    return self.commit_on_device(&CommitRequest { input, ..*request }, keep);
+                }
+                own
+            },
+            _ => None,
+        };
         *self.times() = None;
         let bytes = (shape.num_cols * shape.poly_len) as u64 * sizes::FELT_BYTES;
         let fits = self.shared.resident_bytes.load(Ordering::SeqCst) + bytes <= MAX_RESIDENT_BYTES;
@@ -241,7 +260,7 @@ impl WgpuCommitter {
         let keep_rows = keep.rows && fits && composition::rows_recomputable(&self.shared, &shape);
         let (mut commitment, times, polys) = self
             .shared
-            .run(|engine| commit::commit(engine, request, shape, !keep_polys, !keep_rows))?;
+            .run(|engine| commit::commit(engine, request, shape, !keep_polys, !keep_rows, kept))?;
         if let Some(t) = &times {
             t.log();
         }
@@ -323,10 +342,13 @@ impl GpuCommitter for WgpuCommitter {
     fn evaluate_composition(
         &self,
         request: &CompositionRequest<'_>,
-    ) -> Result<Vec<miden_crypto::Felt>> {
+    ) -> Result<Arc<dyn KeptEvaluations>> {
         let ce_size = request.validate()?;
         let _span = info_span!("wgpu.composition", steps = ce_size).entered();
-        self.shared.run(|engine| composition::evaluate(engine, self.shared.id, request, ce_size))
+        let kept = self
+            .shared
+            .run(|engine| composition::evaluate(engine, &self.shared, request, ce_size))?;
+        Ok(Arc::new(kept))
     }
 
     fn evaluate_polys(&self, request: &EvaluateRequest<'_>) -> Result<Vec<miden_crypto::Felt>> {
