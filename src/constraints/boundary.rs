@@ -5,7 +5,11 @@
 //! winter-prover's evaluation of them is private to it, so it is followed here term for term:
 //! per group, the main terms then the auxiliary ones, each set in the order single value, small
 //! polynomial (fewer than 63 coefficients, evaluated at `x · x_offset`), large polynomial
-//! (tabulated over the CE domain: a step table of the composition).
+//! (winter-prover tabulates it over the CE domain). A large polynomial of at most 256
+//! coefficients is evaluated at `x · x_offset` as a small one is, the same value at every step:
+//! two operations a coefficient a step on the device cost less than its table (an FFT of the CE
+//! domain's size on the host and its upload, every proof). A larger one becomes a step table of
+//! the composition.
 
 use core::ops::{Add, Sub};
 
@@ -19,6 +23,9 @@ use crate::Felt;
 /// Polynomials with at least this many coefficients are tabulated (winter-prover's bound).
 const SMALL_POLY_DEGREE: usize = 63;
 
+/// Large polynomials of up to this many coefficients are evaluated in the composition.
+const EVALUATED_POLY_MAX: usize = 256;
+
 // ================================================================================================
 // TERMS
 // ================================================================================================
@@ -30,8 +37,17 @@ enum Expected<F> {
     Single(F),
     /// A small polynomial in `x · x_offset`.
     SmallPoly { poly: Vec<F>, x_offset: Felt },
-    /// A polynomial's values over the CE domain, read `step_offset` steps back.
-    LargePoly { values: Vec<F>, step_offset: usize },
+    /// A large polynomial, in the order of winter-prover's large ones.
+    LargePoly(LargePoly<F>),
+}
+
+/// How a large polynomial's value at a step is found.
+#[derive(Debug, Clone)]
+enum LargePoly<F> {
+    /// Evaluated in `x · x_offset`, as a small one.
+    Evaluated { poly: Vec<F>, x_offset: Felt },
+    /// Its values over the CE domain, read `step_offset` steps back.
+    Tabulated { values: Vec<F>, step_offset: usize },
 }
 
 /// One assertion: `coefficient · (state[column] − expected(x))`.
@@ -53,13 +69,16 @@ where
             Expected::Single(poly[0])
         } else if poly.len() < SMALL_POLY_DEGREE {
             Expected::SmallPoly { poly: poly.to_vec(), x_offset: source.poly_offset().1 }
+        } else if poly.len() <= EVALUATED_POLY_MAX {
+            let x_offset = source.poly_offset().1;
+            Expected::LargePoly(LargePoly::Evaluated { poly: poly.to_vec(), x_offset })
         } else {
             let twiddles = fft::get_twiddles::<Felt>(poly.len());
             let blowup = air.ce_domain_size() / poly.len();
             let values =
                 fft::evaluate_poly_with_offset(poly, &twiddles, air.domain_offset(), blowup);
             let step_offset = source.poly_offset().0 * air.ce_blowup_factor();
-            Expected::LargePoly { values, step_offset }
+            Expected::LargePoly(LargePoly::Tabulated { values, step_offset })
         };
         Self { column: source.column(), expected, coefficient: *source.cc() }
     }
@@ -69,7 +88,7 @@ where
         match self.expected {
             Expected::Single(_) => 0,
             Expected::SmallPoly { .. } => 1,
-            Expected::LargePoly { .. } => 2,
+            Expected::LargePoly(_) => 2,
         }
     }
 
@@ -81,13 +100,14 @@ where
     ) -> SymExt<D> {
         let expected = match &self.expected {
             Expected::Single(value) => S::constant(*value),
-            Expected::SmallPoly { poly, x_offset } => {
+            Expected::SmallPoly { poly, x_offset }
+            | Expected::LargePoly(LargePoly::Evaluated { poly, x_offset }) => {
                 let x = recorder.x() * SymBase::constant(*x_offset);
                 poly.iter().rev().fold(S::constant(F::ZERO), |acc, &coeff| {
                     acc.mul_symbol(x) + S::constant(coeff)
                 })
             },
-            Expected::LargePoly { values, step_offset } => {
+            Expected::LargePoly(LargePoly::Tabulated { values, step_offset }) => {
                 let words = F::slice_as_base_elements(values).to_vec();
                 let table = StepTable::new(words, F::EXTENSION_DEGREE, *step_offset);
                 S::from_words(&recorder.table(table))
