@@ -1,6 +1,6 @@
 //! [`GpuConstraintCommitment`]: Winterfell's `ConstraintCommitment` computed by a backend.
 
-use std::sync::Arc;
+use std::{marker::PhantomData, sync::Arc};
 
 use miden_crypto::Felt;
 use tracing::warn;
@@ -19,6 +19,7 @@ use super::{
         SegmentLde,
     },
     trace_lde::{host_polys, queries_of},
+    tree::CommittedTree,
 };
 use crate::{
     committer::{composition::KeptEvaluations, Keep, KeptRows, ResidentPolys},
@@ -31,7 +32,8 @@ use crate::{
 /// [`crate::GpuCommitter`]; a drop-in for Winterfell's `DefaultConstraintCommitment`.
 pub struct GpuConstraintCommitment<E: FieldElement<BaseField = Felt>, H: GpuHasher> {
     rows: CompositionRows<E>,
-    tree: MerkleTree<H>,
+    tree: CommittedTree,
+    _hasher: PhantomData<H>,
     resident: Option<ResidentPolys>,
 }
 
@@ -157,7 +159,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
             Some(columns) => CompositionPolys::Columns(columns),
             None => CompositionPolys::Evaluations(source.clone()),
         };
-        let tree = segment.tree();
+        let tree = CommittedTree::new(segment.leaves, segment.nodes);
         let rows = match segment.kept_rows.take() {
             Some(rows) => {
                 let recompute = Recompute { source, shape, partition_options, policy };
@@ -165,7 +167,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
             },
             None => CompositionRows::Host(segment.lde),
         };
-        (Self { rows, tree, resident: segment.resident }, polys)
+        (Self { rows, tree, resident: segment.resident, _hasher: PhantomData }, polys)
     }
 
     /// Commits to the composition `evaluations` on the committer (falling back as it says).
@@ -182,8 +184,9 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
     }
 
     fn from_host_segment(segment: SegmentCommitment<E>) -> Self {
-        let tree = segment.tree();
-        Self { tree, rows: CompositionRows::Host(segment.lde), resident: segment.resident }
+        let tree = CommittedTree::new(segment.leaves, segment.nodes);
+        let rows = CompositionRows::Host(segment.lde);
+        Self { tree, rows, resident: segment.resident, _hasher: PhantomData }
     }
 
     /// The composition columns' LDE, where it is on the host (`None` where the rows stay on
@@ -207,14 +210,14 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
     ) -> Result<Queries> {
         let (kept, recompute) = match &self.rows {
             CompositionRows::Host(lde) => {
-                return Ok(queries_of(lde.rows_at(positions), &self.tree, positions));
+                return Ok(queries_of::<E, H>(lde.rows_at(positions), &self.tree, positions));
             },
             CompositionRows::Kept { rows, recompute } => (rows, recompute),
         };
         let error = match kept.read(positions) {
             Ok(rows) => {
                 let rows = rows.iter().map(|row| E::slice_from_base_elements(row).to_vec());
-                return Ok(queries_of(rows.collect(), &self.tree, positions));
+                return Ok(queries_of::<E, H>(rows.collect(), &self.tree, positions));
             },
             Err(error) if recompute.policy.cpu_fallback => error,
             Err(error) => return Err(error),
@@ -238,7 +241,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
             H::FUNCTION,
             Keep::default(),
         )?;
-        Ok(queries_of(segment.lde.rows_at(positions), &self.tree, positions))
+        Ok(queries_of::<E, H>(segment.lde.rows_at(positions), &self.tree, positions))
     }
 
     /// The composition polynomial's columns on the device, where the committer kept them.
@@ -259,7 +262,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> ConstraintCommitment<E>
     type VC = MerkleTree<H>;
 
     fn commitment(&self) -> H::Digest {
-        *self.tree.root()
+        self.tree.root::<H>()
     }
 
     fn query(self, positions: &[usize]) -> Queries {

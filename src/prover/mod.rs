@@ -29,6 +29,7 @@ mod proof;
 mod segment;
 pub mod spans;
 mod trace_lde;
+mod tree;
 
 pub use compare::{compare_proofs, ProofMatch};
 pub use constraint_commitment::GpuConstraintCommitment;

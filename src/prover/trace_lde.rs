@@ -1,16 +1,17 @@
 //! [`GpuTraceLde`]: Winterfell's `TraceLde` with the commitments computed by a backend.
 
-use std::sync::Arc;
+use std::{marker::PhantomData, sync::Arc};
 
 use miden_crypto::Felt;
 use winter_air::{proof::Queries, PartitionOptions, TraceInfo};
-use winter_crypto::{MerkleTree, VectorCommitment};
+use winter_crypto::MerkleTree;
 use winter_math::FieldElement;
 use winter_prover::{matrix::ColMatrix, EvaluationFrame, StarkDomain, TraceLde, TracePolyTable};
 
 use super::{
     policy::{CommitterHandle, FallbackPolicy},
     segment::{trace_segment, SegmentLde},
+    tree::CommittedTree,
 };
 use crate::{
     backend::Backend,
@@ -24,8 +25,8 @@ use crate::{
 /// identical commitments, rows and openings.
 pub struct GpuTraceLde<E: FieldElement<BaseField = Felt>, H: GpuHasher> {
     main_lde: SegmentLde<Felt>,
-    main_tree: MerkleTree<H>,
-    aux: Option<(SegmentLde<E>, MerkleTree<H>)>,
+    main_tree: CommittedTree,
+    aux: Option<(SegmentLde<E>, CommittedTree)>,
     /// The main and auxiliary segments' polynomials on the device, where kept.
     resident: Vec<Option<ResidentPolys>>,
     /// The main and auxiliary segments' LDE rows on the device, where kept (their
@@ -37,6 +38,7 @@ pub struct GpuTraceLde<E: FieldElement<BaseField = Felt>, H: GpuHasher> {
     lde_len: usize,
     blowup: usize,
     trace_info: TraceInfo,
+    _hasher: PhantomData<H>,
     partition_options: PartitionOptions,
     committer: CommitterHandle,
 }
@@ -90,7 +92,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
             trace_segment(c, main_trace, blowup, partition_options, H::FUNCTION, keep)
         })?;
         let lde = Self {
-            main_tree: main.tree(),
+            main_tree: CommittedTree::new(main.leaves, main.nodes),
             main_lde: main.lde,
             aux: None,
             resident: vec![main.resident],
@@ -99,6 +101,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
             lde_len: domain.lde_domain_size(),
             blowup,
             trace_info: trace_info.clone(),
+            _hasher: PhantomData,
             partition_options,
             committer,
         };
@@ -145,8 +148,8 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         let aux = self
             .committer
             .try_run(|c| trace_segment(c, aux_trace, blowup, partitions, H::FUNCTION, keep))?;
-        let tree = aux.tree::<H>();
-        let root = *tree.root();
+        let tree = CommittedTree::new(aux.leaves, aux.nodes);
+        let root = tree.root::<H>();
         self.aux = Some((aux.lde, tree));
         self.resident.push(aux.resident);
         self.kept.push(aux.kept_rows);
@@ -183,7 +186,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
             Some(kept) => kept.read(positions)?,
             None => self.main_lde.rows_at(positions),
         };
-        let mut result = vec![queries_of(main_rows, &self.main_tree, positions)];
+        let mut result = vec![queries_of::<Felt, H>(main_rows, &self.main_tree, positions)];
         if let Some((lde, tree)) = &self.aux {
             let rows = match self.kept.get(1).and_then(Option::as_ref) {
                 Some(kept) => kept
@@ -193,7 +196,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
                     .collect(),
                 None => lde.rows_at(positions),
             };
-            result.push(queries_of(rows, tree, positions));
+            result.push(queries_of::<E, H>(rows, tree, positions));
         }
         Ok(result)
     }
@@ -215,7 +218,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> TraceLde<E> for GpuTraceLd
     type VC = MerkleTree<H>;
 
     fn get_main_trace_commitment(&self) -> H::Digest {
-        *self.main_tree.root()
+        self.main_tree.root::<H>()
     }
 
     /// Commits to the auxiliary segment ([`Self::try_set_aux_trace`]).
@@ -294,15 +297,15 @@ fn returned<E: FieldElement>(
 /// them.
 pub(crate) fn queries_of<E, H>(
     rows: Vec<Vec<E>>,
-    tree: &MerkleTree<H>,
+    tree: &CommittedTree,
     positions: &[usize],
 ) -> Queries
 where
     E: FieldElement<BaseField = Felt>,
     H: GpuHasher,
 {
-    let (_, proof) = tree
-        .open_many(positions)
+    let proof = tree
+        .prove_batch::<H>(positions)
         .expect("failed to generate a batch opening proof for trace queries");
     Queries::new::<H, E, MerkleTree<H>>(proof, rows)
 }
