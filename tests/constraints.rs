@@ -528,6 +528,7 @@ impl Description {
     /// A wide AIR of one segment in the quadratic field: `constraints` transition constraints
     /// of degrees 1 to 9 (each degree as often) over `width` columns, two periodic columns, an
     /// assertion of each kind.
+    #[cfg(any(feature = "cuda", feature = "wgpu"))]
     fn wide(rng: &mut StdRng, length: usize, width: usize, constraints: usize) -> Self {
         let periodic = [4, 16].map(|period| (0..period).map(|_| random_felt(rng)).collect());
         let mut description = Self {
