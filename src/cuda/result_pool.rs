@@ -6,8 +6,8 @@
 //! GPU's turn; with several GPUs, or several proofs on one, that host work, not the GPUs, set
 //! the pace. Registering a fresh vector for each call costs more than the copy it saves, so the
 //! committer keeps the registered blocks: a result is lent from one ([`HostBuffer`]), and the
-//! block comes back when it drops (the tree's leaves and nodes as soon as the prover has
-//! converted them to Winterfell's tree, after the turn). The first commitment of a size
+//! block comes back when it drops (a proof keeps its trees' leaves and nodes, for the openings,
+//! until it ends). The first commitment of a size
 //! registers its blocks (faulted in huge pages by several threads, then pinned: slow for
 //! gigabytes of rows); later ones write straight into them.
 //!

@@ -404,8 +404,13 @@ mod tests {
             times.time("busy", || {
                 let _span = tracing::info_span!("spin").entered();
                 let start = Instant::now();
+                let cpu_start = process_cpu_time().unwrap_or_default().total();
+                // at least 30 ms by the clock and of the process's CPU (a loaded machine may
+                // give the thread less CPU than the clock runs)
+                let cpu_used = || process_cpu_time().map(|t| t.total().saturating_sub(cpu_start));
+                let busy = || cpu_used().is_some_and(|cpu| cpu < Duration::from_millis(30));
                 let mut x = 1u64;
-                while start.elapsed() < Duration::from_millis(30) {
+                while start.elapsed() < Duration::from_millis(30) || busy() {
                     x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
                 }
             })
