@@ -134,6 +134,22 @@ impl<'a> PolyInput<'a> {
     }
 }
 
+/// `commit` of `request` with its kept evaluations read to the host first (a composition
+/// input), for a backend that does not hold them; any other request as it is.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub(crate) fn commit_from_host<T>(
+    request: &CommitRequest<'_>,
+    commit: impl FnOnce(&CommitRequest<'_>) -> Result<T>,
+) -> Result<T> {
+    let PolyInput::KeptComposition { evaluations, column_len, num_columns } = request.input else {
+        return commit(request);
+    };
+    let components = composition::read_components(evaluations)?;
+    let slices: Vec<&[Felt]> = components.iter().map(Vec::as_slice).collect();
+    let input = PolyInput::Composition { components: &slices, column_len, num_columns };
+    commit(&CommitRequest { input, ..*request })
+}
+
 /// How each LDE row is hashed into its Merkle leaf (Winterfell's `commit_to_rows`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowHashing {

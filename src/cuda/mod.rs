@@ -113,7 +113,8 @@ use self::{
 use crate::{
     backend::Backend,
     committer::{
-        composition::{read_components, CompositionRequest, KeptEvaluations},
+        commit_from_host,
+        composition::{CompositionRequest, KeptEvaluations},
         deep::{CombineRequest, EvaluateRequest},
         fri::{FoldingChannel, FriLayers, FriRequest},
         grind::GrindRequest,
@@ -310,18 +311,11 @@ impl CudaCommitter {
     fn commit_on_gpus(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
         let shape = CHECKS.commit(request)?;
         let kept = match request.input {
-            PolyInput::KeptComposition { evaluations, column_len, num_columns } => {
+            PolyInput::KeptComposition { evaluations, .. } => {
                 match composition::held_evaluations(evaluations, &self.gpus) {
                     Some(kept) => Some(kept),
-                    None => {
-                        // another committer's: read to the host and uploaded
-                        let components = read_components(evaluations)?;
-                        let slices: Vec<&[miden_crypto::Felt]> =
-                            components.iter().map(Vec::as_slice).collect();
-                        let input =
-                            PolyInput::Composition { components: &slices, column_len, num_columns };
-                        return self.commit_on_gpus(&CommitRequest { input, ..*request }, keep);
-                    },
+                    // another committer's: read to the host and uploaded
+                    None => return commit_from_host(request, |r| self.commit_on_gpus(r, keep)),
                 }
             },
             _ => None,

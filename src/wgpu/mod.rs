@@ -37,7 +37,8 @@ use tracing::info_span;
 use crate::{
     backend::Backend,
     committer::{
-        composition::{read_components, CompositionRequest, KeptEvaluations},
+        commit_from_host,
+        composition::{CompositionRequest, KeptEvaluations},
         deep::{CombineRequest, EvaluateRequest},
         fri::{FoldingChannel, FriLayers, FriRequest},
         grind::GrindRequest,
@@ -235,19 +236,14 @@ impl WgpuCommitter {
     fn commit_on_device(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {
         let shape = CHECKS.commit(request)?;
         let kept = match request.input {
-            PolyInput::KeptComposition { evaluations, column_len, num_columns } => {
+            PolyInput::KeptComposition { evaluations, .. } => {
                 let own = (evaluations as &dyn std::any::Any)
                     .downcast_ref::<WgpuKeptEvaluations>()
                     .and_then(|kept| kept.buffer(self.shared.id))
                     .filter(|_| evaluations.ce_size() as u64 <= self.shared.sizes.felts());
                 if own.is_none() {
                     // another committer's, or too long to interpolate on the device
-                    let components = read_components(evaluations)?;
-                    let slices: Vec<&[miden_crypto::Felt]> =
-                        components.iter().map(Vec::as_slice).collect();
-                    let input =
-                        PolyInput::Composition { components: &slices, column_len, num_columns };
-                    return self.commit_on_device(&CommitRequest { input, ..*request }, keep);
+                    return commit_from_host(request, |r| self.commit_on_device(r, keep));
                 }
                 own
             },
