@@ -146,6 +146,10 @@ pub enum GpuError {
         /// Rows of the LDE.
         rows: usize,
     },
+    /// A batch opening of a Merkle tree was asked for no leaf, a leaf twice or a leaf past the
+    /// tree (winter-crypto's `MerkleTreeError`, as it words it).
+    #[error("invalid Merkle opening: {0}")]
+    InvalidOpening(String),
     /// The backend does not implement this operation; the caller computes it on the CPU.
     #[error("{backend} does not implement {operation}")]
     Unsupported {

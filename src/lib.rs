@@ -65,7 +65,7 @@ pub mod wgpu;
 pub use backend::Backend;
 pub use committer::{
     composition, deep, fri, grind, CommitRequest, Commitment, GpuCommitter, Keep, KeptRows,
-    LdeRows, PolyInput, ResidentPolys, RowHashing, StageTimes,
+    KeptTree, LdeRows, PolyInput, ResidentPolys, RowHashing, StageTimes,
 };
 pub use cpu::{CpuCommitter, CpuOptions};
 pub use error::{

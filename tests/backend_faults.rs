@@ -224,8 +224,10 @@ impl FibCase {
     ) -> Result<Arc<dyn KeptRows>, GpuError> {
         let columns: Vec<&[Felt]> =
             if aux { vec![&self.aux] } else { self.columns.iter().map(Vec::as_slice).collect() };
-        let commitment =
-            committer.commit_keeping(&self.request(&columns), Keep { polys: false, rows: true })?;
+        let commitment = committer.commit_keeping(
+            &self.request(&columns),
+            Keep { polys: false, rows: true, tree: false },
+        )?;
         Ok(commitment.kept_rows.expect("a GPU backend keeps the rows of a small commitment"))
     }
 
@@ -471,7 +473,10 @@ fn keep_polys(committer: &dyn GpuCommitter, inputs: &Inputs) -> Vec<ResidentPoly
         .map(|columns| {
             let slices: Vec<&[Felt]> = columns.iter().map(Vec::as_slice).collect();
             let commitment = committer
-                .commit_keeping(&inputs.commit_request(&slices), Keep { polys: true, rows: false })
+                .commit_keeping(
+                    &inputs.commit_request(&slices),
+                    Keep { polys: true, rows: false, tree: false },
+                )
                 .expect("commitment");
             commitment.resident.expect("a GPU backend keeps the polynomials of a small commitment")
         })

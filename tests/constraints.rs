@@ -1415,7 +1415,7 @@ mod on_backend {
             row_hashing: RowHashing::WholeRow,
             hash: HashFunction::Blake3_256,
         };
-        let keep = Keep { polys: false, rows: true };
+        let keep = Keep { polys: false, rows: true, tree: false };
         let commitment = committer.commit_keeping(&request, keep).expect("the commitment");
         commitment.kept_rows.expect("the rows are kept on the device")
     }

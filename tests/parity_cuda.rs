@@ -328,7 +328,7 @@ fn invalid_device_lists_are_rejected() {
 }
 
 /// 2 GPUs, 1 GPU and a subset give the CPU's results, with 73 columns (an uneven split) and a
-/// composition input.
+/// composition input; so does the tree each of them keeps.
 fn gpu_sets_agree() {
     let _gpu = gpu_shared();
     let all = committer();
@@ -374,6 +374,11 @@ fn gpu_sets_agree() {
                 committer_on(set, CudaOptions::default()).expect("committer on a device subset");
             let got = c.commit(request).unwrap();
             assert_same(&got, &want, &format!("devices {set:?}"));
+            // the tree kept on the GPUs, read where each GPU's blocks are
+            let keep = Keep { polys: false, rows: false, tree: true };
+            let kept = c.commit_keeping(request, keep).unwrap();
+            assert!(kept.kept_tree.is_some(), "devices {set:?}: the tree was not kept");
+            common::check_kept_tree(&kept, &want, &mut rng, &format!("devices {set:?}"));
             // one entry per GPU, each named by its ordinal; the exchange only between GPUs
             let times = c.last_stage_times();
             let names: Vec<String> = times.iter().map(|t| t.device.clone()).collect();
@@ -518,7 +523,7 @@ fn memory_cap_holds_in_every_stage() {
         let what = format!("cap {cap} B");
         let mut kept = Vec::new();
         for (request, want) in requests.iter().zip(&wants) {
-            match c.commit_keeping(request, Keep { polys: true, rows: false }) {
+            match c.commit_keeping(request, Keep { polys: true, rows: false, tree: false }) {
                 Ok(got) => {
                     assert_eq!(got.root(), want.root(), "{what}: root");
                     kept.push(got.resident.unwrap_or_else(|| panic!("{what}: nothing kept")));

@@ -311,7 +311,9 @@ pub struct Commitment {
     /// Row hashes, one per LDE row: the Merkle leaves (a vector, or memory a backend lent).
     pub leaves: HostBuffer<Digest>,
     /// Merkle nodes in Winterfell's layout: `nodes.len() == leaves.len()`, `nodes[1]` the root,
-    /// `nodes[0]` unused (zero) (a vector, or memory a backend lent).
+    /// `nodes[0]` unused (zero) (a vector, or memory a backend lent). Where the tree stays in the
+    /// backend's memory ([`Self::kept_tree`]), `leaves` is empty and `nodes` holds nodes 0 and 1
+    /// alone.
     pub nodes: HostBuffer<Digest>,
     /// The polynomials kept in the backend's memory (and not in [`Self::polys`]), when asked for
     /// with [`Keep::polys`] and the backend could keep them.
@@ -319,6 +321,9 @@ pub struct Commitment {
     /// The LDE rows kept in the backend's memory, when asked for with [`Keep::rows`] and the
     /// backend could keep them; [`Self::lde`] then holds no rows (its widths stay set).
     pub kept_rows: Option<Arc<dyn KeptRows>>,
+    /// The leaves and nodes kept in the backend's memory, when asked for with [`Keep::tree`] and
+    /// the backend could keep them.
+    pub kept_tree: Option<Arc<dyn KeptTree>>,
 }
 
 impl Commitment {
@@ -338,6 +343,9 @@ pub struct Keep {
     /// The LDE rows, for a prover that reads only the queried ones ([`KeptRows::read`]): none of
     /// the LDE is copied to the host.
     pub rows: bool,
+    /// The Merkle tree, for a prover that reads only the root and the queried paths
+    /// ([`KeptTree::read`]): no leaf, and no node but the root, is copied to the host.
+    pub tree: bool,
 }
 
 /// LDE rows in a backend's memory, read there: only the rows asked for come back. A backend's
@@ -347,6 +355,18 @@ pub trait KeptRows: std::any::Any + Send + Sync + fmt::Debug {
     /// The rows at `positions` (each below the LDE's row count), `num_cols` base elements each
     /// (the row width's padding left out), equal to the rows [`GpuCommitter::commit`] returns.
     fn read(&self, positions: &[usize]) -> Result<Vec<Vec<Felt>>>;
+}
+
+/// A commitment's Merkle tree in a backend's memory, read there: only the digests asked for come
+/// back.
+pub trait KeptTree: Send + Sync + fmt::Debug {
+    /// Leaves of the tree (the LDE's rows; a power of two, at least 2).
+    fn num_leaves(&self) -> usize;
+
+    /// The leaves at `leaves` and the nodes at `nodes` (Winterfell's layout: each index from 1 to
+    /// below [`Self::num_leaves`]), equal to those [`GpuCommitter::commit`] returns; an index out
+    /// of range is [`GpuError::RowOutOfRange`].
+    fn read(&self, leaves: &[usize], nodes: &[usize]) -> Result<(Vec<Digest>, Vec<Digest>)>;
 }
 
 // THE TRAIT
@@ -368,7 +388,8 @@ pub trait GpuCommitter: Send + Sync {
 
     /// [`Self::commit`], leaving in device memory what `keep` says where the backend can and its
     /// memory budget allows: the polynomials ([`Commitment::resident`], [`Commitment::polys`]
-    /// then empty) and the LDE rows ([`Commitment::kept_rows`], [`Commitment::lde`] then empty).
+    /// then empty), the LDE rows ([`Commitment::kept_rows`], [`Commitment::lde`] then empty) and
+    /// the Merkle tree ([`Commitment::kept_tree`], [`Commitment::leaves`] then empty).
     /// What is kept is not copied to the host. Otherwise (and by default) the same as
     /// [`Self::commit`].
     fn commit_keeping(&self, request: &CommitRequest<'_>, keep: Keep) -> Result<Commitment> {

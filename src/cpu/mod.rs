@@ -75,7 +75,15 @@ impl GpuCommitter for CpuCommitter {
             .in_scope(|| hash_rows(&lde, request.row_hashing, request.hash));
         let nodes = info_span!("cpu.tree").in_scope(|| build_tree(&leaves, request.hash));
         let (leaves, nodes) = (leaves.into(), nodes.into());
-        Ok(Commitment { polys, lde, leaves, nodes, resident: None, kept_rows: None })
+        Ok(Commitment {
+            polys,
+            lde,
+            leaves,
+            nodes,
+            resident: None,
+            kept_rows: None,
+            kept_tree: None,
+        })
     }
 
     fn hash_rows(

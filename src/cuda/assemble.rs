@@ -40,20 +40,23 @@ pub(super) struct HostResults {
     /// LDE rows, row-major and padded to the row width: each pass's rows download into it
     /// ([`row_downloads`]); none where they stay on the GPUs.
     pub(super) rows: Option<Landing<Felt>>,
-    /// Leaves, one per LDE row.
-    leaves: Landing<Digest>,
-    /// Merkle nodes in Winterfell's layout.
+    /// Leaves, one per LDE row; none where the tree stays on the GPUs.
+    leaves: Option<Landing<Digest>>,
+    /// Merkle nodes in Winterfell's layout; where the tree stays on the GPUs, the nodes from the
+    /// root down to the Merkle blocks' roots alone.
     nodes: Landing<Digest>,
 }
 
 impl HostResults {
     /// Reserves the results of a commitment of `shape` as `host` says, the polynomials only
-    /// `with_polys`, the rows only `with_rows` (the large results in blocks of `pool` where it
-    /// lends them).
+    /// `with_polys`, the rows only `with_rows`, the leaves and nodes only where `kept_tree` does
+    /// not give the Merkle blocks of a tree kept on the GPUs (the large results in blocks of
+    /// `pool` where it lends them).
     pub(super) fn reserve(
         shape: &Shape,
         with_polys: bool,
         with_rows: bool,
+        kept_tree: Option<usize>,
         host: &HostOptions,
         pool: &Arc<ResultPool>,
     ) -> Result<Self> {
@@ -66,8 +69,13 @@ impl HostResults {
             true => Some(Landing::reserve(lde_len * shape.row_width, host, pool)?),
             false => None,
         };
-        let leaves = Landing::reserve(lde_len, host, pool)?;
-        let nodes = Landing::reserve(lde_len, host, pool)?;
+        let (leaves, nodes) = match kept_tree {
+            Some(blocks) => (None, Landing::Staged(reserve_host(2 * blocks, host)?)),
+            None => {
+                let leaves = Landing::reserve(lde_len, host, pool)?;
+                (Some(leaves), Landing::reserve(lde_len, host, pool)?)
+            },
+        };
         Ok(Self { polys, rows, leaves, nodes })
     }
 
@@ -75,13 +83,15 @@ impl HostResults {
     /// prefault (registered blocks were faulted in when they were registered).
     pub(super) fn large_spare_bytes(&mut self) -> [(usize, usize); 3] {
         let rows = self.rows.as_mut().map_or((0, 0), Landing::spare_bytes);
-        [rows, self.leaves.spare_bytes(), self.nodes.spare_bytes()]
+        let leaves = self.leaves.as_mut().map_or((0, 0), Landing::spare_bytes);
+        [rows, leaves, self.nodes.spare_bytes()]
     }
 
     /// The last downloads of one GPU, of its `outputs` (`plan` walked in `passes`, the tree in
     /// `blocks` Merkle blocks): its polynomials where reserved (once interpolated), the last
     /// pass's rows, its leaves (after the last hash chunk) and its subtrees: the early levels one
-    /// by one as they are built, the levels above them once the tree is done.
+    /// by one as they are built, the levels above them once the tree is done. Where the tree
+    /// stays on the GPUs, its block roots alone.
     pub(super) fn final_downloads<'a>(
         &mut self,
         outputs: GpuOutputs<'a>,
@@ -103,14 +113,20 @@ impl HostResults {
         if let Some(rows) = &mut self.rows {
             list.extend(row_downloads(buffers, plan, share, passes, last, rows)?);
         }
+        let nodes = buffers.nodes.current()?;
+        let mine = &share.blocks;
+        let Some(leaves) = &mut self.leaves else {
+            let (start, end) = (blocks + mine.start, blocks + mine.end);
+            let dst = self.nodes.range(start, end - start);
+            list.push(Download::new(nodes.slice(start..end)?, dst, Some(tree_done))?);
+            return Ok(list);
+        };
         // the leaves are final after the last hash chunk: their download overlaps the tree
         if let Some((_, last_chunk)) = last.chunks.last() {
             let (r0, r1) = (share.t.start << plan.log_blowup, share.t.end << plan.log_blowup);
             let src = buffers.leaves.current()?.slice(r0..r1)?;
-            list.push(Download::new(src, self.leaves.range(r0, r1 - r0), Some(last_chunk))?);
+            list.push(Download::new(src, leaves.range(r0, r1 - r0), Some(last_chunk))?);
         }
-        let nodes = buffers.nodes.current()?;
-        let mine = &share.blocks;
         for (count, done) in &early.0 {
             let per_block = count / blocks;
             let (start, end) = (count + mine.start * per_block, count + mine.end * per_block);
@@ -126,7 +142,9 @@ impl HostResults {
     }
 
     /// The commitment: sets the lengths of the results, then writes the nodes above the
-    /// subtrees of `blocks` Merkle blocks (none for one block) and the unused node 0.
+    /// subtrees of `blocks` Merkle blocks (none for one block) and the unused node 0. Where the
+    /// tree stays on the GPUs, its leaves are empty and its nodes are the `2·blocks` from node 0
+    /// down to the block roots.
     ///
     /// # Safety
     /// Every element below each length must have been written by the downloads: every column,
@@ -151,8 +169,19 @@ impl HostResults {
                 None => Vec::new().into(),
             };
             let lde = LdeRows { data, row_width: shape.row_width, num_cols: shape.num_cols };
-            let (leaves, nodes) = (leaves.finish(lde_len), nodes.finish(lde_len));
-            Commitment { polys, lde, leaves, nodes, resident: None, kept_rows: None }
+            let (leaves, nodes) = match leaves {
+                Some(leaves) => (leaves.finish(lde_len), nodes.finish(lde_len)),
+                None => (Vec::new().into(), nodes.finish(2 * blocks)),
+            };
+            Commitment {
+                polys,
+                lde,
+                leaves,
+                nodes,
+                resident: None,
+                kept_rows: None,
+                kept_tree: None,
+            }
         }
     }
 }

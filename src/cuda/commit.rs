@@ -72,7 +72,9 @@ pub(super) fn column_shares(gpus: usize, shape: &Shape) -> Vec<Range<usize>> {
 /// given (else within each device's free memory), the host's side as `host_work` says; returns
 /// the commitment (its polynomials left in the GPUs' `polys` buffers if `keep.polys`, else
 /// downloaded), per-GPU times, and whether the rows were left in the GPUs' `lde` buffers instead
-/// of downloaded (asked for with `keep.rows`, and possible where the LDE takes one pass).
+/// of downloaded (asked for with `keep.rows`, and possible where the LDE takes one pass). With
+/// `keep.tree` the leaves and the nodes below the Merkle blocks' roots stay in the GPUs' `leaves`
+/// and `nodes` buffers, and the commitment's nodes are those from node 0 to the block roots.
 pub(super) fn commit(
     gpus: &[&Gpu],
     states: &mut [&mut GpuState],
@@ -122,6 +124,7 @@ pub(super) fn commit(
         &shape,
         !keep.polys,
         !keep_rows,
+        keep.tree.then_some(blocks),
         &host_work.options,
         &host_work.result_pool,
     )?;

@@ -45,6 +45,7 @@
 //!   (`staged_sources`: copied there before a call takes its turn);
 //! - `resident`: polynomials kept on the GPUs after a commitment;
 //! - `kept_rows`: LDE rows kept on the GPUs after a commitment, read at the query positions;
+//! - `kept_tree`: Merkle trees kept on the GPUs after a commitment, read at the queried paths;
 //! - `deep`: the DEEP evaluations and combination over resident polynomials;
 //! - `fri`: the FRI commit phase (DEEP evaluation, layer commitments and folding) on the first GPU;
 //! - `standalone`: the trait's single stages (`hash_rows`, `build_tree`, `grind`) on the first
@@ -64,6 +65,7 @@ mod gpu;
 mod hashing;
 mod health;
 mod kept_rows;
+mod kept_tree;
 mod kernels;
 mod lane;
 mod launch;
@@ -103,6 +105,7 @@ use self::{
     gpu::{Gpu, GpuState},
     health::Health,
     kept_rows::CudaKeptRows,
+    kept_tree::{CudaKeptTree, TreeShare},
     plan::{Plan, Sources},
     recovery::recover,
     resident::{CudaResident, ResidentShare},
@@ -118,8 +121,8 @@ use crate::{
         deep::{CombineRequest, EvaluateRequest},
         fri::{FoldingChannel, FriLayers, FriRequest},
         grind::GrindRequest,
-        CommitRequest, Commitment, GpuCommitter, GpuRequestChecks, Keep, LdeRows, PolyInput,
-        ResidentPolys, RowHashing, StageTimes,
+        CommitRequest, Commitment, GpuCommitter, GpuRequestChecks, Keep, KeptTree, LdeRows,
+        PolyInput, ResidentPolys, RowHashing, Shape, StageTimes,
     },
     error::Result,
     hash::{Digest, HashFunction},
@@ -322,11 +325,18 @@ impl CudaCommitter {
         };
         let _span = tracing::info_span!("cuda.commit", cols = shape.num_cols, rows = shape.poly_len, blowup = request.blowup, hash = %request.hash).entered();
         let columns = commit::column_shares(self.gpus.len(), &shape);
-        let kept_len = |polys: bool, rows: bool| {
-            shape.poly_len * usize::from(polys) + shape.lde_len * usize::from(rows)
+        // bytes each GPU keeps: words per column of polynomials and rows, and the tree's
+        // leaves and nodes (each GPU's buffers are indexed as the whole tree's)
+        let kept_bytes = |polys: bool, rows: bool, tree: bool| {
+            let words = shape.poly_len * usize::from(polys) + shape.lde_len * usize::from(rows);
+            move |cols: usize| (cols * words * 8 + usize::from(tree) * shape.lde_len * 64) as u64
         };
-        let keep_polys = keep.polys && self.resident_fits(&columns, kept_len(true, false))?;
-        let keep_rows = keep.rows && self.resident_fits(&columns, kept_len(keep_polys, true))?;
+        let keep_polys =
+            keep.polys && self.resident_fits(&columns, kept_bytes(true, false, false))?;
+        let keep_rows =
+            keep.rows && self.resident_fits(&columns, kept_bytes(keep_polys, true, false))?;
+        let keep_tree =
+            keep.tree && self.resident_fits(&columns, kept_bytes(keep_polys, keep_rows, true))?;
         // the sources copied into registered memory before the turn, where the committer keeps
         // some (the upload in the turn is then DMA alone)
         let staged = StagedSources::copy(&self.host_work.result_pool, &request.input);
@@ -355,7 +365,7 @@ impl CudaCommitter {
                 &mut state_refs,
                 plan,
                 limit,
-                Keep { polys: keep_polys, rows: keep_rows },
+                Keep { polys: keep_polys, rows: keep_rows, tree: keep_tree },
                 &self.host_work,
             )?;
             times.iter().for_each(StageTimes::log);
@@ -376,6 +386,9 @@ impl CudaCommitter {
                     log_blowup: request.blowup.ilog2(),
                 }));
             }
+            if keep_tree {
+                commitment.kept_tree = Some(self.take_tree(states, &shape, &mut commitment)?);
+            }
             Ok(commitment)
         });
         if result.is_err() && self.health.is_lost() {
@@ -385,24 +398,63 @@ impl CudaCommitter {
         result
     }
 
-    /// Whether `len` words of each of `columns` (per GPU) fit beside what is already kept,
-    /// within [`RESIDENT_SHARE_OF_BUDGET`] of each GPU's budget (the committer's limit, else its
-    /// total memory).
-    fn resident_fits(&self, columns: &[std::ops::Range<usize>], len: usize) -> Result<bool> {
+    /// Whether `bytes(columns)` on each GPU (given the columns it holds) fit beside what is
+    /// already kept, within [`RESIDENT_SHARE_OF_BUDGET`] of each GPU's budget (the committer's
+    /// limit, else its total memory).
+    fn resident_fits(
+        &self,
+        columns: &[std::ops::Range<usize>],
+        bytes: impl Fn(usize) -> u64,
+    ) -> Result<bool> {
         for (g, cols) in columns.iter().enumerate() {
             bind(&self.gpus[g].ctx)?;
             let budget = match self.options.memory_limit {
                 Some(limit) => limit,
                 None => cudarc::driver::result::mem_get_info().map_or(0, |(_, total)| total as u64),
             };
-            let after =
-                self.resident_bytes[g].load(Ordering::SeqCst) + (cols.len() * len * 8) as u64;
+            let after = self.resident_bytes[g].load(Ordering::SeqCst) + bytes(cols.len());
             if after > budget / RESIDENT_SHARE_OF_BUDGET {
                 tracing::debug!(gpu = g, after, budget, "cuda: results not kept on the device");
                 return Ok(false);
             }
         }
         Ok(true)
+    }
+
+    /// Takes the `leaves` and `nodes` buffers from the state of each GPU that took part in the
+    /// commitment of `shape`, as its share of the kept tree, and the nodes above the GPUs'
+    /// subtrees from `commitment` (which keeps nodes 0 and 1).
+    fn take_tree(
+        &self,
+        states: &mut [GpuState],
+        shape: &Shape,
+        commitment: &mut Commitment,
+    ) -> Result<Arc<dyn KeptTree>> {
+        let g_count = self.gpus.len().min(shape.num_cols).max(1);
+        let log_b = plan::log_blocks(g_count, shape.poly_len.ilog2());
+        let mut shares = Vec::with_capacity(g_count);
+        for (g, share) in plan::Share::for_gpus(shape, g_count, log_b).into_iter().enumerate() {
+            let buffers = &mut states[g].buffers;
+            let (Some(leaves), Some(nodes)) = (buffers.leaves.take(), buffers.nodes.take()) else {
+                return Err(refused("keeping the tree", "the commitment left no buffer to keep"));
+            };
+            shares.push(TreeShare::new(
+                g,
+                share.blocks,
+                leaves,
+                nodes,
+                self.resident_bytes[g].clone(),
+            ));
+        }
+        let root = vec![Digest::ZERO, commitment.nodes[1]];
+        let top = std::mem::replace(&mut commitment.nodes, root.into());
+        Ok(Arc::new(CudaKeptTree {
+            gpus: self.gpus.clone(),
+            shares,
+            top,
+            blocks: 1 << log_b,
+            num_leaves: shape.lde_len,
+        }))
     }
 
     /// Takes the buffer `take` names from the state of each GPU that interpolated `columns`, as

@@ -16,7 +16,8 @@ use crate::{
         deep::{CombineRequest, EvaluateRequest},
         fri::{FoldingChannel, FriLayers, FriRequest, KeptLayers, LayerOpening},
         grind::GrindRequest,
-        CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, LdeRows, PolyInput, RowHashing,
+        CommitRequest, Commitment, GpuCommitter, Keep, KeptRows, KeptTree, LdeRows, PolyInput,
+        RowHashing,
     },
     error::{GpuError, Result},
     hash::{Digest, HashFunction},
@@ -61,8 +62,8 @@ impl Fault {
 }
 
 /// Wraps a committer and fails its `fail_on`-th call (0-based, counting every trait call that
-/// computes, and the openings of FRI layers and the reads of LDE rows kept on the device as one
-/// call each) with `fault`; all other calls go to the wrapped committer. A failing FRI commit
+/// computes, and the openings of FRI layers and the reads of LDE rows and Merkle trees kept on the
+/// device as one call each) with `fault`; all other calls go to the wrapped committer. A failing FRI commit
 /// phase fails after its first layer's root went to the channel.
 pub struct FaultyCommitter {
     inner: Arc<dyn GpuCommitter>,
@@ -105,7 +106,7 @@ impl FaultyCommitter {
     }
 }
 
-/// The uses of something a [`FaultyCommitter`] left on the device (FRI layers, LDE rows): the
+/// The uses of something a [`FaultyCommitter`] left on the device (FRI layers, LDE rows, trees): the
 /// first counts as one call (and fails if it is the chosen one, as do the uses after it).
 #[derive(Debug)]
 struct KeptUses {
@@ -154,6 +155,24 @@ impl KeptRows for FaultyKeptRows {
     fn read(&self, positions: &[usize]) -> Result<Vec<Vec<Felt>>> {
         self.uses.check()?;
         self.inner.read(positions)
+    }
+}
+
+/// A kept Merkle tree read through [`KeptUses`].
+#[derive(Debug)]
+struct FaultyKeptTree {
+    inner: Arc<dyn KeptTree>,
+    uses: KeptUses,
+}
+
+impl KeptTree for FaultyKeptTree {
+    fn num_leaves(&self) -> usize {
+        self.inner.num_leaves()
+    }
+
+    fn read(&self, leaves: &[usize], nodes: &[usize]) -> Result<(Vec<Digest>, Vec<Digest>)> {
+        self.uses.check()?;
+        self.inner.read(leaves, nodes)
     }
 }
 
@@ -224,6 +243,10 @@ impl GpuCommitter for FaultyCommitter {
         commitment.kept_rows = commitment.kept_rows.take().map(|inner| {
             let uses = KeptUses::new(self.counter.clone());
             Arc::new(FaultyKeptRows { inner, uses }) as Arc<dyn KeptRows>
+        });
+        commitment.kept_tree = commitment.kept_tree.take().map(|inner| {
+            let uses = KeptUses::new(self.counter.clone());
+            Arc::new(FaultyKeptTree { inner, uses }) as Arc<dyn KeptTree>
         });
         Ok(commitment)
     }

@@ -24,7 +24,7 @@ use super::{
 use crate::{
     committer::{composition::KeptEvaluations, Keep, KeptRows, ResidentPolys},
     cpu::CpuCommitter,
-    error::Result,
+    error::{GpuError, Result},
     hash::GpuHasher,
 };
 
@@ -33,6 +33,9 @@ use crate::{
 pub struct GpuConstraintCommitment<E: FieldElement<BaseField = Felt>, H: GpuHasher> {
     rows: CompositionRows<E>,
     tree: CommittedTree,
+    /// What commits again on the CPU should a read of the rows or tree the backend kept fail
+    /// (none for a commitment of [`Self::new`], which keeps nothing).
+    recompute: Option<Recompute<E>>,
     _hasher: PhantomData<H>,
     resident: Option<ResidentPolys>,
 }
@@ -41,9 +44,8 @@ pub struct GpuConstraintCommitment<E: FieldElement<BaseField = Felt>, H: GpuHash
 enum CompositionRows<E: FieldElement<BaseField = Felt>> {
     /// On the host.
     Host(SegmentLde<E>),
-    /// In the backend's memory, read at the query positions alone; with what recomputes them on
-    /// the CPU should the read fail.
-    Kept { rows: Arc<dyn KeptRows>, recompute: Recompute<E> },
+    /// In the backend's memory, read at the query positions alone.
+    Kept(Arc<dyn KeptRows>),
 }
 
 /// What commits to the composition again on the CPU.
@@ -126,7 +128,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
     ) -> (Self, CompositionPolys<E>) {
         let shape = composition_shape(domain, num_columns);
         let policy = committer.policy();
-        let keep = Keep { polys: policy.keep_polys, rows: policy.keep_polys };
+        let keep = Keep { polys: policy.keep_polys, rows: policy.keep_polys, tree: true };
         let on_host = |evaluations: Vec<E>| {
             let evaluations = Arc::new(evaluations);
             let segment = Self::commit(&evaluations, shape, partition_options, committer, keep);
@@ -159,15 +161,14 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
             Some(columns) => CompositionPolys::Columns(columns),
             None => CompositionPolys::Evaluations(source.clone()),
         };
-        let tree = CommittedTree::new(segment.leaves, segment.nodes);
-        let rows = match segment.kept_rows.take() {
-            Some(rows) => {
-                let recompute = Recompute { source, shape, partition_options, policy };
-                CompositionRows::Kept { rows, recompute }
-            },
+        let tree = CommittedTree::new(segment.leaves, segment.nodes, segment.kept_tree);
+        let rows = match segment.kept_rows {
+            Some(rows) => CompositionRows::Kept(rows),
             None => CompositionRows::Host(segment.lde),
         };
-        (Self { rows, tree, resident: segment.resident, _hasher: PhantomData }, polys)
+        let recompute = Some(Recompute { source, shape, partition_options, policy });
+        let resident = segment.resident;
+        (Self { rows, tree, recompute, resident, _hasher: PhantomData }, polys)
     }
 
     /// Commits to the composition `evaluations` on the committer (falling back as it says).
@@ -184,9 +185,9 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
     }
 
     fn from_host_segment(segment: SegmentCommitment<E>) -> Self {
-        let tree = CommittedTree::new(segment.leaves, segment.nodes);
+        let tree = CommittedTree::new(segment.leaves, segment.nodes, segment.kept_tree);
         let rows = CompositionRows::Host(segment.lde);
-        Self { tree, rows, resident: segment.resident, _hasher: PhantomData }
+        Self { tree, rows, recompute: None, resident: segment.resident, _hasher: PhantomData }
     }
 
     /// The composition columns' LDE, where it is on the host (`None` where the rows stay on
@@ -194,35 +195,36 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
     pub fn evaluations(&self) -> Option<&SegmentLde<E>> {
         match &self.rows {
             CompositionRows::Host(lde) => Some(lde),
-            CompositionRows::Kept { .. } => None,
+            CompositionRows::Kept(_) => None,
         }
     }
 
-    /// The rows at `positions` with their batch opening proof: read from the device where they
-    /// stay there. If that read fails and the CPU fallback is on, the composition is committed
-    /// again on the CPU (with a warning) and its rows are opened: from its evaluations, read
-    /// from the backend where they are kept, or, should that read fail too, evaluated again by
-    /// `evaluate_on_cpu` where given; otherwise the typed error.
+    /// The rows at `positions` with their batch opening proof: the rows and tree read from the
+    /// device where they stay there. If a read fails and the CPU fallback is on, the composition
+    /// is committed again on the CPU (with a warning) and its rows are opened: from its
+    /// evaluations, read from the backend where they are kept, or, should that read fail too,
+    /// evaluated again by `evaluate_on_cpu` where given; otherwise the typed error.
     pub(crate) fn try_query(
         &self,
         positions: &[usize],
         evaluate_on_cpu: Option<EvaluateOnCpu<'_, E>>,
     ) -> Result<Queries> {
-        let (kept, recompute) = match &self.rows {
-            CompositionRows::Host(lde) => {
-                return Ok(queries_of::<E, H>(lde.rows_at(positions), &self.tree, positions));
-            },
-            CompositionRows::Kept { rows, recompute } => (rows, recompute),
+        let rows = match &self.rows {
+            CompositionRows::Host(lde) => Ok(lde.rows_at(positions)),
+            CompositionRows::Kept(rows) => rows.read(positions).map(|rows| {
+                rows.iter().map(|row| E::slice_from_base_elements(row).to_vec()).collect()
+            }),
         };
-        let error = match kept.read(positions) {
-            Ok(rows) => {
-                let rows = rows.iter().map(|row| E::slice_from_base_elements(row).to_vec());
-                return Ok(queries_of::<E, H>(rows.collect(), &self.tree, positions));
-            },
-            Err(error) if recompute.policy.cpu_fallback => error,
-            Err(error) => return Err(error),
+        let error = match rows.and_then(|rows| queries_of::<E, H>(rows, &self.tree, positions)) {
+            Ok(queries) => return Ok(queries),
+            // the positions, not the backend, are at fault: a CPU commitment would refuse them too
+            Err(error @ GpuError::InvalidOpening(_)) => return Err(error),
+            Err(error) => error,
         };
-        warn!(%error, "reading the composition rows failed; committing to them again on the CPU");
+        let Some(recompute) = self.recompute.as_ref().filter(|r| r.policy.cpu_fallback) else {
+            return Err(error);
+        };
+        warn!(%error, "reading the composition rows or tree failed; committing to them again on the CPU");
         let Recompute { source, shape, partition_options, .. } = recompute;
         let evaluations = match (source.evaluations(), evaluate_on_cpu) {
             (Ok(evaluations), _) => evaluations,
@@ -241,7 +243,8 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
             H::FUNCTION,
             Keep::default(),
         )?;
-        Ok(queries_of::<E, H>(segment.lde.rows_at(positions), &self.tree, positions))
+        let tree = CommittedTree::new(segment.leaves, segment.nodes, segment.kept_tree);
+        queries_of::<E, H>(segment.lde.rows_at(positions), &tree, positions)
     }
 
     /// The composition polynomial's columns on the device, where the committer kept them.

@@ -19,7 +19,7 @@ use winter_prover::matrix::ColMatrix;
 use crate::{
     committer::{
         composition::KeptEvaluations, CommitRequest, Commitment, GpuCommitter, Keep, KeptRows,
-        LdeRows, PolyInput, ResidentPolys, RowHashing, Shape,
+        KeptTree, LdeRows, PolyInput, ResidentPolys, RowHashing, Shape,
     },
     error::{GpuError, Result},
     hash::{Digest, GpuHasher, HashFunction},
@@ -70,15 +70,19 @@ pub struct SegmentCommitment<E> {
     pub polys: Vec<Vec<E>>,
     /// The LDE rows.
     pub lde: SegmentLde<E>,
-    /// Row hashes (Merkle leaves).
+    /// Row hashes (Merkle leaves); none where the tree stays in the backend's memory.
     pub leaves: HostBuffer<Digest>,
-    /// Merkle nodes in Winterfell's layout (`nodes[1]` is the root).
+    /// Merkle nodes in Winterfell's layout (`nodes[1]` is the root); nodes 0 and 1 alone where
+    /// the tree stays in the backend's memory.
     pub nodes: HostBuffer<Digest>,
     /// The polynomials kept in the backend's memory, if they were asked for and kept.
     pub resident: Option<ResidentPolys>,
     /// The LDE rows kept in the backend's memory (and not in [`Self::lde`]), if they were asked
     /// for and kept.
     pub kept_rows: Option<Arc<dyn KeptRows>>,
+    /// The Merkle tree kept in the backend's memory (its leaves and nodes not in [`Self::leaves`]
+    /// and [`Self::nodes`]), if it was asked for and kept.
+    pub kept_tree: Option<Arc<dyn KeptTree>>,
 }
 
 impl<E> SegmentCommitment<E> {
@@ -87,17 +91,28 @@ impl<E> SegmentCommitment<E> {
         self.nodes[1]
     }
 
-    /// The Merkle tree as Winterfell's type.
-    pub fn tree<H: GpuHasher>(&self) -> MerkleTree<H> {
+    /// The Merkle tree as Winterfell's type; a kept tree is read whole from the backend's memory
+    /// (an error of that read is returned).
+    pub fn tree<H: GpuHasher>(&self) -> Result<MerkleTree<H>> {
+        let read;
+        let (leaves, nodes): (&[Digest], &[Digest]) = match &self.kept_tree {
+            Some(kept) => {
+                let n = kept.num_leaves();
+                let (leaves, nodes) =
+                    kept.read(&(0..n).collect::<Vec<_>>(), &(1..n).collect::<Vec<_>>())?;
+                read = (leaves, [vec![Digest::ZERO], nodes].concat());
+                (&read.0, &read.1)
+            },
+            None => (&self.leaves, &self.nodes),
+        };
         // on the copy threads: a proof waits for it, and on the caller's pool it would wait
         // behind other proofs' tasks
-        let (nodes, leaves) = (&self.nodes, &self.leaves);
         let (nodes, leaves) = on_copy_pool(|| {
             let nodes = nodes.par_iter().map(|&d| H::from_digest(d)).collect();
             (nodes, leaves.par_iter().map(|&d| H::from_digest(d)).collect())
         });
-        MerkleTree::from_raw_parts(nodes, leaves)
-            .expect("a validated LDE domain has at least 4 rows, a power of two")
+        Ok(MerkleTree::from_raw_parts(nodes, leaves)
+            .expect("a validated LDE domain has at least 4 rows, a power of two"))
     }
 }
 
@@ -218,6 +233,7 @@ fn commit<E: FieldElement<BaseField = Felt>>(
         nodes: commitment.nodes,
         resident: commitment.resident,
         kept_rows: commitment.kept_rows,
+        kept_tree: commitment.kept_tree,
     })
 }
 
@@ -230,14 +246,18 @@ fn check_commitment(
     shape: &Shape,
     commitment: &Commitment,
 ) -> Result<()> {
-    let Commitment { polys, lde, leaves, nodes, kept_rows, .. } = commitment;
+    let Commitment { polys, lde, leaves, nodes, kept_rows, kept_tree, .. } = commitment;
     let polys_fit = polys.is_empty()
         || polys.len() == shape.num_cols && polys.iter().all(|p| p.len() == shape.poly_len);
     let lde_fits = lde.row_width == shape.row_width
         && lde.num_cols == shape.num_cols
         && (lde.num_rows() == shape.lde_len || kept_rows.is_some() && lde.data.is_empty())
         && lde.data.len().is_multiple_of(shape.row_width);
-    if polys_fit && lde_fits && leaves.len() == shape.lde_len && nodes.len() == shape.lde_len {
+    let tree_fits = match kept_tree {
+        Some(kept) => kept.num_leaves() == shape.lde_len && leaves.is_empty() && nodes.len() == 2,
+        None => leaves.len() == shape.lde_len && nodes.len() == shape.lde_len,
+    };
+    if polys_fit && lde_fits && tree_fits {
         return Ok(());
     }
     let condition = format!(

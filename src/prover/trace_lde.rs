@@ -87,12 +87,12 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
         keep_rows: bool,
     ) -> Result<(Self, Option<ColMatrix<Felt>>)> {
         let blowup = domain.trace_to_lde_blowup();
-        let keep = Keep { polys: committer.policy().keep_polys, rows: keep_rows };
+        let keep = Keep { polys: committer.policy().keep_polys, rows: keep_rows, tree: true };
         let main = committer.try_run(|c| {
             trace_segment(c, main_trace, blowup, partition_options, H::FUNCTION, keep)
         })?;
         let lde = Self {
-            main_tree: CommittedTree::new(main.leaves, main.nodes),
+            main_tree: CommittedTree::new(main.leaves, main.nodes, main.kept_tree),
             main_lde: main.lde,
             aux: None,
             resident: vec![main.resident],
@@ -144,11 +144,11 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
             return Err(GpuError::AuxRowMismatch { main: main_rows, aux: aux_trace.num_rows() });
         }
         let (blowup, partitions) = (domain.trace_to_lde_blowup(), self.partition_options);
-        let keep = Keep { polys: keep, rows: self.keep_rows };
+        let keep = Keep { polys: keep, rows: self.keep_rows, tree: true };
         let aux = self
             .committer
             .try_run(|c| trace_segment(c, aux_trace, blowup, partitions, H::FUNCTION, keep))?;
-        let tree = CommittedTree::new(aux.leaves, aux.nodes);
+        let tree = CommittedTree::new(aux.leaves, aux.nodes, aux.kept_tree);
         let root = tree.root::<H>();
         self.aux = Some((aux.lde, tree));
         self.resident.push(aux.resident);
@@ -186,7 +186,7 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
             Some(kept) => kept.read(positions)?,
             None => self.main_lde.rows_at(positions),
         };
-        let mut result = vec![queries_of::<Felt, H>(main_rows, &self.main_tree, positions)];
+        let mut result = vec![queries_of::<Felt, H>(main_rows, &self.main_tree, positions)?];
         if let Some((lde, tree)) = &self.aux {
             let rows = match self.kept.get(1).and_then(Option::as_ref) {
                 Some(kept) => kept
@@ -196,15 +196,16 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuTraceLde<E, H> {
                     .collect(),
                 None => lde.rows_at(positions),
             };
-            result.push(queries_of::<E, H>(rows, tree, positions));
+            result.push(queries_of::<E, H>(rows, tree, positions)?);
         }
         Ok(result)
     }
 
-    /// The LDEs and Merkle trees (host memory only), without the committer handle, for a thread
-    /// to free.
+    /// The LDEs and the Merkle trees on the host, without the committer handle, for a thread to
+    /// free (trees kept on the device are freed here).
     pub(crate) fn into_host_memory(self) -> impl Send {
-        (self.main_lde, self.main_tree, self.aux)
+        let aux = self.aux.map(|(lde, tree)| (lde, tree.into_host()));
+        (self.main_lde, self.main_tree.into_host(), aux)
     }
 
     /// Frees the polynomials kept on the device.
@@ -294,18 +295,16 @@ fn returned<E: FieldElement>(
 }
 
 /// `rows` (the rows at `positions`) with their batch opening proof, as `DefaultTraceLde` builds
-/// them.
+/// them; a failed read of a kept tree is the typed error.
 pub(crate) fn queries_of<E, H>(
     rows: Vec<Vec<E>>,
     tree: &CommittedTree,
     positions: &[usize],
-) -> Queries
+) -> Result<Queries>
 where
     E: FieldElement<BaseField = Felt>,
     H: GpuHasher,
 {
-    let proof = tree
-        .prove_batch::<H>(positions)
-        .expect("failed to generate a batch opening proof for trace queries");
-    Queries::new::<H, E, MerkleTree<H>>(proof, rows)
+    let proof = tree.prove_batch::<H>(positions)?;
+    Ok(Queries::new::<H, E, MerkleTree<H>>(proof, rows))
 }

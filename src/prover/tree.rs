@@ -1,76 +1,135 @@
-//! A commitment's Merkle tree as the backend returned it.
+//! A commitment's Merkle tree as the backend returned it: on the host, or kept in the backend's
+//! memory.
 //!
 //! Winterfell's `MerkleTree` holds every leaf and node as the hasher's digest: building one from a
 //! backend's result converts and copies all of them (64 bytes a leaf, on the proof's path). A
 //! proof reads only the root and the openings of the queried leaves, so the prover keeps the
-//! backend's digests and converts those alone. A batch opening is winter-crypto's own
+//! backend's digests, on the host or where the backend left them ([`KeptTree`]), and reads and
+//! converts those alone. A batch opening is winter-crypto's own
 //! `BatchMerkleProof::from_single_proofs` of the leaves' paths, which equals
 //! `MerkleTree::prove_batch` (winter-crypto's tests assert it; so do this crate's).
 
-use std::collections::BTreeSet;
+use std::{collections::BTreeSet, sync::Arc};
 
 use winter_crypto::{BatchMerkleProof, Hasher, MerkleTreeError};
 
-/// A leaf and its path, as winter-crypto's `MerkleTree::prove` gives them.
-type Opening<H> = (<H as Hasher>::Digest, Vec<<H as Hasher>::Digest>);
-
 use crate::{
+    committer::KeptTree,
+    error::{GpuError, Result},
     hash::{Digest, GpuHasher},
     host::HostBuffer,
 };
 
+/// A leaf and its path, as winter-crypto's `MerkleTree::prove` gives them.
+type Opening<H> = (<H as Hasher>::Digest, Vec<<H as Hasher>::Digest>);
+
 /// The leaves and nodes of a commitment, in Winterfell's layout.
 #[derive(Debug)]
-pub(crate) struct CommittedTree {
-    leaves: HostBuffer<Digest>,
-    nodes: HostBuffer<Digest>,
+pub(crate) enum CommittedTree {
+    /// Every leaf and node on the host.
+    Host { leaves: HostBuffer<Digest>, nodes: HostBuffer<Digest> },
+    /// The root on the host, the rest in the backend's memory.
+    Kept { root: Digest, tree: Arc<dyn KeptTree> },
 }
 
 impl CommittedTree {
-    /// The tree of `leaves` and `nodes` (as many as the leaves, a power of two and at least two;
-    /// `nodes[1]` the root), as a checked commitment has them.
-    pub(crate) fn new(leaves: HostBuffer<Digest>, nodes: HostBuffer<Digest>) -> Self {
+    /// The tree of a checked commitment: `kept` where the backend kept it (`nodes[1]` its
+    /// root), else `leaves` and `nodes` (as many as the leaves, a power of two and at least two;
+    /// `nodes[1]` the root).
+    pub(crate) fn new(
+        leaves: HostBuffer<Digest>,
+        nodes: HostBuffer<Digest>,
+        kept: Option<Arc<dyn KeptTree>>,
+    ) -> Self {
+        if let Some(tree) = kept {
+            return Self::Kept { root: nodes[1], tree };
+        }
         debug_assert!(leaves.len() >= 2 && leaves.len().is_power_of_two());
         debug_assert_eq!(leaves.len(), nodes.len());
-        Self { leaves, nodes }
+        Self::Host { leaves, nodes }
     }
 
     /// The root.
     pub(crate) fn root<H: GpuHasher>(&self) -> H::Digest {
-        H::from_digest(self.nodes[1])
+        H::from_digest(match self {
+            Self::Host { nodes, .. } => nodes[1],
+            Self::Kept { root, .. } => *root,
+        })
     }
 
-    /// The batch opening of the leaves at `indexes`, as `MerkleTree::prove_batch` gives it, with
-    /// its errors for no, repeated or out-of-range indexes.
+    /// The tree where it is on the host (`None`, and the backend's memory freed, where it was
+    /// kept there).
+    pub(crate) fn into_host(self) -> Option<Self> {
+        matches!(self, Self::Host { .. }).then_some(self)
+    }
+
+    fn num_leaves(&self) -> usize {
+        match self {
+            Self::Host { leaves, .. } => leaves.len(),
+            Self::Kept { tree, .. } => tree.num_leaves(),
+        }
+    }
+
+    /// The batch opening of the leaves at `indexes`, as `MerkleTree::prove_batch` gives it; no,
+    /// repeated or out-of-range indexes are [`GpuError::InvalidOpening`] with winter-crypto's
+    /// words, and a failed read of a kept tree is the backend's error.
     pub(crate) fn prove_batch<H: GpuHasher>(
         &self,
         indexes: &[usize],
-    ) -> Result<BatchMerkleProof<H>, MerkleTreeError> {
-        let leaves = self.leaves.len();
+    ) -> Result<BatchMerkleProof<H>> {
+        let leaves = self.num_leaves();
+        let invalid = |error: MerkleTreeError| GpuError::InvalidOpening(error.to_string());
         if indexes.is_empty() {
-            return Err(MerkleTreeError::TooFewLeafIndexes);
+            return Err(invalid(MerkleTreeError::TooFewLeafIndexes));
         }
         if let Some(&index) = indexes.iter().find(|&&index| index >= leaves) {
-            return Err(MerkleTreeError::LeafIndexOutOfBounds(leaves, index));
+            return Err(invalid(MerkleTreeError::LeafIndexOutOfBounds(leaves, index)));
         }
         if indexes.iter().collect::<BTreeSet<_>>().len() != indexes.len() {
-            return Err(MerkleTreeError::DuplicateLeafIndex);
+            return Err(invalid(MerkleTreeError::DuplicateLeafIndex));
         }
-        let openings: Vec<_> = indexes.iter().map(|&index| self.opening::<H>(index)).collect();
+        // each opening reads its leaf, its sibling leaf, then each node's sibling up to the
+        // root's children (as `MerkleTree::prove`)
+        let leaf_indexes: Vec<usize> = indexes.iter().flat_map(|&i| [i, i ^ 1]).collect();
+        let node_indexes: Vec<usize> =
+            indexes.iter().flat_map(|&i| path_siblings(i, leaves)).collect();
+        let (leaf_digests, node_digests) = match self {
+            Self::Host { leaves, nodes } => (
+                leaf_indexes.iter().map(|&i| leaves[i]).collect(),
+                node_indexes.iter().map(|&i| nodes[i]).collect(),
+            ),
+            Self::Kept { tree, .. } => tree.read(&leaf_indexes, &node_indexes)?,
+        };
+        if (leaf_digests.len(), node_digests.len()) != (leaf_indexes.len(), node_indexes.len()) {
+            return Err(GpuError::InvalidOpening(format!(
+                "the kept tree returned {} leaves and {} nodes for {} and {}",
+                leaf_digests.len(),
+                node_digests.len(),
+                leaf_indexes.len(),
+                node_indexes.len()
+            )));
+        }
+        let path_len = leaves.ilog2() as usize - 1;
+        let openings: Vec<Opening<H>> = leaf_digests
+            .chunks(2)
+            .enumerate()
+            .map(|(k, leaf)| {
+                let path = &node_digests[k * path_len..(k + 1) * path_len];
+                let mut opening = vec![H::from_digest(leaf[1])];
+                opening.extend(path.iter().map(|&d| H::from_digest(d)));
+                (H::from_digest(leaf[0]), opening)
+            })
+            .collect();
         Ok(BatchMerkleProof::from_single_proofs(&openings, indexes))
     }
+}
 
-    /// The leaf at `index` (below the leaf count) and its path, as `MerkleTree::prove` gives
-    /// them: its sibling leaf, then each node's sibling up to the root's children.
-    fn opening<H: GpuHasher>(&self, index: usize) -> Opening<H> {
-        let mut path = vec![H::from_digest(self.leaves[index ^ 1])];
-        let mut node = (index + self.nodes.len()) >> 1;
-        while node > 1 {
-            path.push(H::from_digest(self.nodes[node ^ 1]));
-            node >>= 1;
-        }
-        (H::from_digest(self.leaves[index]), path)
-    }
+/// The nodes whose values the path of leaf `index` (of `leaves`) holds above the leaves: each
+/// ancestor's sibling, from the leaf's parent's up to the root's children.
+fn path_siblings(index: usize, leaves: usize) -> impl Iterator<Item = usize> {
+    std::iter::successors(Some((index + leaves) >> 1), |&node| Some(node >> 1))
+        .take_while(|&node| node > 1)
+        .map(|node| node ^ 1)
 }
 
 #[cfg(test)]
@@ -81,13 +140,36 @@ mod tests {
 
     use super::*;
 
-    /// A tree of `leaves` random digests, as Winterfell's type and as this one.
-    fn trees<H: GpuHasher>(rng: &mut StdRng, leaves: usize) -> (MerkleTree<H>, CommittedTree) {
+    /// A tree of `leaves` random digests, as Winterfell's type and as this one: on the host,
+    /// and kept ([`Kept`]).
+    fn trees<H: GpuHasher>(rng: &mut StdRng, leaves: usize) -> (MerkleTree<H>, [CommittedTree; 2]) {
         let digests: Vec<Digest> = (0..leaves).map(|_| random_digest::<H>(rng)).collect();
         let winterfell =
             MerkleTree::<H>::new(digests.iter().map(|&d| H::from_digest(d)).collect()).unwrap();
         let nodes: Vec<Digest> = winterfell_nodes(&winterfell);
-        (winterfell, CommittedTree::new(digests.into(), nodes.into()))
+        let kept = Arc::new(Kept { leaves: digests.clone(), nodes: nodes.clone() });
+        let root = vec![Digest::ZERO, nodes[1]];
+        let host = CommittedTree::new(digests.into(), nodes.into(), None);
+        (winterfell, [host, CommittedTree::new(Vec::new().into(), root.into(), Some(kept))])
+    }
+
+    /// A tree "kept" in vectors, read through [`KeptTree::read`].
+    #[derive(Debug)]
+    struct Kept {
+        leaves: Vec<Digest>,
+        nodes: Vec<Digest>,
+    }
+
+    impl KeptTree for Kept {
+        fn num_leaves(&self) -> usize {
+            self.leaves.len()
+        }
+
+        fn read(&self, leaves: &[usize], nodes: &[usize]) -> Result<(Vec<Digest>, Vec<Digest>)> {
+            assert!(nodes.iter().all(|&i| (1..self.nodes.len()).contains(&i)), "{nodes:?}");
+            let leaves = leaves.iter().map(|&i| self.leaves[i]).collect();
+            Ok((leaves, nodes.iter().map(|&i| self.nodes[i]).collect()))
+        }
     }
 
     /// A digest this hasher has (a hash of random bytes, so every hasher's digest is valid).
@@ -116,24 +198,28 @@ mod tests {
     fn openings_equal_winterfell<H: GpuHasher>() {
         let mut rng = StdRng::seed_from_u64(7);
         for log_leaves in [1, 2, 3, 6, 10] {
-            let (winterfell, ours) = trees::<H>(&mut rng, 1 << log_leaves);
-            assert_eq!(ours.root::<H>(), *winterfell.root());
-            for _ in 0..20 {
-                let mut indexes: Vec<usize> = (0..1usize << log_leaves).collect();
-                indexes.shuffle(&mut rng);
-                indexes.truncate(rng.random_range(1..=indexes.len().min(40)));
-                let (_, expected) = winterfell.prove_batch(&indexes).unwrap();
-                let actual = ours.prove_batch::<H>(&indexes).unwrap();
-                assert!(actual.nodes == expected.nodes, "{indexes:?}");
-                assert_eq!(actual.depth, expected.depth);
-            }
             let leaves = 1usize << log_leaves;
-            for bad in [vec![], vec![0, 0], vec![leaves]] {
-                let error =
-                    |result: Result<_, MerkleTreeError>| result.err().map(|e| e.to_string());
-                let expected = error(winterfell.prove_batch(&bad).map(|_| ()));
-                assert!(expected.is_some(), "{bad:?}");
-                assert_eq!(error(ours.prove_batch::<H>(&bad).map(|_| ())), expected);
+            let (winterfell, both) = trees::<H>(&mut rng, leaves);
+            for ours in &both {
+                assert_eq!(ours.root::<H>(), *winterfell.root());
+                for _ in 0..20 {
+                    let mut indexes: Vec<usize> = (0..leaves).collect();
+                    indexes.shuffle(&mut rng);
+                    indexes.truncate(rng.random_range(1..=leaves.min(40)));
+                    let (_, expected) = winterfell.prove_batch(&indexes).unwrap();
+                    let actual = ours.prove_batch::<H>(&indexes).unwrap();
+                    assert!(actual.nodes == expected.nodes, "{indexes:?}");
+                    assert_eq!(actual.depth, expected.depth);
+                }
+                for bad in [vec![], vec![0, 0], vec![leaves]] {
+                    let expected = winterfell.prove_batch(&bad).err().map(|e| e.to_string());
+                    assert!(expected.is_some(), "{bad:?}");
+                    let actual = match ours.prove_batch::<H>(&bad) {
+                        Err(GpuError::InvalidOpening(words)) => Some(words),
+                        other => panic!("{bad:?}: {:?}", other.err()),
+                    };
+                    assert_eq!(actual, expected);
+                }
             }
         }
     }

@@ -328,6 +328,7 @@ pub(super) fn commit(
             nodes: nodes.into(),
             resident: None,
             kept_rows: None,
+            kept_tree: None,
         };
         Ok((commitment, times))
     })?;

@@ -637,7 +637,7 @@ pub fn check_deep(committer: &dyn GpuCommitter, seed: u64, count: usize) {
         let mut host_polys = Vec::new();
         for &(input, degree) in &inputs {
             let got = committer
-                .commit_keeping(&request(input), Keep { polys: true, rows: true })
+                .commit_keeping(&request(input), Keep { polys: true, rows: true, tree: true })
                 .unwrap_or_else(|e| panic!("{label}: commit: {e}"));
             let want = CpuCommitter::new().commit(&request(input)).expect("CPU commitment");
             assert_eq!(got.root(), want.root(), "{label}: a commitment keeping its polynomials");
@@ -647,6 +647,7 @@ pub fn check_deep(committer: &dyn GpuCommitter, seed: u64, count: usize) {
                 assert_eq!(got.polys, want.polys, "{label}: returned polynomials");
             }
             check_kept_rows(&got, &want, &mut rng, &label);
+            check_kept_tree(&got, &want, &mut rng, &label);
             host_polys.push((want.polys, degree));
             kept.push(got.resident);
         }
@@ -667,10 +668,10 @@ pub fn check_deep(committer: &dyn GpuCommitter, seed: u64, count: usize) {
                 row_hashing: RowHashing::WholeRow,
                 hash: HashFunction::Rpo256,
             },
-            Keep { polys: true, rows: true },
+            Keep { polys: true, rows: true, tree: true },
         )
         .expect("CPU commitment");
-    assert!(cpu.resident.is_none() && cpu.kept_rows.is_none());
+    assert!(cpu.resident.is_none() && cpu.kept_rows.is_none() && cpu.kept_tree.is_none());
 }
 
 /// The rows of `got`, a commitment asked to keep its rows: where the backend kept them, none
@@ -695,6 +696,41 @@ fn check_kept_rows(got: &Commitment, want: &Commitment, rng: &mut StdRng, label:
         matches!(kept.read(&[1, rows]), Err(GpuError::RowOutOfRange { row, .. }) if row == rows),
         "{label}: a row past the LDE was read"
     );
+}
+
+/// The tree of `got`, a commitment asked to keep its tree: where the backend kept it, no leaf
+/// came back, its nodes are node 0 and the root, and reads of random leaves and nodes (the first
+/// and last among them, repeats allowed), and of every node at once, equal `want`'s, while a leaf
+/// past the tree or node 0 is a typed error; where it did not, the leaves and nodes came back
+/// equal to `want`'s.
+pub fn check_kept_tree(got: &Commitment, want: &Commitment, rng: &mut StdRng, label: &str) {
+    let Some(kept) = &got.kept_tree else {
+        assert!(got.leaves == want.leaves && got.nodes == want.nodes, "{label}: returned tree");
+        return;
+    };
+    assert!(got.leaves.is_empty(), "{label}: the leaves of a kept tree were also returned");
+    assert_eq!(&got.nodes[..], &[Digest::ZERO, want.root()], "{label}: a kept tree's nodes");
+    let n = want.leaves.len();
+    assert_eq!(kept.num_leaves(), n, "{label}: leaves of the kept tree");
+    let mut leaves: Vec<usize> = (0..23).map(|_| rng.random_range(0..n)).collect();
+    leaves.extend([0, n - 1, leaves[0]]);
+    let mut nodes: Vec<usize> = (0..23).map(|_| rng.random_range(1..n)).collect();
+    nodes.extend([1, n - 1, nodes[0]]);
+    let (got_leaves, got_nodes) =
+        kept.read(&leaves, &nodes).unwrap_or_else(|e| panic!("{label}: read the tree: {e}"));
+    let want_leaves: Vec<Digest> = leaves.iter().map(|&i| want.leaves[i]).collect();
+    let want_nodes: Vec<Digest> = nodes.iter().map(|&i| want.nodes[i]).collect();
+    assert!(got_leaves == want_leaves, "{label}: kept leaves at {leaves:?}");
+    assert!(got_nodes == want_nodes, "{label}: kept nodes at {nodes:?}");
+    let every: Vec<usize> = (1..n).collect();
+    let (none, all) = kept.read(&[], &every).unwrap_or_else(|e| panic!("{label}: all nodes: {e}"));
+    assert!(none.is_empty() && all == want.nodes[1..], "{label}: every kept node");
+    for (leaves, nodes, bad) in [(vec![1, n], vec![], n), (vec![], vec![2, 0], 0)] {
+        assert!(
+            matches!(kept.read(&leaves, &nodes), Err(GpuError::RowOutOfRange { row, .. }) if row == bad),
+            "{label}: a read of index {bad} past the tree"
+        );
+    }
 }
 
 /// The DEEP combination (random coefficients) and the evaluations (two random points of degree
