@@ -331,8 +331,9 @@ fn digests(values: &[Digest]) -> impl Iterator<Item = u64> + '_ {
 
 /// The workloads, by name: a commitment (polynomials, LDE rows, leaves, nodes), the DEEP
 /// evaluation and combination over polynomials `kept` on the device, a FRI commit phase (every
-/// layer's columns, leaves and nodes, the remainder), and a commitment keeping its rows with a
-/// read of some of them, then with the composition over them.
+/// layer's columns, leaves and nodes, the remainder), a commitment keeping its rows with a
+/// read of some of them, then with the composition over them, and a commitment keeping its tree
+/// with a read of some leaves and nodes.
 fn workloads<'a>(
     inputs: &'a Inputs,
     kept: &'a [ResidentPolys],
@@ -438,6 +439,28 @@ fn workloads<'a>(
                 Ok(words)
             }),
         ),
+        (
+            "kept tree read",
+            Box::new(move |c: &dyn GpuCommitter| {
+                let columns: Vec<&[Felt]> = inputs.main.iter().map(Vec::as_slice).collect();
+                let keep = Keep { polys: false, rows: false, tree: true };
+                let commitment = c.commit_keeping(&inputs.commit_request(&columns), keep)?;
+                let n = commitment
+                    .kept_tree
+                    .as_ref()
+                    .map_or(commitment.leaves.len(), |t| t.num_leaves());
+                let (leaves, nodes) =
+                    ([0, 3, n / 2 + 1, n - 1], [1, 2, 3, n / 4 + 1, n / 2 + 3, n - 1]);
+                let (leaves, nodes) = match &commitment.kept_tree {
+                    Some(tree) => tree.read(&leaves, &nodes)?,
+                    None => (
+                        leaves.iter().map(|&i| commitment.leaves[i]).collect(),
+                        nodes.iter().map(|&i| commitment.nodes[i]).collect(),
+                    ),
+                };
+                Ok(digests(&leaves).chain(digests(&nodes)).collect())
+            }),
+        ),
     ]
 }
 
@@ -463,6 +486,7 @@ fn expected(inputs: &Inputs) -> Vec<Vec<u64>> {
         (on_cpu[3].1)(&cpu).expect("CPU FRI"),
         rows,
         composition,
+        (on_cpu[6].1)(&cpu).expect("CPU tree"),
     ]
 }
 
