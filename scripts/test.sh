@@ -19,7 +19,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-say() { echo "test.sh: $*"; }
+# every line carries the time since the start, so a slow phase shows in any run's log
+say() { printf 'test.sh [%dm%02ds]: %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"
   elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo "$@"
@@ -100,8 +101,10 @@ cargo deny --log-level error check licenses bans
 log=target/test-log.txt
 mkdir -p target
 status=0
+say "the test suite (features: $features)"
 cargo test --release --features "$features" 2>&1 | tee "$log" || status=$?
 if [ "$status" -eq 0 ]; then
+  say "fuzzed parity on the wgpu backend"
   MIDEN_GPU_BACKEND=wgpu PROPTEST_CASES=32 cargo test --release --features "$features" --test fuzz 2>&1 |
     tee -a "$log" || status=$?
 fi
