@@ -79,7 +79,7 @@ pub use health::faults;
 pub use health::inject;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 pub use health::{DEFAULT_WAIT_TIMEOUT, WAIT_TIMEOUT_ENV};
-pub use host::{HostBuffer, HostOptions};
+pub use host::{DeviceHold, HostBuffer, HostOptions};
 pub use miden_crypto::Felt;
 pub use pool::{PoolOptions, ProverPool};
 pub use prover::{

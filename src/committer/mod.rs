@@ -46,7 +46,7 @@ use crate::{
     backend::Backend,
     error::{GpuError, Result},
     hash::{Digest, HashFunction},
-    host::{self, HostBuffer},
+    host::{self, DeviceHold, HostBuffer},
 };
 
 /// Width of one segment of Winterfell's `RowMatrix` (`DEFAULT_SEGMENT_WIDTH`): LDE rows are
@@ -493,5 +493,14 @@ pub trait GpuCommitter: Send + Sync {
     /// first commitment.
     fn last_stage_times(&self) -> Vec<StageTimes> {
         Vec::new()
+    }
+
+    /// Holds this committer's devices for the calling thread until the hold drops: its calls
+    /// meanwhile, and its reads of what the committer keeps, wait for no other thread's call.
+    /// For a burst of short calls, such as a proof's queries, that would otherwise each wait
+    /// behind another proof's longer call. Calls from other threads wait for the hold: the
+    /// holder must not wait for them. The default holds nothing.
+    fn hold_devices(&self) -> DeviceHold<'_> {
+        DeviceHold::default()
     }
 }

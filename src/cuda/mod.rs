@@ -126,7 +126,7 @@ use crate::{
     },
     error::Result,
     hash::{Digest, HashFunction},
-    host::default_prefault_threads,
+    host::{default_prefault_threads, DeviceHold, TurnGuard},
 };
 use program::HASHES;
 
@@ -289,11 +289,16 @@ impl CudaCommitter {
     /// another committer of the process frees its reusable buffers and tables after each call,
     /// so that while it is idle they do not shrink the other's budget. Notes the memory in use
     /// for [`GpuCommitter::peak_memory_in_use`].
-    fn call<T>(&self, work: impl FnOnce(&mut Vec<GpuState>) -> Result<T>) -> Result<T> {
-        self.health.usable()?;
+    /// The turns of this committer's GPUs, taken in ordinal order.
+    fn turns(&self) -> Vec<TurnGuard<'_>> {
         let mut by_ordinal: Vec<&Gpu> = self.gpus.iter().collect();
         by_ordinal.sort_by_key(|gpu| gpu.ordinal);
-        let turns: Vec<_> = by_ordinal.iter().map(|gpu| gpu.device.turn()).collect();
+        by_ordinal.iter().map(|gpu| gpu.device.turn()).collect()
+    }
+
+    fn call<T>(&self, work: impl FnOnce(&mut Vec<GpuState>) -> Result<T>) -> Result<T> {
+        self.health.usable()?;
+        let turns = self.turns();
         let mut states = self.states.lock().unwrap_or_else(|p| p.into_inner());
         let result = tracing::debug_span!("cuda.turn_held").in_scope(|| work(&mut states));
         if let Err(error) = &result {
@@ -565,6 +570,11 @@ impl GpuCommitter for CudaCommitter {
     /// the hash time includes the row-major copy of the LDE (no `rows_ms`).
     fn last_stage_times(&self) -> Vec<StageTimes> {
         self.last_times.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Every GPU's turn, in ordinal order (as a call takes them).
+    fn hold_devices(&self) -> DeviceHold<'_> {
+        DeviceHold::new(self.turns())
     }
 
     fn hash_rows(

@@ -3,10 +3,11 @@
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak},
+    sync::{Arc, Mutex, OnceLock, PoisonError, Weak},
 };
 
 use super::buffer::Gauge;
+use crate::host::{PriorityTurn, TurnGuard};
 
 /// What every committer of the process holds on one GPU, and the turn its calls take.
 #[derive(Debug, Default)]
@@ -14,7 +15,7 @@ pub(super) struct SharedDevice {
     /// The device bytes all committers' buffers on this GPU hold (each committer's gauge counts
     /// into it).
     pub gauge: Arc<Gauge>,
-    turn: Mutex<()>,
+    turn: PriorityTurn,
 }
 
 impl SharedDevice {
@@ -35,8 +36,8 @@ impl SharedDevice {
     /// This GPU's turn: held from a call's budget check to its end, and while kept FRI layers
     /// allocate their openings. A call takes the turns of its GPUs in the order of their
     /// ordinals, before its committer's state; nothing that holds a turn waits for another.
-    pub(super) fn turn(&self) -> MutexGuard<'_, ()> {
-        // the guard protects no data: a panic while holding it leaves nothing inconsistent
-        self.turn.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Waiting calls are served oldest job first ([`PriorityTurn`]).
+    pub(super) fn turn(&self) -> TurnGuard<'_> {
+        self.turn.take()
     }
 }

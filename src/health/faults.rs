@@ -21,6 +21,7 @@ use crate::{
     },
     error::{GpuError, Result},
     hash::{Digest, HashFunction},
+    host::DeviceHold,
 };
 
 /// The failures a backend can meet, as the typed error each one produces.
@@ -325,6 +326,10 @@ impl GpuCommitter for FaultyCommitter {
         });
         Err(error)
     }
+
+    fn hold_devices(&self) -> DeviceHold<'_> {
+        self.inner.hold_devices()
+    }
 }
 
 // WRONG RESULTS
@@ -412,5 +417,9 @@ impl GpuCommitter for WrongRootCommitter {
 
     fn grind(&self, request: &GrindRequest) -> Result<u64> {
         self.inner.grind(request)
+    }
+
+    fn hold_devices(&self) -> DeviceHold<'_> {
+        self.inner.hold_devices()
     }
 }

@@ -13,6 +13,7 @@ mod memory;
 mod options;
 #[cfg(feature = "cuda")]
 mod prefault;
+mod turn;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod twiddles;
 
@@ -35,5 +36,11 @@ pub use options::HostOptions;
 pub use prefault::default_prefault_threads;
 #[cfg(feature = "cuda")]
 pub(crate) use prefault::{prefault, spare_bytes};
+pub use turn::DeviceHold;
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub(crate) use turn::PriorityTurn;
+#[cfg(feature = "cuda")]
+pub(crate) use turn::TurnGuard;
+pub(crate) use turn::{turn_priority, with_turn_priority};
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 pub(crate) use twiddles::stage_twiddles;

@@ -21,6 +21,12 @@
 //!   still meet at the devices together, so Miden jobs execute as many at a time as there are
 //!   slots, in the order they started ([`JobContext::start_turn`]): the next executes while the
 //!   one before it commits its trace.
+//! - **Oldest job first at the GPU.** When several calls wait for a GPU, the call of the job
+//!   submitted first goes first (`host::turn`). Served in arrival order, the proofs on a GPU
+//!   would interleave stage by stage and end together, and the jobs taking their workers would
+//!   then execute while the GPU idles; served oldest first (and holding the GPU for their
+//!   queries, [`GpuCommitter::hold_devices`]), proofs end one by one while the others keep the
+//!   GPU busy, and the next job executes under them.
 //! - **Backpressure.** Jobs wait in a bounded FIFO queue ([`PoolOptions::queue_capacity`],
 //!   default one per worker): [`ProverPool::submit`] waits for room, [`ProverPool::try_submit`]
 //!   refuses at once and gives the job back ([`QueueFull`]).
@@ -63,7 +69,7 @@ use crate::{
     backend::Backend,
     committer::GpuCommitter,
     hash::GpuHasher,
-    host::{available_host_memory, peak_resident_bytes},
+    host::{available_host_memory, peak_resident_bytes, with_turn_priority},
     prover::GpuProver,
     select::BackendOptions,
 };
@@ -409,7 +415,9 @@ where
         let start = Instant::now();
         // the job owns its state, and the committer's locks ignore poisoning: nothing a panic
         // leaves half-done is seen again
-        let result = catch_unwind(AssertUnwindSafe(|| job(&context))).unwrap_or_else(|payload| {
+        // the oldest job's device calls go first, so jobs end one by one (`host::turn`)
+        let proved = || with_turn_priority(id, || job(&context));
+        let result = catch_unwind(AssertUnwindSafe(proved)).unwrap_or_else(|payload| {
             Err(PoolError::Panicked { job: id, message: panic_message(payload.as_ref()) })
         });
         let elapsed_ms = start.elapsed().as_millis() as u64;

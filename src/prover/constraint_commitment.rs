@@ -26,6 +26,7 @@ use crate::{
     cpu::CpuCommitter,
     error::{GpuError, Result},
     hash::GpuHasher,
+    host::{turn_priority, with_turn_priority},
 };
 
 /// The LDE of the composition polynomial columns and its Merkle tree, computed on a
@@ -100,8 +101,14 @@ impl<E: FieldElement<BaseField = Felt>, H: GpuHasher> GpuConstraintCommitment<E,
     ) -> (Self, CompositionPoly<E>) {
         let evaluations = composition_trace.into_inner();
         let shape = composition_shape(domain, num_columns);
+        // the join may run the commitment on another thread: it keeps this job's rank
+        let priority = turn_priority();
         let (segment, poly) = rayon::join(
-            || Self::commit(&evaluations, shape, partition_options, committer, Keep::default()),
+            || {
+                with_turn_priority(priority, || {
+                    Self::commit(&evaluations, shape, partition_options, committer, Keep::default())
+                })
+            },
             || {
                 let trace = CompositionPolyTrace::new(evaluations.clone());
                 CompositionPoly::new(trace, domain, num_columns)

@@ -297,6 +297,9 @@ where
         });
 
         // 7 ----- query positions ----------------------------------------------------------------
+        // the grinding and the queries' reads are short calls: held together, they do not each
+        // wait behind another proof's commitment, and this proof ends sooner
+        let devices = setup.committer.committer().hold_devices();
         let query_positions = info_span!(spans::QUERY_POSITIONS).in_scope(|| {
             let found = channel.grind_request().and_then(|request| {
                 self.on_backend(setup, "grinding", |committer| committer.grind(&request))
@@ -336,6 +339,7 @@ where
         drop(kept);
         let host_memory = trace_lde.into_host_memory();
         std::thread::spawn(move || drop((host_memory, host_layers)));
+        drop(devices);
         Ok(channel.build_proof(trace_queries, constraint_queries, fri_proof, query_positions.len()))
     }
 

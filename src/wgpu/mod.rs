@@ -47,7 +47,7 @@ use crate::{
     },
     error::Result,
     hash::{Digest, HashFunction, RescueLanes},
-    host::HostOptions,
+    host::{DeviceHold, HostOptions, PriorityTurn},
 };
 use shaders::HASHES;
 
@@ -84,8 +84,8 @@ use buffers::BufferPool;
 pub use composition::composition_shader;
 use composition::{CompositionPrograms, WgpuKeptEvaluations, WgpuKeptRows};
 use constants::{HashConstants, Tables};
+use context::Context;
 pub use context::{find_adapter, AdapterSummary};
-use context::{refused, Context};
 pub use options::{prepare_headless_vulkan, WgpuOptions};
 use pipelines::Pipelines;
 pub use shaders::{composed_shaders, field_source, Arithmetic, ComposedShader};
@@ -119,8 +119,8 @@ pub(super) struct Shared {
     host: HostOptions,
     /// Stage times of the last commitment.
     last_times: Mutex<Option<StageTimes>>,
-    /// Held for the whole of a call.
-    exclusive: Mutex<()>,
+    /// Held for the whole of a call; the oldest job's call goes first.
+    exclusive: PriorityTurn,
     /// Tells this committer's resident polynomials from another's.
     id: u64,
     /// Bytes of resident polynomials on the device.
@@ -174,7 +174,7 @@ impl WgpuCommitter {
             timer,
             host: options.host,
             last_times: Mutex::new(None),
-            exclusive: Mutex::new(()),
+            exclusive: PriorityTurn::default(),
             id: NEXT_COMMITTER_ID.fetch_add(1, Ordering::Relaxed),
             resident_bytes: Arc::new(AtomicU64::new(0)),
             peak: AtomicU64::new(0),
@@ -288,7 +288,7 @@ impl Shared {
     }
 
     fn run_alone<T>(&self, work: impl FnOnce(&Engine<'_>) -> Result<T>) -> Result<T> {
-        let _exclusive = self.exclusive.lock().map_err(|_| refused("committer", "poisoned"))?;
+        let _exclusive = self.exclusive.take();
         let engine = Engine {
             ctx: &self.ctx,
             pipelines: &self.pipelines,
@@ -405,6 +405,11 @@ impl GpuCommitter for WgpuCommitter {
     /// or if a commitment ran more compute passes than one query set holds (2048).
     fn last_stage_times(&self) -> Vec<StageTimes> {
         self.times().iter().cloned().collect()
+    }
+
+    /// The device's turn, as a call takes it.
+    fn hold_devices(&self) -> DeviceHold<'_> {
+        DeviceHold::new(vec![self.shared.exclusive.take()])
     }
 }
 
