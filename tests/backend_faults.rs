@@ -103,6 +103,8 @@ fn wgpu_hang_times_out() {
 
 #[cfg(feature = "cuda")]
 mod cuda {
+    use std::sync::{Mutex, MutexGuard, PoisonError};
+
     use super::*;
     use miden_gpu::cuda::{device_count, CudaCommitter, CudaOptions};
 
@@ -126,15 +128,27 @@ mod cuda {
         Subject { committer: Arc::new(committer), injector, kinds: &Operation::CUDA }
     }
 
+    /// Held by each CUDA test: a committer that shares its GPU with another of the process frees
+    /// its reusable buffers after each call, so another test's committer would change the
+    /// operations a call makes between the call that counts them and the calls that strike them.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+    fn alone() -> MutexGuard<'static, ()> {
+        ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn cuda_every_operation_fails_in_turn() {
+        let _alone = alone();
         every_operation_fails_in_turn(&subject(None));
     }
 
     fn cuda_sticky_fault_loses_the_device() {
+        let _alone = alone();
         sticky_fault_loses_the_device(|| subject(None), Operation::Launch);
     }
 
     fn cuda_hang_times_out() {
+        let _alone = alone();
         hang_times_out(|| subject(Some(SHORT_DEADLINE)));
     }
 }
