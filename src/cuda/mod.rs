@@ -283,12 +283,6 @@ impl CudaCommitter {
         self.gpus.iter().for_each(|gpu| gpu.device.gauge.reset_peak());
     }
 
-    /// Runs one call on the GPUs' states during the GPUs' turns (taken in ordinal order, before
-    /// the states: see `memory`): [`GpuError::DeviceLost`] at once if the GPUs are lost; after an
-    /// error, [`recover`]s before the states are used again. A committer that shares a GPU with
-    /// another committer of the process frees its reusable buffers and tables after each call,
-    /// so that while it is idle they do not shrink the other's budget. Notes the memory in use
-    /// for [`GpuCommitter::peak_memory_in_use`].
     /// The turns of this committer's GPUs, taken in ordinal order.
     fn turns(&self) -> Vec<TurnGuard<'_>> {
         let mut by_ordinal: Vec<&Gpu> = self.gpus.iter().collect();
@@ -296,6 +290,12 @@ impl CudaCommitter {
         by_ordinal.iter().map(|gpu| gpu.device.turn()).collect()
     }
 
+    /// Runs one call on the GPUs' states during the GPUs' turns (taken in ordinal order, before
+    /// the states: see `memory`): [`GpuError::DeviceLost`] at once if the GPUs are lost; after an
+    /// error, [`recover`]s before the states are used again. A committer that shares a GPU with
+    /// another committer of the process frees its reusable buffers and tables after each call,
+    /// so that while it is idle they do not shrink the other's budget. Notes the memory in use
+    /// for [`GpuCommitter::peak_memory_in_use`].
     fn call<T>(&self, work: impl FnOnce(&mut Vec<GpuState>) -> Result<T>) -> Result<T> {
         self.health.usable()?;
         let turns = self.turns();
