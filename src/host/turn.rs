@@ -79,7 +79,7 @@ impl PriorityTurn {
                 return TurnGuard { turn: self };
             }
         }
-        let me = (PRIORITY.with(Cell::get), state.arrivals);
+        let me = (turn_priority(), state.arrivals);
         state.arrivals += 1;
         state.waiting.push(me);
         let first = |state: &MutexGuard<'_, TurnState>| state.waiting.iter().min() == Some(&me);
@@ -196,9 +196,9 @@ mod tests {
     #[test]
     fn the_priority_is_restored_after_the_work() {
         with_turn_priority(7, || {
-            with_turn_priority(2, || assert_eq!(PRIORITY.with(Cell::get), 2));
-            assert_eq!(PRIORITY.with(Cell::get), 7);
+            with_turn_priority(2, || assert_eq!(turn_priority(), 2));
+            assert_eq!(turn_priority(), 7);
         });
-        assert_eq!(PRIORITY.with(Cell::get), u64::MAX);
+        assert_eq!(turn_priority(), u64::MAX);
     }
 }
