@@ -10,11 +10,11 @@
 //! (preloaded into the same build; 2.3 times with 16 proofs). The cost is that the process
 //! keeps its peak memory until it exits.
 //!
-//! jemalloc also asks for transparent huge pages (`madvise`), where the kernel offers them: a
-//! first proof in a fresh process then faults 2 MiB pages instead of 4 KiB ones. On an H200 host
-//! (16 cores) that took Miden's execution of a 2^20-row W2 proof from 0.69-0.92 s to 0.38-0.44 s
-//! and the whole proof from 2.40-2.68 s to 1.79-2.08 s, for 12 % more peak resident memory. A
-//! kernel without them (or set to `never`) leaves jemalloc on small pages.
+//! On Linux jemalloc also asks for transparent huge pages (`madvise`): a first proof in a fresh
+//! process then faults 2 MiB pages instead of 4 KiB ones, which roughly halves Miden's execution
+//! of a W2 proof for about 12 % more peak resident memory (BENCHMARKS.md). A kernel set to
+//! `never` leaves jemalloc on small pages; elsewhere jemalloc has no such option (it would warn
+//! at every start), so it is not asked.
 //!
 //! A program opts in with [`use_jemalloc!`](crate::use_jemalloc) at its root; the library
 //! itself never picks an allocator. Targets where jemalloc does not build (MSVC) keep the system
@@ -27,8 +27,15 @@ pub use tikv_jemallocator as __jemalloc;
 /// jemalloc's options: no decay of dirty or muzzy pages, so that freed memory is reused as it
 /// is, and transparent huge pages for its mappings and its metadata (the `MALLOC_CONF` syntax;
 /// `_RJEM_MALLOC_CONF` in the environment overrides it at run time).
+#[cfg(target_os = "linux")]
 pub const JEMALLOC_CONF: &str =
     "dirty_decay_ms:-1,muzzy_decay_ms:-1,thp:always,metadata_thp:always";
+
+/// jemalloc's options: no decay of dirty or muzzy pages, so that freed memory is reused as it
+/// is (the `MALLOC_CONF` syntax; `_RJEM_MALLOC_CONF` in the environment overrides it at run
+/// time).
+#[cfg(not(target_os = "linux"))]
+pub const JEMALLOC_CONF: &str = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
 
 #[doc(hidden)]
 pub const __MALLOC_CONF_LEN: usize = JEMALLOC_CONF.len() + 1;
