@@ -226,23 +226,7 @@ fn execute_and_prove<G, E: From<ProveError>>(
 
     let (inputs, outputs) = (stack_inputs, stack_outputs.clone());
     let placement = (policy.checked_by_caller(), constraints);
-    let proof = match hash_fn {
-        MidenHashFunction::Rpo256 => prove_trace::<Rpo256, RpoRandomCoin>(
-            trace, options, inputs, outputs, committer, placement,
-        ),
-        MidenHashFunction::Rpx256 => prove_trace::<Rpx256, RpxRandomCoin>(
-            trace, options, inputs, outputs, committer, placement,
-        ),
-        MidenHashFunction::Poseidon2 => prove_trace::<Poseidon2, WinterRandomCoin<Poseidon2>>(
-            trace, options, inputs, outputs, committer, placement,
-        ),
-        MidenHashFunction::Blake3_192 => prove_trace::<Blake3_192, WinterRandomCoin<Blake3_192>>(
-            trace, options, inputs, outputs, committer, placement,
-        ),
-        MidenHashFunction::Blake3_256 => prove_trace::<Blake3_256, WinterRandomCoin<Blake3_256>>(
-            trace, options, inputs, outputs, committer, placement,
-        ),
-    }?;
+    let proof = prove_trace(trace, options, (inputs, outputs), committer, placement)?;
 
     Ok((
         stack_outputs,
@@ -287,13 +271,47 @@ pub fn gpu_hash_function(hash_fn: MidenHashFunction) -> HashFunction {
     }
 }
 
-/// Proves `trace` with [`ExecutionProver`] for hasher `H`, wrapped in a [`GpuProver`] on
-/// `committer` under the policy, evaluating the constraints where the placement says.
-fn prove_trace<H, R>(
+/// Proves `trace` with [`ExecutionProver`] for the options' hash function, wrapped in a
+/// [`GpuProver`] on `committer` under the policy, evaluating the constraints where the placement
+/// says.
+///
+/// Not generic on purpose: the prover of every hash function is compiled here, in this crate,
+/// once; the callers generic over their host (every program that proves) only execute.
+fn prove_trace(
     trace: MidenTrace,
     options: ProvingOptions,
-    stack_inputs: StackInputs,
-    stack_outputs: StackOutputs,
+    public: (StackInputs, StackOutputs),
+    committer: Arc<dyn GpuCommitter>,
+    placement: (FallbackPolicy, ConstraintPlacement),
+) -> Result<Proof, ProveError> {
+    match options.hash_fn() {
+        MidenHashFunction::Rpo256 => {
+            prove_trace_with::<Rpo256, RpoRandomCoin>(trace, options, public, committer, placement)
+        },
+        MidenHashFunction::Rpx256 => {
+            prove_trace_with::<Rpx256, RpxRandomCoin>(trace, options, public, committer, placement)
+        },
+        MidenHashFunction::Poseidon2 => prove_trace_with::<Poseidon2, WinterRandomCoin<Poseidon2>>(
+            trace, options, public, committer, placement,
+        ),
+        MidenHashFunction::Blake3_192 => {
+            prove_trace_with::<Blake3_192, WinterRandomCoin<Blake3_192>>(
+                trace, options, public, committer, placement,
+            )
+        },
+        MidenHashFunction::Blake3_256 => {
+            prove_trace_with::<Blake3_256, WinterRandomCoin<Blake3_256>>(
+                trace, options, public, committer, placement,
+            )
+        },
+    }
+}
+
+/// [`prove_trace`] for hasher `H` and its random coin `R`.
+fn prove_trace_with<H, R>(
+    trace: MidenTrace,
+    options: ProvingOptions,
+    (stack_inputs, stack_outputs): (StackInputs, StackOutputs),
     committer: Arc<dyn GpuCommitter>,
     (policy, constraints): (FallbackPolicy, ConstraintPlacement),
 ) -> Result<Proof, ProveError>
