@@ -82,10 +82,12 @@ fi
 # error about XDG_RUNTIME_DIR; compute needs no display (the binaries do the same at start-up).
 [ -n "${XDG_RUNTIME_DIR:-}" ] || export NODEVICE_SELECT=1
 
-# 2. Formatting, lints and docs, every warning an error
-say "checking formatting, lints (features: $features) and docs"
+# 2. Formatting, lints and docs, every warning an error; the library and its tests are linted
+# again without the GPU backends (their absence is a configuration of its own)
+say "checking formatting, lints (features: $features; and no GPU backend) and docs"
 cargo fmt --all -- --check
 cargo clippy --release --all-targets --features "$features" -- -D warnings
+cargo clippy --release --lib --tests --no-default-features --features concurrent,tools -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --release --no-deps --features "$features"
 
 # 3. The dependency tree's licences and banned crates (deny.toml); cargo-deny is built once where
@@ -97,18 +99,21 @@ fi
 say "checking the dependencies' licences and bans"
 cargo deny --log-level error check licenses bans
 
-# 4. The suite, then fuzzed parity on the wgpu backend (lavapipe without a GPU) in bounded time
+# 4. The suite, then fuzzed parity on the wgpu backend (lavapipe without a GPU) in bounded time.
+# Every step builds in the `checked` profile (Cargo.toml): this crate with overflow checks and
+# debug assertions, its dependencies as in release, built once for all of them.
 log=target/test-log.txt
 mkdir -p target
 status=0
-say "the test suite (features: $features)"
+profile=(--profile checked)
+say "the test suite (features: $features; profile checked)"
 # the examples are not built here (none is a test, and clippy above has checked them): each one
 # compiles the whole prover again, minutes of the build on two cores
-cargo test --release --features "$features" --lib --bins --tests 2>&1 | tee "$log" || status=$?
-cargo test --release --features "$features" --doc 2>&1 | tee -a "$log" || status=$?
+cargo test "${profile[@]}" --features "$features" --lib --bins --tests 2>&1 | tee "$log" || status=$?
+cargo test "${profile[@]}" --features "$features" --doc 2>&1 | tee -a "$log" || status=$?
 if [ "$status" -eq 0 ]; then
   say "fuzzed parity on the wgpu backend"
-  MIDEN_GPU_BACKEND=wgpu PROPTEST_CASES=32 cargo test --release --features "$features" --test fuzz 2>&1 |
+  MIDEN_GPU_BACKEND=wgpu PROPTEST_CASES=32 cargo test "${profile[@]}" --features "$features" --test fuzz 2>&1 |
     tee -a "$log" || status=$?
 fi
 
@@ -118,29 +123,26 @@ fi
 # on a backend returning wrong roots writes only a proof that verifies.
 if [ "$status" -eq 0 ]; then
   say "faults inside the backends (feature fault-injection)"
-  cargo test --release --features "$features,fault-injection" --test backend_faults 2>&1 |
+  cargo test "${profile[@]}" --features "$features,fault-injection" --test backend_faults 2>&1 |
     tee -a "$log" || status=$?
-  cargo test --release --features "$features,fault-injection" --test cli \
+  cargo test "${profile[@]}" --features "$features,fault-injection" --test cli \
     prove_never_writes_a_proof_that_does_not_verify 2>&1 | tee -a "$log" || status=$?
 fi
 
-# 4b. Overflow checks and debug assertions: the tests of bad input and faults and the library's
-# unit tests in the `checked` profile (release with both on; Cargo.toml), built without the GPU
-# backends so the extra build stays short. Where a test may create a memory-limited cgroup (root,
-# a writable cgroup memory controller), the container-memory test runs too, in that profile.
+# 4b. Where a test may create a memory-limited cgroup (root, a writable cgroup memory
+# controller), the container-memory test.
 if [ "$status" -eq 0 ]; then
-  checked=(--profile checked --no-default-features --features concurrent,tools)
-  say "overflow checks and debug assertions (profile checked, features concurrent,tools)"
-  cargo test "${checked[@]}" --test errors --test faults --lib 2>&1 | tee -a "$log" || status=$?
   memory_cgroup=""
   for dir in /sys/fs/cgroup /sys/fs/cgroup/unified; do
     if grep -qw memory "$dir/cgroup.controllers" 2>/dev/null; then memory_cgroup=$dir; break; fi
   done
   [ -n "$memory_cgroup" ] || [ ! -e /sys/fs/cgroup/memory/memory.limit_in_bytes ] ||
     memory_cgroup=/sys/fs/cgroup/memory
-  if [ "$status" -eq 0 ] && [ "$(id -u)" -eq 0 ] && [ -n "$memory_cgroup" ] && [ -w "$memory_cgroup" ]; then
-    cargo test "${checked[@]}" --test host_memory -- --ignored 2>&1 | tee -a "$log" || status=$?
-  elif [ "$status" -eq 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && [ -n "$memory_cgroup" ] && [ -w "$memory_cgroup" ]; then
+    say "the container-memory test (a memory-limited cgroup)"
+    cargo test "${profile[@]}" --features "$features" --test host_memory -- --ignored 2>&1 |
+      tee -a "$log" || status=$?
+  else
     say "skipped the cgroup memory-limit test (tests/host_memory.rs): it needs root and a writable cgroup memory controller"
   fi
 fi

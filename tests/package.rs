@@ -3,7 +3,7 @@
 //! commitment on the CPU backend and, where an adapter is present, on wgpu, with equal roots.
 //!
 //! Builds the scratch crate in `target/package-check/` (the first run compiles the dependencies
-//! once more, in the dev profile).
+//! once more, in the dev profile without debug info).
 
 use std::{
     fs,
@@ -101,8 +101,11 @@ fn packaged_crate_holds_its_kernels_and_commits() {
     // The versions this checkout is tested with.
     fs::copy(root.join("Cargo.lock"), scratch.join("Cargo.lock")).expect("lock file");
 
+    // a check of what the package holds, not a build to debug: no debug info, no incremental state
     let out = run(cargo()
         .current_dir(&scratch)
+        .env("CARGO_PROFILE_DEV_DEBUG", "false")
+        .env("CARGO_INCREMENTAL", "0")
         .args(["run", "--quiet"])
         .arg(format!("--target-dir={}", work.join("scratch-target").display())));
     eprintln!("{out}");
