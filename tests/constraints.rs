@@ -11,14 +11,14 @@ use common::{
     fib::{self, FibAir, FibTrace},
 };
 
-/// Why the random AIRs' compositions cannot be compared in this build: `None` in a release
-/// build. A debug build of winter-prover checks the constraint degrees on the trace, which a
-/// random AIR's random trace fails.
-const RANDOM_COMPOSITIONS_IN_DEBUG: Option<&str> = if cfg!(debug_assertions) {
-    Some("a debug build: winter-prover checks constraint degrees on the trace, which random traces fail; run with --release")
-} else {
-    None
-};
+/// Why the random AIRs' compositions cannot be compared in this build: `None` where Winterfell
+/// runs without its debug assertions, which check the constraint degrees on the trace, and a
+/// random AIR's random trace fails them.
+fn why_random_compositions_cannot_be_compared() -> Option<&'static str> {
+    common::winterfell_checks_degrees().then_some(
+        "a debug build: winter-prover checks constraint degrees on the trace, which random traces fail; run with --release",
+    )
+}
 
 fn main() {
     let host = DeviceTests::new("cpu", None)
@@ -32,7 +32,7 @@ fn main() {
             value_dependent_air_is_reported,
         ])
         .on_host_unless(
-            RANDOM_COMPOSITIONS_IN_DEBUG,
+            why_random_compositions_cannot_be_compared(),
             tests![random_air_compositions_equal_winterfell],
         );
     #[cfg(feature = "miden")]

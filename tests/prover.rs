@@ -83,8 +83,9 @@ enum Corruption {
     /// The first element of LDE row 0 of a trace segment, which the constraint evaluation
     /// reads: the composition polynomial is wrong. (The composition's LDE is read only where it
     /// is queried, and its leaves were hashed before the change, so it is not corrupted so.)
-    /// With debug assertions, Winterfell's evaluator checks the constraint degrees and panics
-    /// first, so this runs in release builds only.
+    /// With its debug assertions, Winterfell's evaluator checks the constraint degrees and
+    /// panics first, so this runs only where they are off
+    /// ([`common::winterfell_checks_degrees`]).
     LdeElement,
 }
 
@@ -92,7 +93,7 @@ enum Corruption {
 /// (0 the main trace, 1 the auxiliary trace, 2 the composition polynomial).
 fn corruptions() -> Vec<(Corruption, usize)> {
     let mut cases: Vec<_> = (0..3).map(|call| (Corruption::Coefficient, call)).collect();
-    if !cfg!(debug_assertions) {
+    if !common::winterfell_checks_degrees() {
         cases.extend([(Corruption::LdeElement, 0), (Corruption::LdeElement, 1)]);
     }
     cases

@@ -857,6 +857,16 @@ pub fn random_digest(rng: &mut impl Rng, hash: HashFunction) -> Digest {
 #[path = "../../examples/fib/mod.rs"]
 pub mod fib;
 
+/// Whether Winterfell runs with its debug assertions in this build, which check the constraint
+/// degrees on the trace (and panic on a random or corrupted one): in the `dev` and `test`
+/// profiles, whose artifacts are in `target/debug/`. The `checked` profile (Cargo.toml) turns on
+/// only this crate's assertions, and `cfg!(debug_assertions)` tells this crate's alone.
+pub fn winterfell_checks_degrees() -> bool {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // target/<profile>/deps/<test binary>
+    exe.parent().and_then(|deps| deps.parent()).is_some_and(|profile| profile.ends_with("debug"))
+}
+
 /// The options of the Fibonacci proofs of the prover, fault and shared-device tests: 27
 /// queries, blowup 8, no grinding, quadratic extension, FRI folding 4 down to degree 31.
 pub fn fib_proof_options() -> winter_air::ProofOptions {
