@@ -130,7 +130,15 @@ if [ "$status" -eq 0 ]; then
     prove_never_writes_a_proof_that_does_not_verify 2>&1 | tee -a "$log" || status=$?
 fi
 
-# 4b. Where a test may create a memory-limited cgroup (root, a writable cgroup memory
+# 4b. Without the GPU backends: the library's unit tests and the tests of bad input and faults
+# (a backend asked for but not compiled in is a typed error).
+if [ "$status" -eq 0 ]; then
+  say "the library without the GPU backends (features concurrent,tools)"
+  cargo test "${profile[@]}" --no-default-features --features concurrent,tools --lib \
+    --test errors --test faults 2>&1 | tee -a "$log" || status=$?
+fi
+
+# 4c. Where a test may create a memory-limited cgroup (root, a writable cgroup memory
 # controller), the container-memory test.
 if [ "$status" -eq 0 ]; then
   memory_cgroup=""
